@@ -1,0 +1,113 @@
+"""Settings: defaults, `[tool.selfcall-audit]` in pyproject.toml, then command-line overrides."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+BASE_MODULES = ("nemo_gym.base_responses_api_agent", "nemo_gym.agents.base_responses_api_agent")
+BASE_CLASSES = ("SimpleResponsesAPIAgent", "BaseResponsesAPIAgent")
+
+DEFAULT_TEST_PATTERNS = ("tests/", "test_*.py", "*_test.py", "conftest.py")
+
+
+class ConfigError(Exception):
+    """A user error in settings: reported with exit code 2, never as a traceback."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    agent_bases: tuple[str, ...] = tuple(f"{m}.{c}" for m in BASE_MODULES for c in BASE_CLASSES)
+    route: str = "/v1/responses"
+    own_routes: tuple[str, ...] = ("/run", "/aggregate_metrics", "/rollouts/{rollout_id}/stop")
+    route_wrappers: tuple[str, ...] = (
+        "url_path_for_run",
+        "url_path_for_request",
+        "rollout_path_prefix",
+        "apply_rollout_prefix",
+    )
+    config_globs: tuple[str, ...] = ("*.yaml", "*.yml")
+    exclude: tuple[str, ...] = ()
+    include_tests: bool = False
+    helper: str = "selfcall_audit.inprocess:responses_in_process"
+    baseline: str | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    strict: bool = False
+    max_file_size: int = 2_000_000
+    cache_dir: str = ".selfcall_audit_cache"
+    jobs: int = 0
+    config_file: str | None = field(default=None, compare=False)
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+
+_KEYS = {f.name.replace("_", "-"): f for f in fields(Settings) if f.name != "config_file"}
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    if isinstance(default, bool) or key == "include-tests":
+        if not isinstance(value, bool):
+            raise ConfigError(f"`{key}` must be true or false, not {value!r}")
+        return value
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"`{key}` must be a list of strings, not {value!r}")
+        return tuple(value)
+    if isinstance(default, int):
+        if not isinstance(value, int) or value < 0:
+            raise ConfigError(f"`{key}` must be a non-negative integer, not {value!r}")
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(f"`{key}` must be a string, not {value!r}")
+    return value
+
+
+def settings_from_table(table: dict[str, Any], source: str) -> Settings:
+    values: dict[str, Any] = {}
+    defaults = Settings()
+    extend_exclude: tuple[str, ...] = ()
+    for key, value in table.items():
+        if key == "extend-exclude":
+            extend_exclude = _coerce(key, value, ())
+            continue
+        spec = _KEYS.get(key)
+        if spec is None:
+            known = ", ".join(sorted([*_KEYS, "extend-exclude"]))
+            raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
+        values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+    if "select" in values or "ignore" in values:
+        values = {**values, **{k: tuple(c.upper() for c in values.get(k, ())) for k in ("select", "ignore")}}
+    settings = replace(defaults, config_file=source, **values)
+    if extend_exclude:
+        settings = replace(settings, exclude=settings.exclude + extend_exclude)
+    return settings
+
+
+def load_settings(root: Path, config_file: Path | None = None) -> Settings:
+    """Read `[tool.selfcall-audit]` from the given file or the root's pyproject.toml."""
+    path = config_file if config_file is not None else root / "pyproject.toml"
+    if not path.is_file():
+        if config_file is not None:
+            raise ConfigError(f"config file not found: {config_file}")
+        return Settings()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {path.name}: {exc}") from exc
+    table = data.get("tool", {}).get("selfcall-audit")
+    if table is None and path.name != "pyproject.toml":
+        table = data  # a dedicated file holds the settings at top level
+    if not isinstance(table, dict):
+        return Settings(config_file=str(path)) if table is None else Settings()
+    return settings_from_table(table, path.name)

@@ -1,0 +1,620 @@
+"""Per-file facts: what one module says about classes, constants and calls, as pure data.
+
+Expressions are kept in a small symbolic form (nested tuples), with each function's local
+bindings already substituted, so that resolution across modules never needs the syntax tree:
+
+    ("s", text)                 string literal
+    ("j", (part, ...))          concatenation: f-strings and `+`
+    ("n", name)                 a free name: module global, import or builtin
+    ("p", name)                 a parameter of the enclosing function
+    ("self",)                   the method's `self`
+    ("a", base, attr)           attribute access (`getattr(x, "attr")` too)
+    ("c", func, args, kwargs)   a call; kwargs are (name, expr) pairs, name None for `**expr`
+    ("d", ((key, expr), ...))   a dict built in the function; key None for `**expr`
+    ("or", (expr, ...))         one of several values (branches, rebinding)
+    ("k", repr)                 another constant (number, None, bool)
+    ("?",)                      unknown
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+
+Expr = tuple
+UNKNOWN: Expr = ("?",)
+SELF: Expr = ("self",)
+
+CLIENT_METHODS = frozenset({"post", "get", "request", "put", "patch", "delete"})
+ROUTE_METHODS = frozenset({"post", "get", "put", "patch", "delete", "api_route", "add_api_route", "route"})
+_NOT_HELPERS = frozenset(
+    {
+        "len",
+        "isinstance",
+        "issubclass",
+        "print",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "set",
+        "tuple",
+        "repr",
+        "range",
+        "enumerate",
+        "zip",
+        "sorted",
+        "min",
+        "max",
+        "sum",
+        "any",
+        "all",
+        "hasattr",
+        "type",
+        "iter",
+        "next",
+    }
+)
+_MAX_ALTERNATIVES = 8
+_MAX_EXPR_NODES = 400
+_NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Import:
+    local: str
+    module: str
+    name: str | None  # None: the binding is the module itself (`import a.b as c`)
+    level: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    expr: Expr
+    line: int
+
+
+@dataclass(frozen=True)
+class CallFact:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    func: Expr
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str | None, Expr], ...]
+    aliases: tuple[tuple[str, int], ...]  # local bindings the call went through, with their lines
+    in_with: bool = False  # used as a (async) context manager
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    name: str
+    line: int
+    params: tuple[str, ...]
+    defaults: tuple[tuple[str, Expr], ...]
+    self_param: str | None
+    calls: tuple[CallFact, ...]
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    name: str
+    line: int
+    bases: tuple[Expr, ...]
+    constants: tuple[Binding, ...]
+    instance_attrs: tuple[Binding, ...]
+    methods: tuple[FunctionFacts, ...]
+
+
+@dataclass(frozen=True)
+class ModuleFacts:
+    path: str
+    imports: tuple[Import, ...]
+    constants: tuple[Binding, ...]
+    classes: tuple[ClassFacts, ...]
+    functions: tuple[FunctionFacts, ...]
+    served: tuple[str, ...]  # classes started by `X.run_webserver()` under `if __name__ == "__main__"`
+    noqa: tuple[tuple[int, tuple[str, ...] | None], ...]
+
+
+class FactsError(Exception):
+    """The file cannot be turned into facts (syntax error, nesting too deep)."""
+
+
+def _merge(values: list[Expr]) -> Expr:
+    unique: list[Expr] = []
+    for value in values:
+        for alt in value[1] if value[0] == "or" else (value,):
+            if alt not in unique:
+                unique.append(alt)
+    if len(unique) == 1:
+        return unique[0]
+    if len(unique) > _MAX_ALTERNATIVES:
+        return UNKNOWN
+    return ("or", tuple(unique))
+
+
+def _size_ok(expr: Expr) -> bool:
+    budget = _MAX_EXPR_NODES
+    stack = [expr]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, tuple):
+            budget -= 1
+            if budget < 0:
+                return False
+            stack.extend(item)
+    return True
+
+
+Env = dict[str, tuple[Expr, int]]
+
+
+class _FunctionWalker:
+    """Walks one function body in order, tracking local bindings, and records its calls."""
+
+    def __init__(
+        self,
+        facts: _ModuleExtractor,
+        params: set[str],
+        self_param: str | None,
+        env: Env,
+        shadowed: frozenset[str] = frozenset(),
+    ):
+        self.m = facts
+        self.params = params
+        self.self_param = self_param
+        self.env = env
+        self.shadowed = shadowed
+        self.calls: list[CallFact] = []
+        self._aliases: list[tuple[str, int]] = []
+
+    # statements -----------------------------------------------------------------------
+    def body(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def _branches(self, bodies: list[list[ast.stmt]], keep_base: bool) -> None:
+        """Walk alternative bodies from the same start and merge what they bind."""
+        start = self.env
+        ends: list[Env] = [dict(start)] if keep_base else []
+        for stmts in bodies:
+            self.env = dict(start)
+            self.body(stmts)
+            ends.append(self.env)
+        merged: Env = {}
+        for name in {n for env in ends for n in env}:
+            seen = [env[name] for env in ends if name in env]
+            line = seen[-1][1]
+            merged[name] = (_merge([value for value, _ in seen]), line)
+        self.env = merged
+
+    def stmt(self, node: ast.stmt) -> None:  # noqa: C901 - one dispatch over statement kinds
+        if isinstance(node, ast.Assign):
+            value = self.expr(node.value)
+            for target in node.targets:
+                self.bind(target, value, node.lineno)
+        elif isinstance(node, ast.AnnAssign):
+            if node.value is not None:
+                self.bind(node.target, self.expr(node.value), node.lineno)
+        elif isinstance(node, ast.AugAssign):
+            value = self.expr(node.value)
+            if isinstance(node.target, ast.Name) and isinstance(node.op, ast.Add):
+                old = self.expr(node.target)
+                self.bind(node.target, ("j", (old, value)), node.lineno)
+            else:
+                self.bind(node.target, UNKNOWN, node.lineno)
+        elif isinstance(node, ast.If):
+            self.expr(node.test)
+            self._branches([node.body, node.orelse], keep_base=False)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            self.expr(node.iter)
+            self.bind(node.target, UNKNOWN, node.lineno)
+            self._branches([node.body], keep_base=True)
+            self.body(node.orelse)
+        elif isinstance(node, ast.While):
+            self.expr(node.test)
+            self._branches([node.body], keep_base=True)
+            self.body(node.orelse)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.body(node.body)
+            self._branches([h.body for h in node.handlers] + [node.orelse], keep_base=True)
+            self.body(node.finalbody)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                value = self.expr(item.context_expr, in_with=True)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, value, node.lineno)
+            self.body(node.body)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                self.expr(decorator)
+            self.nested_function(node.args, node.body)
+            self.env[node.name] = (UNKNOWN, node.lineno)
+        elif isinstance(node, ast.ClassDef):
+            self.env[node.name] = (UNKNOWN, node.lineno)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.m.imports_from(node)
+            for alias in node.names:
+                self.env.pop((alias.asname or alias.name).split(".")[0], None)
+        elif isinstance(node, ast.Match):
+            self.expr(node.subject)
+            self._branches([case.body for case in node.cases], keep_base=True)
+        elif isinstance(node, (ast.Expr, ast.Return)):
+            if node.value is not None:
+                self.expr(node.value)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.env.pop(target.id, None)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+                elif isinstance(child, ast.stmt):
+                    self.stmt(child)
+
+    def nested_function(self, args: ast.arguments, body: list[ast.stmt] | ast.expr) -> None:
+        """Closures see the enclosing bindings; their calls belong to the enclosing function."""
+        shadow = frozenset(_param_names(args))
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            self.expr(default)
+        saved = (self.env, self.params)
+        self.env = {k: v for k, v in self.env.items() if k not in shadow}
+        self.params = self.params - shadow
+        inner = _FunctionWalker(self.m, self.params, self.self_param, self.env, self.shadowed | shadow)
+        inner.calls = self.calls
+        if isinstance(body, list):
+            inner.body(body)
+        else:
+            inner.expr(body)
+        self.env, self.params = saved
+
+    def bind(self, target: ast.expr, value: Expr, line: int) -> None:
+        if isinstance(target, ast.Name):
+            if not _size_ok(value):
+                value = UNKNOWN
+            self.env[target.id] = (value, line)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self.bind(element.value if isinstance(element, ast.Starred) else element, UNKNOWN, line)
+        elif isinstance(target, ast.Subscript):
+            self.expr(target.slice)
+            base = target.value
+            if (
+                isinstance(base, ast.Name)
+                and base.id in self.env
+                and self.env[base.id][0][0] == "d"
+                and isinstance(target.slice, ast.Constant)
+                and isinstance(target.slice.value, str)
+            ):
+                items = tuple(kv for kv in self.env[base.id][0][1] if kv[0] != target.slice.value)
+                self.env[base.id] = (("d", (*items, (target.slice.value, value))), line)
+            else:
+                self.expr(base)
+        elif isinstance(target, ast.Attribute):
+            if isinstance(target.value, ast.Name) and target.value.id == self.self_param:
+                self.m.instance_attrs.setdefault(target.attr, []).append(Binding(target.attr, value, line))
+            else:
+                self.expr(target.value)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, UNKNOWN, line)
+
+    # expressions ----------------------------------------------------------------------
+    def name(self, ident: str) -> Expr:
+        if ident in self.env:
+            value, line = self.env[ident]
+            self._aliases.append((ident, line))
+            return value
+        if ident == self.self_param:
+            return SELF
+        if ident in self.params:
+            return ("p", ident)
+        if ident in self.shadowed:
+            return UNKNOWN
+        return ("n", ident)
+
+    def expr(self, node: ast.expr, in_with: bool = False) -> Expr:  # noqa: C901 - one dispatch
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return ("s", node.value)
+            if node.value is None or isinstance(node.value, (bool, int, float)):
+                return ("k", repr(node.value))
+            return UNKNOWN
+        if isinstance(node, ast.Name):
+            return self.name(node.id)
+        if isinstance(node, ast.Attribute):
+            return ("a", self.expr(node.value), node.attr)
+        if isinstance(node, ast.Call):
+            return self.call(node, in_with)
+        if isinstance(node, ast.Await):
+            return self.expr(node.value)
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                if isinstance(value, ast.FormattedValue):
+                    inner = self.expr(value.value)
+                    if value.format_spec is not None:
+                        self.expr(value.format_spec)
+                    parts.append(inner if value.conversion in (-1, 115) else UNKNOWN)
+                else:
+                    parts.append(self.expr(value))
+            return ("j", tuple(parts))
+        if isinstance(node, ast.BinOp):
+            left, right = self.expr(node.left), self.expr(node.right)
+            return ("j", (left, right)) if isinstance(node.op, ast.Add) else UNKNOWN
+        if isinstance(node, ast.Dict):
+            items = []
+            for key, value in zip(node.keys, node.values):
+                value_expr = self.expr(value)
+                if key is None:
+                    items.append((None, value_expr))
+                elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    items.append((key.value, value_expr))
+                else:
+                    self.expr(key)
+            return ("d", tuple(items))
+        if isinstance(node, (ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.List, ast.Tuple, ast.Set)):
+            for child in _CHILDREN[type(node)](node):
+                self.expr(child)
+            return UNKNOWN
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test)
+            return _merge([self.expr(node.body), self.expr(node.orelse)])
+        if isinstance(node, ast.BoolOp):
+            values = [self.expr(v) for v in node.values]
+            return _merge(values) if isinstance(node.op, ast.Or) else UNKNOWN
+        if isinstance(node, ast.NamedExpr):
+            value = self.expr(node.value)
+            self.bind(node.target, value, node.lineno)
+            return value
+        if isinstance(node, ast.Lambda):
+            self.nested_function(node.args, node.body)
+            return UNKNOWN
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            saved_env = self.env
+            self.env = dict(self.env)
+            for generator in node.generators:
+                self.expr(generator.iter)
+                self.bind(generator.target, UNKNOWN, node.lineno)
+                for condition in generator.ifs:
+                    self.expr(condition)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+            else:
+                self.expr(node.elt)
+            self.env = saved_env
+            return UNKNOWN
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+        return UNKNOWN
+
+    def call(self, node: ast.Call, in_with: bool) -> Expr:
+        outer_aliases = self._aliases
+        self._aliases = []
+        func = self.expr(node.func)
+        args: list[Expr] = []
+        for arg in node.args:
+            args.append(UNKNOWN if isinstance(arg, ast.Starred) else self.expr(arg))
+            if isinstance(arg, ast.Starred):
+                self.expr(arg.value)
+        kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        aliases = tuple(dict.fromkeys(self._aliases))
+        self._aliases = outer_aliases + self._aliases
+
+        if func == ("n", "getattr") and len(args) == 2 and args[1][0] == "s":
+            return ("a", args[0], args[1][1])
+        if func == ("n", "dict") and not args:
+            return ("d", kwargs)
+        if _worth_recording(func, args, kwargs):
+            line, col = self.m.position(node.lineno, node.col_offset)
+            end_line, end_col = self.m.position(node.end_lineno or node.lineno, node.end_col_offset or 0)
+            self.calls.append(
+                CallFact(line, col, end_line, end_col, func, tuple(args), kwargs, aliases, in_with)
+            )
+        return ("c", func, tuple(args), kwargs)
+
+
+_CHILDREN = {
+    ast.Subscript: lambda n: (n.value, n.slice),
+    ast.Compare: lambda n: (n.left, *n.comparators),
+    ast.UnaryOp: lambda n: (n.operand,),
+    ast.Starred: lambda n: (n.value,),
+    ast.List: lambda n: n.elts,
+    ast.Tuple: lambda n: n.elts,
+    ast.Set: lambda n: n.elts,
+}
+
+
+def _worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
+    kind = func[0]
+    if kind == "a":
+        return func[2] in CLIENT_METHODS or func[2] in ROUTE_METHODS or func[1] == SELF or bool(args or kwargs)
+    if kind == "n":
+        return func[1] not in _NOT_HELPERS and bool(args or kwargs)
+    return kind in ("c", "p")
+
+
+def _param_names(args: ast.arguments) -> set[str]:
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    return names
+
+
+class _ModuleExtractor:
+    def __init__(self, path: str, source: bytes):
+        self.path = path
+        self.source = source
+        self._lines: list[bytes] | None = None
+        self.imports: list[Import] = []
+        self.instance_attrs: dict[str, list[Binding]] = {}
+
+    def position(self, line: int, byte_col: int) -> tuple[int, int]:
+        """1-based line and 1-based character column from ast's UTF-8 byte offset."""
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        text = self._lines[line - 1] if 0 < line <= len(self._lines) else b""
+        prefix = text[:byte_col]
+        return line, (len(prefix.decode("utf-8", "replace")) if not prefix.isascii() else byte_col) + 1
+
+    def imports_from(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.imports.append(Import(alias.asname, alias.name, None, 0, node.lineno))
+                else:
+                    top = alias.name.split(".")[0]
+                    self.imports.append(Import(top, top, None, 0, node.lineno))
+        else:
+            for alias in node.names:
+                if alias.name != "*":
+                    local = alias.asname or alias.name
+                    self.imports.append(Import(local, node.module or "", alias.name, node.level, node.lineno))
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> FunctionFacts:
+        params = _param_names(node.args)
+        positional = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
+        is_static = any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in node.decorator_list
+        )
+        self_param = positional[0] if is_method and positional and not is_static else None
+        walker = _FunctionWalker(self, params - {self_param} if self_param else params, self_param, {})
+        defaults = []
+        all_defaults = list(node.args.defaults)
+        for param, default in zip(positional[len(positional) - len(all_defaults) :], all_defaults):
+            defaults.append((param, walker.expr(default)))
+        for param, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+            if default is not None:
+                defaults.append((param.arg, walker.expr(default)))
+        walker.calls = []
+        walker.body(node.body)
+        ordered = tuple(positional + [a.arg for a in node.args.kwonlyargs])
+        return FunctionFacts(node.name, node.lineno, ordered, tuple(defaults), self_param, tuple(walker.calls))
+
+    def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
+        """Top-level `NAME = expr` bindings; names bound in several places become alternatives."""
+        walker = _FunctionWalker(self, set(), None, {})
+        found: dict[str, list[Binding]] = {}
+        pending = list(stmts)
+        while pending:
+            stmt = pending.pop(0)
+            targets: list[ast.expr] = []
+            if isinstance(stmt, ast.Assign):
+                targets = stmt.targets
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                targets = [stmt.target]
+            elif isinstance(stmt, (ast.If, ast.Try)):
+                pending[:0] = [*stmt.body, *getattr(stmt, "orelse", []), *getattr(stmt, "handlers", [])]
+                continue
+            elif isinstance(stmt, ast.ExceptHandler):
+                pending[:0] = stmt.body
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    value = walker.expr(stmt.value)  # type: ignore[union-attr]
+                    if not _size_ok(value):
+                        value = UNKNOWN
+                    found.setdefault(target.id, []).append(Binding(target.id, value, stmt.lineno))
+        return [
+            Binding(name, _merge([b.expr for b in bindings]), bindings[0].line) for name, bindings in found.items()
+        ]
+
+    def klass(self, node: ast.ClassDef) -> ClassFacts:
+        outer = _FunctionWalker(self, set(), None, {})
+        bases = tuple(outer.expr(base) for base in node.bases)
+        self.instance_attrs = instance_attrs = {}
+        methods = []
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                methods.append(self.function(stmt, is_method=True))
+        attrs = tuple(
+            Binding(name, _merge([b.expr for b in bindings]), bindings[0].line)
+            for name, bindings in instance_attrs.items()
+        )
+        return ClassFacts(node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods))
+
+    def module(self, tree: ast.Module) -> ModuleFacts:
+        classes: list[ClassFacts] = []
+        functions: list[FunctionFacts] = []
+        served: list[str] = []
+        pending = list(tree.body)
+        while pending:
+            stmt = pending.pop(0)
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                self.imports_from(stmt)
+            elif isinstance(stmt, ast.ClassDef):
+                classes.append(self.klass(stmt))
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                functions.append(self.function(stmt, is_method=False))
+            elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+                served.extend(_served_classes(stmt.body))
+            elif isinstance(stmt, (ast.If, ast.Try)):
+                pending[:0] = [*stmt.body, *stmt.orelse, *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+        return ModuleFacts(
+            path=self.path,
+            imports=tuple(self.imports),
+            constants=tuple(self.constants(tree.body)),
+            classes=tuple(classes),
+            functions=tuple(functions),
+            served=tuple(served),
+            noqa=_noqa_lines(self.source),
+        )
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
+
+
+def _served_classes(body: list[ast.stmt]) -> list[str]:
+    served = []
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "run_webserver"
+            and isinstance(node.func.value, ast.Name)
+        ):
+            served.append(node.func.value.id)
+    return served
+
+
+def _noqa_lines(source: bytes) -> tuple[tuple[int, tuple[str, ...] | None], ...]:
+    found = []
+    for match in _NOQA.finditer(source):
+        line = source.count(b"\n", 0, match.start()) + 1
+        codes = match.group("codes")
+        parsed = tuple(c.upper() for c in re.split(r"[,\s]+", codes.decode()) if c) if codes else None
+        found.append((line, parsed))
+    return tuple(found)
+
+
+def extract(path: str, source: bytes) -> ModuleFacts:
+    """Facts of one Python file. Raises FactsError for input that cannot be analysed."""
+    try:
+        tree = ast.parse(source, filename=path, type_comments=False)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        raise FactsError(f"syntax error at {where}: {exc.msg}") from None
+    except (ValueError, UnicodeDecodeError) as exc:  # null bytes, undecodable source
+        raise FactsError(f"cannot parse: {exc}") from None
+    except (RecursionError, MemoryError):
+        raise FactsError("too deeply nested to parse") from None
+    try:
+        return _ModuleExtractor(path, source).module(tree)
+    except RecursionError:
+        raise FactsError("too deeply nested to analyse") from None

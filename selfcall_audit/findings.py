@@ -1,0 +1,155 @@
+"""Findings, errors and the rules registry: the one place a rule's words live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    message: str
+    summary: str
+    explanation: str
+    bad: str
+    good: str
+    default_on: bool = True
+    fixable: bool = False
+
+
+RULES: dict[str, Rule] = {
+    rule.code: rule
+    for rule in (
+        Rule(
+            code="SCA001",
+            name="agent-self-call",
+            message="{agent}.{method} posts to its own {route} over HTTP; call the handler in-process",
+            summary="Agent server posts over HTTP to its own /v1/responses.",
+            explanation=(
+                "An agent server that sends `POST /v1/responses` (or a rollout-prefixed twin) to its own "
+                "instance name through `self.server_client` pays for an aiohttp round trip, a middleware "
+                "traversal, JSON serialisation and parsing, Pydantic re-validation and a socket on every "
+                "call, and can exhaust file descriptors under high concurrency. Call the handler "
+                "in-process instead: `selfcall-audit fix` rewrites the call to `responses_in_process(self, "
+                "...)`, which returns a response object the surrounding code keeps using unchanged."
+            ),
+            bad=(
+                "response = await self.server_client.post(\n"
+                "    server_name=self.config.name,\n"
+                '    url_path="/v1/responses",\n'
+                "    json=body.responses_create_params,\n"
+                "    cookies=cookies,\n"
+                ")"
+            ),
+            good=(
+                "from selfcall_audit.inprocess import responses_in_process\n"
+                "\n"
+                "response = await responses_in_process(\n"
+                "    self,\n"
+                '    url_path="/v1/responses",\n'
+                "    json=body.responses_create_params,\n"
+                "    cookies=cookies,\n"
+                ")"
+            ),
+            fixable=True,
+        ),
+        Rule(
+            code="SCA002",
+            name="agent-self-call-other-route",
+            message="{agent}.{method} calls its own {route} route over HTTP; call the method directly",
+            summary="Agent server calls another of its own routes (e.g. /run) over HTTP.",
+            explanation=(
+                "The agent calls a route that its own server registers (for example `/run`, "
+                "`/aggregate_metrics` or a session route) through `self.server_client`. The request "
+                "loops back through the network stack and the web framework to reach code in the same "
+                "process. Call the method that serves the route directly."
+            ),
+            bad='await self.server_client.post(server_name=self.config.name, url_path="/aggregate_metrics", json=req)',
+            good="await self.aggregate_metrics(req)",
+        ),
+        Rule(
+            code="SCA003",
+            name="possible-agent-self-call",
+            message="{agent}.{method} may post to itself: {reason}",
+            summary="Possible self-call: the target or the path cannot be resolved statically.",
+            explanation=(
+                "Inside an agent class, a server-client call either targets the agent's own name with a "
+                "path that cannot be resolved statically, or posts to `/v1/responses` on a server whose "
+                "name cannot be resolved. It may be a self-call. Off by default; enable it with "
+                "`--select SCA003` or `--strict` and review each case, then add `# noqa: SCA003` where "
+                "the target is known to be another server."
+            ),
+            bad="await self.server_client.post(server_name=pick_server(), url_path=\"/v1/responses\", json=b)",
+            good='await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=b)',
+            default_on=False,
+        ),
+        Rule(
+            code="SCA900",
+            name="unreadable-input",
+            message="{detail}",
+            summary="A file or config could not be read or parsed; the scan went on without it.",
+            explanation=(
+                "A Python file or YAML config could not be read or parsed (a syntax error, an encoding "
+                "that is not UTF-8, a file too large, a YAML tag that a safe loader refuses, ...). The "
+                "scan skips it and analyses every other file, so self-calls in that file, or bound by "
+                "that config, may be missed. It is reported as an error entry, not a finding: it does "
+                "not change the exit code unless `--strict` is given."
+            ),
+            bad="def run(self:\n    ...",
+            good="def run(self):\n    ...",
+        ),
+    )
+}
+
+FINDING_CODES = ("SCA001", "SCA002", "SCA003")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    path: str
+    line: int
+    note: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    message: str
+    agent: str
+    method: str
+    fixable: bool = False
+    evidence: tuple[Evidence, ...] = field(default_factory=tuple)
+    fix_blocker: str | None = None
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.code)
+
+
+@dataclass(frozen=True)
+class InputError:
+    path: str
+    message: str
+    code: str = "SCA900"
+
+
+def parse_codes(text: str | None) -> tuple[str, ...]:
+    """Split a comma/space separated code list; prefixes like `SCA` select every matching code."""
+    if not text:
+        return ()
+    return tuple(part.strip().upper() for part in text.replace(",", " ").split() if part.strip())
+
+
+def code_selected(code: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:
+    """ruff semantics: `select` replaces the defaults, and the more specific prefix wins."""
+    selected = max((len(p) for p in select if code.startswith(p)), default=-1)
+    ignored = max((len(p) for p in ignore if code.startswith(p)), default=-1)
+    if not select:
+        return RULES[code].default_on and ignored < 0
+    return selected > ignored

@@ -1,0 +1,248 @@
+"""Server instances from NeMo Gym YAML configs, read with a safe composer and never constructed.
+
+Understands `_inherit_from`, top-level `config_paths`, the OmegaConf missing marker `???` and
+simple `${a.b}` interpolations; resolvers (`${oc.env:X}`) are never run and stay unresolved.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from posixpath import dirname, normpath
+
+import yaml
+
+AGENT_TYPE = "responses_api_agents"
+MISSING = "???"
+_MAX_NODES = 200_000
+_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.\-]*)\}")
+_STANDARD_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge", "omap", "set")
+)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class ConfigFileError(Exception):
+    """A YAML file that cannot be used: reported as SCA900."""
+
+
+@dataclass(frozen=True)
+class Where:
+    path: str
+    line: int
+
+
+class Node(dict):
+    """A mapping that remembers where each key was written."""
+
+    where: dict[str, Where]
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self.where = {}
+
+
+@dataclass(frozen=True)
+class ServerRef:
+    key: str
+    type: str | None
+    name: str | None
+    where: Where
+
+
+@dataclass(frozen=True)
+class AgentInstance:
+    name: str
+    where: Where  # the instance's top-level key
+    impl: str
+    agent_dir: str  # root-relative folder of the implementation
+    entrypoint: str | None  # root-relative module path, e.g. responses_api_agents/x/app.py
+    refs: tuple[ServerRef, ...]
+
+    def self_refs(self) -> tuple[ServerRef, ...]:
+        """Server references that point back at this very instance."""
+        return tuple(r for r in self.refs if r.type == AGENT_TYPE and r.name == self.name)
+
+
+def _to_python(node: yaml.Node, path: str, budget: list[int]) -> object:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ConfigFileError(f"more than {_MAX_NODES} YAML nodes (an alias bomb?)")
+    if node.tag not in _STANDARD_TAGS:
+        raise ConfigFileError(f"line {node.start_mark.line + 1}: unknown YAML tag {node.tag!r} (not loaded)")
+    if isinstance(node, yaml.MappingNode):
+        result = Node()
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                merged = _to_python(value_node, path, budget)
+                for item in merged if isinstance(merged, list) else [merged]:
+                    if isinstance(item, Node):
+                        for k, v in item.items():
+                            result.setdefault(k, v)
+                            result.where.setdefault(k, item.where[k])
+                continue
+            key = _to_python(key_node, path, budget)
+            if not isinstance(key, str):
+                key = str(key)
+            result[key] = _to_python(value_node, path, budget)
+            result.where[key] = Where(path, key_node.start_mark.line + 1)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, path, budget) for item in node.value]
+    return node.value if node.tag == "tag:yaml.org,2002:str" else (None if node.value in ("", "~", "null") and node.tag.endswith("null") else node.value)
+
+
+def parse_yaml(path: str, data: bytes) -> list[Node]:
+    """Top-level mappings of every document in the file."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigFileError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        documents = list(yaml.compose_all(text, Loader=_Loader))
+    except yaml.YAMLError as exc:
+        raise ConfigFileError(f"invalid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigFileError("YAML nested too deeply") from None
+    budget = [_MAX_NODES]
+    result = []
+    for document in documents:
+        if document is None:
+            continue
+        try:
+            value = _to_python(document, path, budget)
+        except RecursionError:
+            raise ConfigFileError("YAML nested too deeply") from None
+        if isinstance(value, Node):
+            result.append(value)
+        elif value not in (None, ""):
+            raise ConfigFileError("top level is not a mapping of server instances")
+    return result
+
+
+def _merge(base: object, override: object) -> object:
+    if isinstance(base, Node) and isinstance(override, Node):
+        merged = Node(base)
+        merged.where.update(base.where)
+        for key, value in override.items():
+            merged[key] = _merge(base.get(key), value)
+            merged.where[key] = override.where[key]
+        return merged
+    return override
+
+
+def _lookup(namespace: Node, dotted: str) -> object:
+    value: object = namespace
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _interpolate(value: object, namespace: Node, depth: int = 0) -> object:
+    """Resolve `${a.b}` references that name another value; anything else stays as written."""
+    if not isinstance(value, str) or "${" not in value or depth > 10:
+        return value
+    whole = _INTERPOLATION.fullmatch(value)
+    if whole:
+        target = _lookup(namespace, whole.group(1))
+        return _interpolate(target, namespace, depth + 1) if target is not None else value
+
+    def substitute(match: re.Match[str]) -> str:
+        target = _interpolate(_lookup(namespace, match.group(1)), namespace, depth + 1)
+        return target if isinstance(target, str) else match.group(0)
+
+    return _INTERPOLATION.sub(substitute, value)
+
+
+class ConfigSet:
+    """All agent instances of a project, from the YAML files that can define them."""
+
+    def __init__(self, read: Callable[[str], bytes], exists: Callable[[str], bool]):
+        self._read = read
+        self._exists = exists
+        self._parsed: dict[str, list[Node]] = {}
+        self.errors: dict[str, str] = {}
+
+    def _documents(self, path: str) -> list[Node]:
+        if path not in self._parsed:
+            try:
+                self._parsed[path] = parse_yaml(path, self._read(path))
+            except ConfigFileError as exc:
+                self.errors[path] = str(exc)
+                self._parsed[path] = []
+            except OSError as exc:
+                self.errors[path] = f"cannot read: {exc.strerror or exc}"
+                self._parsed[path] = []
+        return self._parsed[path]
+
+    def _namespace(self, path: str, seen: frozenset[str] = frozenset()) -> Node:
+        """The file merged over the files its `config_paths` chain in."""
+        namespace = Node()
+        for document in self._documents(path):
+            chained = document.get("config_paths")
+            for other in chained if isinstance(chained, list) else []:
+                if isinstance(other, str) and other not in seen:
+                    rel = normpath(other.lstrip("/"))
+                    if self._exists(rel):
+                        namespace = _merge(namespace, self._namespace(rel, seen | {path}))  # type: ignore[assignment]
+            namespace = _merge(namespace, document)  # type: ignore[assignment]
+        return namespace
+
+    def instances(self, paths: tuple[str, ...]) -> list[AgentInstance]:
+        found: list[AgentInstance] = []
+        for path in paths:
+            namespace = self._namespace(path)
+            own_keys = {k for document in self._documents(path) for k in document}
+            for key in own_keys:
+                instance = self._instance(key, namespace, path)
+                if instance is not None:
+                    found.append(instance)
+        return found
+
+    def _instance(self, name: str, namespace: Node, path: str) -> AgentInstance | None:
+        body = namespace.get(name)
+        if not isinstance(body, Node):
+            return None
+        parent = body.get("_inherit_from")
+        if isinstance(parent, str) and parent != name and isinstance(namespace.get(parent), Node):
+            body = _merge(namespace[parent], body)  # type: ignore[assignment]
+        agents = body.get(AGENT_TYPE)
+        if not isinstance(agents, Node) or not agents:
+            return None
+        impl, impl_cfg = next(iter(agents.items()))
+        if not isinstance(impl_cfg, Node):
+            return None
+        refs = []
+        for key, value in impl_cfg.items():
+            if isinstance(value, Node) and "name" in value:
+                ref_type = _interpolate(value.get("type"), namespace)
+                ref_name = _interpolate(value.get("name"), namespace)
+                refs.append(
+                    ServerRef(
+                        key,
+                        ref_type if isinstance(ref_type, str) else None,
+                        ref_name if isinstance(ref_name, str) and ref_name != MISSING else None,
+                        value.where.get("name", impl_cfg.where[key]),
+                    )
+                )
+        agent_dir = f"{AGENT_TYPE}/{impl}"
+        if not self._exists(agent_dir) and path.startswith(f"{AGENT_TYPE}/"):
+            agent_dir = "/".join(path.split("/")[:2])  # an impl key that does not match its folder
+        entrypoint = _interpolate(impl_cfg.get("entrypoint"), namespace)
+        module = normpath(f"{agent_dir}/{entrypoint}") if isinstance(entrypoint, str) else None
+        return AgentInstance(
+            name=name,
+            where=namespace.where.get(name, Where(path, 1)),
+            impl=impl,
+            agent_dir=agent_dir,
+            entrypoint=module,
+            refs=tuple(refs),
+        )
+
+
+def config_dir_of(path: str) -> str:
+    return dirname(path)

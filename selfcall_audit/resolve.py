@@ -1,0 +1,590 @@
+"""Resolution over the whole index: agent classes, own names, routes, call targets → findings.
+
+Every server-client call inside an agent class (or a base or mixin of one) is evaluated
+symbolically: the server name against the agent's own name (aliases, YAML instance names,
+config references that YAML points back at the instance), the path against the routes the
+agent serves. Helpers that forward their parameters into a client call are expanded at each
+call site, so a finding lands on the call that supplies both the own name and the route.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from itertools import product
+
+from .config import Settings
+from .facts import SELF, UNKNOWN, CallFact, Expr, FunctionFacts
+from .findings import RULES, Evidence, Finding
+from .gym_config import AgentInstance
+from .index import ClassRef, FunctionRef, Index
+
+HOLE: Expr = ("?",)
+PREFIX: Expr = ("prefix",)
+PARAM: Expr = ("p",)
+_MAX_ALTERNATIVES = 16
+_MAX_DEPTH = 25
+_ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[^/]+(?:/training-token-capture)?(?=/)")
+_HELPER_KWARGS = frozenset({"server_name", "url_path", "json", "cookies", "headers"})
+_CLIENT_SIGNATURES = {"request": ("server_name", "url_path", "method")}
+_DEFAULT_SIGNATURE = ("server_name", "url_path")
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    """A server-client call as seen from one call site, after helpers and partials are expanded."""
+
+    site: CallFact
+    http_method: Expr
+    server: Expr
+    path: Expr
+    receiver: Expr
+    extra_kwargs: tuple[str, ...]
+    via: tuple[Evidence, ...] = ()
+    blocker: str | None = None  # why the codemod cannot rewrite this call
+
+
+@dataclass
+class _Ctx:
+    path: str
+    cls: ClassRef | None
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+def _contains_param(expr: object) -> bool:
+    if isinstance(expr, tuple):
+        if expr and expr[0] == "p":
+            return True
+        return any(_contains_param(item) for item in expr)
+    return False
+
+
+def _qualify(expr: Expr, bindings: dict[str, Expr], callee_path: str) -> Expr:
+    """Rewrite a callee's expression into the caller's terms: parameters → arguments, globals → qualified."""
+    kind = expr[0]
+    if kind == "p":
+        return bindings.get(expr[1], UNKNOWN)
+    if kind == "n":
+        return ("g", callee_path, expr[1])
+    if kind == "a":
+        return ("a", _qualify(expr[1], bindings, callee_path), expr[2])
+    if kind == "c":
+        return (
+            "c",
+            _qualify(expr[1], bindings, callee_path),
+            tuple(_qualify(a, bindings, callee_path) for a in expr[2]),
+            tuple((k, _qualify(v, bindings, callee_path)) for k, v in expr[3]),
+        )
+    if kind in ("j", "or"):
+        return (kind, tuple(_qualify(p, bindings, callee_path) for p in expr[1]))
+    if kind == "d":
+        return ("d", tuple((k, _qualify(v, bindings, callee_path)) for k, v in expr[1]))
+    return expr
+
+
+def _expand_kwargs(kwargs: tuple[tuple[str | None, Expr], ...]) -> tuple[dict[str, Expr], bool]:
+    """Keyword arguments with `**{...}` dicts built in the function spread; True if a splat is opaque."""
+    result: dict[str, Expr] = {}
+    opaque = False
+    for key, value in kwargs:
+        if key is not None:
+            result[key] = value
+        elif value[0] == "d":
+            inner, inner_opaque = _expand_kwargs(value[1])
+            result.update(inner)
+            opaque = opaque or inner_opaque
+        else:
+            opaque = True
+    return result, opaque
+
+
+def _bind_params(
+    function: FunctionFacts, args: tuple[Expr, ...], kwargs: dict[str, Expr], skip_self: bool
+) -> dict[str, Expr]:
+    params = list(function.params)
+    if skip_self and function.self_param and params and params[0] == function.self_param:
+        params = params[1:]
+    bound: dict[str, Expr] = dict(function.defaults)
+    for name, value in zip(params, args):
+        bound[name] = value
+    for name, value in kwargs.items():
+        if name in function.params:
+            bound[name] = value
+    if function.self_param and not skip_self:
+        bound.setdefault(function.self_param, UNKNOWN)
+    return bound
+
+
+class Resolver:
+    def __init__(self, index: Index, settings: Settings, instances: list[AgentInstance]):
+        self.index = index
+        self.settings = settings
+        self.instances = instances
+        self._calls_memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
+        self._in_progress: set[tuple[FunctionRef, ClassRef | None]] = set()
+        self._routes_memo: dict[ClassRef, dict[str, re.Pattern[str]]] = {}
+        self._served_memo: dict[str, list[ClassRef]] = {}
+        self._children: dict[ClassRef, list[ClassRef]] | None = None
+        self._running: dict[ClassRef, list[AgentInstance]] | None = None
+
+    # classes and instances ---------------------------------------------------------------
+    def all_classes(self) -> list[ClassRef]:
+        return [ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes]
+
+    def children(self) -> dict[ClassRef, list[ClassRef]]:
+        if self._children is None:
+            children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
+            for ref in self.all_classes():
+                for base in self.index.bases(ref):
+                    if isinstance(base, ClassRef):
+                        children[base].append(ref)
+            self._children = children
+        return self._children
+
+    def agents_using(self, ref: ClassRef) -> list[ClassRef]:
+        """Agent classes whose MRO contains `ref` (itself first when it is one)."""
+        found: list[ClassRef] = []
+        stack = [ref]
+        while stack:
+            current = stack.pop(0)
+            if current in found:
+                continue
+            if self.index.is_agent(current):
+                found.append(current)
+            stack.extend(self.children().get(current, []))
+        return found
+
+    def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
+        entry = instance.entrypoint
+        if entry is None:
+            return []
+        if entry not in self._served_memo:
+            module = self.index.module(entry)
+            served: list[ClassRef] = []
+            if module is not None:
+                for name in module.served:
+                    found = self.index.lookup(entry, name)
+                    if found and found[0] == "class":
+                        served.append(found[1])  # type: ignore[arg-type]
+                if not served:
+                    served = [
+                        ClassRef(entry, k.name) for k in module.classes if self.index.is_agent(ClassRef(entry, k.name))
+                    ]
+            self._served_memo[entry] = served
+        return self._served_memo[entry]
+
+    def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
+        """YAML instances whose served class runs the code of `ref`."""
+        if self._running is None:
+            running: dict[ClassRef, list[AgentInstance]] = defaultdict(list)
+            for instance in self.instances:
+                for served in self.served_classes(instance):
+                    for owner in self.index.mro(served):
+                        if instance not in running[owner]:
+                            running[owner].append(instance)
+            self._running = running
+        return self._running.get(ref, [])
+
+    # routes ------------------------------------------------------------------------------
+    def own_routes(self, ref: ClassRef) -> dict[str, re.Pattern[str]]:
+        if ref not in self._routes_memo:
+            templates = [self.settings.route, *self.settings.own_routes]
+            for owner in self.index.mro(ref):
+                klass = self.index.klass(owner)
+                for method in klass.methods if klass else ():
+                    for call in method.calls:
+                        templates.extend(self._registered_route(call, _Ctx(owner.path, owner)))
+            routes: dict[str, re.Pattern[str]] = {}
+            for template in templates:
+                normal = _ROLLOUT_PREFIX.sub("", template.split("?")[0])
+                pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(normal))
+                routes.setdefault(normal, re.compile(pattern))
+            self._routes_memo[ref] = routes
+        return self._routes_memo[ref]
+
+    def _registered_route(self, call: CallFact, ctx: _Ctx) -> list[str]:
+        func = call.func
+        if func[0] != "a" or func[2] not in ("post", "get", "put", "patch", "delete", "api_route", "add_api_route"):
+            return []
+        kwargs, _ = _expand_kwargs(call.kwargs)
+        if "server_name" in kwargs or self._is_client(func[1], ctx) or not call.args:
+            return []
+        found = []
+        for alternative in self.eval_str(call.args[0], ctx):
+            if all(isinstance(part, str) for part in alternative):
+                text = "".join(alternative)  # type: ignore[arg-type]
+                if text.startswith("/"):
+                    found.append(text)
+        return found
+
+    # client calls ------------------------------------------------------------------------
+    def _is_client(self, receiver: Expr, ctx: _Ctx) -> bool:
+        if receiver[0] == "p":
+            return True
+        if receiver[0] == "a" and receiver[2] == "server_client":
+            return True
+        if receiver[0] == "a" and receiver[1] == SELF and ctx.cls is not None:
+            found = self.index.class_binding(ctx.cls, receiver[2])
+            return bool(found and found[1].expr[0] == "a" and found[1].expr[2] == "server_client")
+        return False
+
+    def _unwrap_partial(
+        self, call: CallFact, ctx: _Ctx
+    ) -> tuple[Expr, tuple[Expr, ...], tuple[tuple[str | None, Expr], ...], bool]:
+        func, args, kwargs = call.func, call.args, call.kwargs
+        if func[0] == "c" and func[2]:
+            target = self.index.lookup_dotted(ctx.path, func[1])
+            if target == ("external", "functools.partial"):
+                return func[2][0], (*func[2][1:], *args), (*func[3], *kwargs), True
+        return func, args, kwargs, False
+
+    def client_calls(self, function: FunctionFacts, fref: FunctionRef, cls: ClassRef | None) -> list[ClientCall]:
+        key = (fref, cls)
+        if key in self._calls_memo:
+            return self._calls_memo[key]
+        if key in self._in_progress or len(self._in_progress) > _MAX_DEPTH:
+            return []
+        self._in_progress.add(key)
+        ctx = _Ctx(fref.path, cls)
+        found: list[ClientCall] = []
+        for call in function.calls:
+            func, args, raw_kwargs, via_partial = self._unwrap_partial(call, ctx)
+            kwargs, opaque = _expand_kwargs(raw_kwargs)
+            if func[0] == "a" and func[2] in ("post", "get", "put", "patch", "delete", "request"):
+                if self._is_client(func[1], ctx):
+                    found.append(self._direct_call(call, func, args, kwargs, opaque, via_partial))
+                    continue
+            found.extend(self._helper_calls(call, func, args, kwargs, ctx))
+        self._in_progress.discard(key)
+        self._calls_memo[key] = found
+        return found
+
+    def _direct_call(
+        self,
+        call: CallFact,
+        func: Expr,
+        args: tuple[Expr, ...],
+        kwargs: dict[str, Expr],
+        opaque: bool,
+        via_partial: bool,
+    ) -> ClientCall:
+        signature = _CLIENT_SIGNATURES.get(func[2], _DEFAULT_SIGNATURE)
+        values = dict(zip(signature, args))
+        values.update({k: v for k, v in kwargs.items() if k in signature})
+        missing = UNKNOWN if opaque else ("k", "None")
+        method = ("s", func[2].upper()) if func[2] != "request" else values.get("method", missing)
+        extra = tuple(k for k in kwargs if k not in _HELPER_KWARGS and k != "method")
+        blocker = None
+        if call.in_with:
+            blocker = "the response is used as an async context manager"
+        elif via_partial:
+            blocker = "the call goes through functools.partial"
+        elif opaque:
+            blocker = "arguments come from a `**` mapping it cannot see through"
+        elif len(args) > len(signature):
+            blocker = "it passes extra positional arguments"
+        elif extra:
+            blocker = f"the in-process helper takes no `{extra[0]}` argument"
+        return ClientCall(
+            site=call,
+            http_method=method,
+            server=values.get("server_name", missing),
+            path=values.get("url_path", missing),
+            receiver=func[1],
+            extra_kwargs=extra,
+            blocker=blocker,
+        )
+
+    def _helper_calls(
+        self, call: CallFact, func: Expr, args: tuple[Expr, ...], kwargs: dict[str, Expr], ctx: _Ctx
+    ) -> list[ClientCall]:
+        """Client calls inside a helper that depend on its parameters, seen from this call."""
+        target: FunctionRef | None = None
+        via_self = False
+        if func[0] == "a" and ctx.cls is not None and func[1] == SELF:
+            found = self.index.method(ctx.cls, func[2])
+            if found:
+                target, via_self = FunctionRef(found[0].path, found[0].name, func[2]), True
+        elif func[0] == "a" and ctx.cls is not None and func[1][:2] == ("c", ("n", "super")):
+            for owner in self.index.mro(ctx.cls)[1:]:
+                klass = self.index.klass(owner)
+                if klass and any(m.name == func[2] for m in klass.methods):
+                    target, via_self = FunctionRef(owner.path, owner.name, func[2]), True
+                    break
+        elif func[0] in ("n", "g", "a"):
+            found_name = self.index.lookup_dotted(ctx.path, func)
+            if found_name and found_name[0] == "function":
+                target = found_name[1]  # type: ignore[assignment]
+        if target is None:
+            return []
+        function = self.index.function(target)
+        if function is None:
+            return []
+        owner = ClassRef(target.path, target.owner) if target.owner else None
+        inner_calls = self.client_calls(function, target, owner)
+        bindings = _bind_params(function, args, kwargs, skip_self=via_self)
+        result = []
+        for inner in inner_calls:
+            if not self._forwards(inner, _Ctx(target.path, owner)):
+                continue
+            note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
+            result.append(
+                ClientCall(
+                    site=call,
+                    http_method=_qualify(inner.http_method, bindings, target.path),
+                    server=_qualify(inner.server, bindings, target.path),
+                    path=_qualify(inner.path, bindings, target.path),
+                    receiver=_qualify(inner.receiver, bindings, target.path),
+                    extra_kwargs=inner.extra_kwargs,
+                    via=(Evidence(target.path, inner.site.line, note), *inner.via),
+                    blocker=f"the call goes through the helper `{function.name}()`",
+                )
+            )
+        return result
+
+    def _forwards(self, call: ClientCall, ctx: _Ctx) -> bool:
+        """Does the call's target or route depend on the enclosing function's parameters?"""
+        return (
+            call.receiver[0] == "p"
+            or any(kind == "param" for kind, _ in self.eval_server(call.server, ctx))
+            or any(PARAM in alt for alt in self.eval_str(call.path, ctx))
+            or _contains_param(call.http_method)
+        )
+
+    # evaluation --------------------------------------------------------------------------
+    def _constant(self, expr: Expr, ctx: _Ctx) -> tuple[str, Expr, ClassRef | None] | None:
+        """(module path, bound expression, class) of a name, module attribute or class constant."""
+        if expr[0] == "a" and expr[1] == SELF and ctx.cls is not None:
+            if expr[2] in ("config", "server_client"):
+                return None
+            found = self.index.class_binding(ctx.cls, expr[2])
+            if found is None:
+                return None
+            owner, binding = found
+            ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{expr[2]}` is bound here"))
+            return owner.path, binding.expr, ctx.cls
+        if expr[0] not in ("n", "g", "a"):
+            return None
+        found_name = self.index.lookup_dotted(ctx.path, expr)
+        if found_name is None:
+            return None
+        kind, value = found_name
+        if kind == "const":
+            path, binding = value  # type: ignore[misc]
+            ctx.evidence.append(Evidence(path, binding.line, f"`{binding.name}` is defined here"))
+            return path, binding.expr, None
+        if kind == "attr":
+            klass_ref, attr = value  # type: ignore[misc]
+            klass = self.index.klass(klass_ref)
+            for binding in klass.constants if klass else ():
+                if binding.name == attr:
+                    ctx.evidence.append(Evidence(klass_ref.path, binding.line, f"`{klass_ref.name}.{attr}` is defined here"))
+                    return klass_ref.path, binding.expr, None
+        return None
+
+    def eval_str(self, expr: Expr, ctx: _Ctx, depth: int = 0) -> list[tuple[object, ...]]:
+        """Alternatives of a string, each a tuple of literal parts and HOLE/PREFIX/PARAM markers."""
+        if depth > _MAX_DEPTH:
+            return [(HOLE,)]
+        kind = expr[0]
+        if kind == "s":
+            return [(expr[1],)]
+        if kind == "p":
+            return [(PARAM,)]
+        if kind == "j":
+            options = [self.eval_str(part, ctx, depth + 1) for part in expr[1]]
+            combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
+            return combined[:_MAX_ALTERNATIVES] if len(combined) <= _MAX_ALTERNATIVES else [(HOLE,)]
+        if kind == "or":
+            return [alt for option in expr[1] for alt in self.eval_str(option, ctx, depth + 1)][:_MAX_ALTERNATIVES]
+        if kind == "c":
+            callee = expr[1]
+            name = callee[2] if callee[0] in ("a", "g") else callee[1] if callee[0] == "n" else None
+            if name in self.settings.route_wrappers:
+                first = expr[2][0] if expr[2] else dict(expr[3]).get("url_path")
+                if first is None:
+                    return [(PREFIX,)]
+                inner = self.eval_str(first, ctx, depth + 1)
+                return [(PREFIX, *alt) for alt in inner]
+            return [(HOLE,)]
+        found = self._constant(expr, ctx)
+        if found is not None:
+            path, bound, cls = found
+            return self.eval_str(bound, _Ctx(path, cls, ctx.evidence), depth + 1)
+        return [(HOLE,)]
+
+    def eval_server(self, expr: Expr, ctx: _Ctx, depth: int = 0) -> list[tuple[str, str | None]]:
+        """Alternatives of a server name: ("self", None), ("ref", key), ("lit", text), ("param", None),
+        ("unknown", None)."""
+        if depth > _MAX_DEPTH:
+            return [("unknown", None)]
+        kind = expr[0]
+        if kind == "or":
+            return [alt for option in expr[1] for alt in self.eval_server(option, ctx, depth + 1)]
+        if kind == "p":
+            return [("param", None)]
+        if kind == "a" and expr[2] == "name":
+            owner = expr[1]
+            if owner == ("a", SELF, "config"):
+                return [("self", None)]
+            if owner[0] == "a" and owner[1] == ("a", SELF, "config"):
+                return [("ref", owner[2])]
+        if kind in ("s", "j"):
+            alternatives = self.eval_str(expr, ctx, depth + 1)
+            return [_literal(alt) for alt in alternatives]
+        found = self._constant(expr, ctx)
+        if found is not None:
+            path, bound, cls = found
+            return self.eval_server(bound, _Ctx(path, cls, ctx.evidence), depth + 1)
+        if kind == "a" and expr[1][0] == "a" and expr[1][1] == SELF and ctx.cls is not None:
+            # self.<attr>.name where <attr> was bound to self.config (an alias kept on the instance)
+            found_attr = self.index.class_binding(ctx.cls, expr[1][2])
+            if found_attr and found_attr[1].expr == ("a", SELF, "config"):
+                ctx.evidence.append(
+                    Evidence(found_attr[0].path, found_attr[1].line, f"`self.{expr[1][2]}` is bound here")
+                )
+                return self.eval_server(("a", ("a", SELF, "config"), expr[2]), ctx, depth + 1)
+        return [("unknown", None)]
+
+    # findings ----------------------------------------------------------------------------
+    def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> tuple[str, str, list[Evidence]] | None:
+        """(code, detail, evidence) for a client call inside an agent's code, or None."""
+        ctx = _Ctx(site_path, site_cls)
+        servers = self.eval_server(call.server, ctx)
+        paths = self.eval_str(call.path, ctx)
+        if any(kind == "param" for kind, _ in servers) or any(PARAM in alt for alt in paths):
+            return None  # a forwarding helper: its callers are checked instead
+        evidence: list[Evidence] = list(call.via)
+        running = self.instances_running(site_cls)
+        verdicts = []
+        for kind, value in servers:
+            if kind == "self":
+                verdicts.append("self")
+            elif kind == "ref":
+                back = [(i, r) for i in running for r in i.self_refs() if r.key == value]
+                verdicts.append("self" if back else "other")
+                for instance, ref in back:
+                    evidence.append(
+                        Evidence(
+                            ref.where.path,
+                            ref.where.line,
+                            f"instance `{instance.name}` routes `{value}` back to itself",
+                        )
+                    )
+            elif kind == "lit":
+                bound = [i for i in running if i.name == value]
+                verdicts.append("self" if bound else "other")
+                for instance in bound:
+                    evidence.append(
+                        Evidence(instance.where.path, instance.where.line, f"instance `{value}` runs this agent")
+                    )
+            else:
+                verdicts.append("unknown")
+        routes = self.own_routes(site_cls)
+        matched = [_match_route(alt, routes) for alt in paths]
+        method = call.http_method
+        is_post = method == ("s", "POST") or (method[0] == "s" and method[1].upper() == "POST")
+        if "self" not in verdicts and "unknown" not in verdicts:
+            return None
+        definite_self = all(v == "self" for v in verdicts)
+        main = self.settings.route.split("?")[0]
+        if definite_self:
+            if "self" in verdicts and servers[0][0] == "self":
+                evidence.extend(
+                    Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent") for i in running[:3]
+                )
+            evidence.extend(Evidence(site_path, line, f"`{name}` is bound here") for name, line in call.site.aliases)
+            evidence.extend(e for e in ctx.evidence if e not in evidence)
+            if all(m == main for m in matched):
+                if is_post:
+                    return "SCA001", main, evidence
+                if method[0] == "s":
+                    return "SCA002", f"{method[1].upper()} {main}", evidence
+                return "SCA003", f"its own {main} with a method that cannot be resolved", evidence
+            if all(m not in (None, "?") for m in matched):
+                return "SCA002", " or ".join(dict.fromkeys(m for m in matched if m)), evidence
+            if any(m in (main, "?") for m in matched) or all(m is not None for m in matched):
+                return "SCA003", "the url path cannot be resolved statically", evidence
+            return None
+        if any(m == main for m in matched):
+            return "SCA003", f"the server name posting to {main} cannot be resolved statically", evidence
+        return None
+
+    def findings_in(self, path: str) -> list[Finding]:
+        module = self.index.module(path)
+        if module is None:
+            return []
+        results: list[Finding] = []
+        for klass in module.classes:
+            ref = ClassRef(path, klass.name)
+            agents = self.agents_using(ref)
+            if not agents:
+                continue
+            agent_name = agents[0].name
+            for method in klass.methods:
+                for call in self.client_calls(method, FunctionRef(path, klass.name, method.name), ref):
+                    verdict = self.classify(call, ref, path)
+                    if verdict is None:
+                        continue
+                    code, detail, evidence = verdict
+                    results.append(self._finding(code, detail, evidence, call, path, agent_name, method.name))
+        return results
+
+    def _finding(
+        self,
+        code: str,
+        detail: str,
+        evidence: list[Evidence],
+        call: ClientCall,
+        path: str,
+        agent: str,
+        method: str,
+    ) -> Finding:
+        rule = RULES[code]
+        if code == "SCA003":
+            message = rule.message.format(agent=agent, method=method, reason=detail)
+        else:
+            message = rule.message.format(agent=agent, method=method, route=detail)
+        config_refs = [e for e in evidence if "routes `" in e.note]
+        if config_refs:
+            message += f" ({config_refs[0].note} in {config_refs[0].path})"
+        site = call.site
+        fixable = code == "SCA001" and call.blocker is None
+        return Finding(
+            code=code,
+            path=path,
+            line=site.line,
+            column=site.col,
+            end_line=site.end_line,
+            end_column=site.end_col,
+            message=message,
+            agent=agent,
+            method=method,
+            fixable=fixable,
+            evidence=tuple(dict.fromkeys(evidence)),
+            fix_blocker=None if fixable or code != "SCA001" else call.blocker,
+        )
+
+
+def _literal(alternative: tuple[object, ...]) -> tuple[str, str | None]:
+    if PARAM in alternative:
+        return ("param", None)
+    if all(isinstance(part, str) for part in alternative):
+        return ("lit", "".join(alternative))  # type: ignore[arg-type]
+    return ("unknown", None)
+
+
+def _match_route(alternative: tuple[object, ...], routes: dict[str, re.Pattern[str]]) -> str | None:
+    """The own route a path alternative reaches, "?" when it cannot be told, None for another route."""
+    parts = list(alternative)
+    if parts and parts[0] == PREFIX:
+        parts = parts[1:]
+    text = "".join(p if isinstance(p, str) else "\x00" for p in parts).split("?")[0]
+    text = _ROLLOUT_PREFIX.sub("", text)
+    if not text or text.startswith("\x00"):
+        return "?"
+    for template, pattern in routes.items():
+        if pattern.fullmatch(text):
+            return template
+    return "?" if "\x00" in text else None
