@@ -180,7 +180,7 @@ class Project:
         for module in index.parsed():
             for klass in module.classes:
                 ref = ClassRef(module.path, klass.name)
-                if not index.is_agent(ref):
+                if not index.is_agent(ref) or index.qualname(ref) in index.agent_bases:
                     continue
                 bases = tuple(
                     b if isinstance(b, str) else index.qualname(b) for b in index.bases(ref)

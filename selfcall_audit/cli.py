@@ -1,0 +1,279 @@
+"""Command-line front end: thin over `Project`; exit codes per DESIGN §5 (0 clean, 1 findings, 2 error)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+from .config import ConfigError, Settings, load_settings
+from .discovery import find_root
+from .findings import FINDING_CODES, RULES, parse_codes
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+_EPILOG = """\b
+Examples:
+  selfcall-audit scan                       scan the project around the current folder
+  selfcall-audit scan responses_api_agents  report only on that folder (the whole project is indexed)
+  selfcall-audit scan --format json > audit.json
+  selfcall-audit scan --select SCA --strict  every rule, including possible self-calls (SCA003)
+  selfcall-audit fix --diff                 show the migration to the in-process helper
+  selfcall-audit explain SCA001
+"""
+
+
+class UsageError(click.UsageError):
+    exit_code = EXIT_ERROR
+
+
+def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path)),
+        click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
+                     help="Read settings from this TOML file instead of the root's pyproject.toml."),
+        click.option("--exclude", multiple=True, metavar="GLOB",
+                     help="Leave out matching files or folders (repeatable; adds to the settings)."),
+        click.option("--include-tests", is_flag=True, default=None,
+                     help="Also analyse test code (tests/, test_*.py, *_test.py, conftest.py)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache."),
+        click.option("--jobs", type=click.IntRange(min=0), metavar="N",
+                     help="Parse in N processes (0: one per core)."),
+        click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no progress."),
+        click.option("-v", "--verbose", is_flag=True, help="Print timings and tracebacks of internal errors."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
+    try:
+        settings = load_settings(root, config_file)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    exclude = overrides.pop("exclude", ())
+    if exclude:
+        overrides["exclude"] = settings.exclude + tuple(exclude)
+    return settings.with_overrides(**overrides)
+
+
+def _root(paths: tuple[Path, ...]) -> Path:
+    roots = {find_root(p) for p in paths} if paths else {find_root(Path.cwd())}
+    if len(roots) > 1:
+        listed = ", ".join(sorted(str(r) for r in roots))
+        raise UsageError(f"the paths belong to different projects ({listed}); scan them one at a time")
+    return roots.pop()
+
+
+class _LazyProgress:
+    """A progress bar that appears only when the scan runs longer than about a second on a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.started = time.perf_counter()
+        self._bar = None
+        self._task = None
+
+    def __call__(self, path: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            if time.perf_counter() - self.started < 1.0:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self._bar = Progress(
+                TextColumn("analysing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                console=Console(stderr=True), transient=True,
+            )
+            self._bar.start()
+            self._task = self._bar.add_task("", total=total)
+        self._bar.update(self._task, completed=done, total=total, description=path)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+def _run_analysis(paths: tuple[Path, ...], settings: Settings, root: Path, show_progress: bool):
+    from .project import Project
+
+    progress = _LazyProgress(show_progress)
+    try:
+        return Project(root, settings, progress=progress).analyze(paths or (root,))
+    finally:
+        progress.close()
+
+
+class _Group(click.Group):
+    """Turns unexpected exceptions into one clear line and exit code 2 (traceback with -v)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            click.echo("selfcall-audit: interrupted", err=True)
+            sys.exit(EXIT_ERROR)
+        except Exception as exc:  # an internal error: never a bare traceback for users
+            if os.environ.get("SELFCALL_AUDIT_DEBUG") or "-v" in sys.argv or "--verbose" in sys.argv:
+                import traceback
+
+                traceback.print_exc()
+            click.echo(f"selfcall-audit: internal error: {type(exc).__name__}: {exc}", err=True)
+            click.echo("Please report it with the command you ran (add -v for the traceback).", err=True)
+            sys.exit(EXIT_ERROR)
+
+
+@click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="selfcall-audit")
+def main() -> None:
+    """Find agent servers that call their own /v1/responses over HTTP, and migrate them in-process."""
+
+
+@main.command(epilog=_EPILOG)
+@_common_options
+@click.option("--format", "output_format", type=click.Choice(["text", "concise", "json", "sarif", "github"]),
+              help="Output format (default: text on a terminal, concise otherwise).")
+@click.option("--select", metavar="CODES", help="Report only these codes or prefixes (replaces the defaults).")
+@click.option("--ignore", metavar="CODES", help="Do not report these codes or prefixes.")
+@click.option("--strict", is_flag=True, default=None,
+              help="Also report possible self-calls (SCA003); unreadable files (SCA900) fail the run.")
+def scan(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str, ...], include_tests: bool | None,
+         no_cache: bool, jobs: int | None, quiet: bool, verbose: bool, output_format: str | None,
+         select: str | None, ignore: str | None, strict: bool | None) -> None:
+    """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
+
+    The whole project root (the nearest folder with pyproject.toml or .git) is indexed even when
+    PATHS name only some files, so pre-commit can pass just the changed ones.
+
+    Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
+    internal error.
+    """
+    root = _root(paths)
+    settings = _settings(
+        root, config_file, exclude=exclude, include_tests=include_tests, strict=strict,
+        select=_codes(select), ignore=_codes(ignore), jobs=jobs,
+        cache_dir=None if not no_cache else "",
+    )
+    output_format = output_format or ("text" if sys.stdout.isatty() else "concise")
+    show_progress = output_format == "text" and not quiet and sys.stderr.isatty()
+    report = _run_analysis(paths, settings, root, show_progress)
+
+    from .report import renderer
+
+    if output_format == "text":
+        from .report.text import render as render_text
+
+        out = render_text(report, width=_width(), color=sys.stdout.isatty())
+        if quiet:
+            out = out.split("\n\n")[0] + "\n" if report.findings else ""
+    else:
+        out = renderer(output_format)(report)
+    click.echo(out, nl=False)
+    if verbose:
+        click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
+    if report.findings or (settings.strict and report.errors):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _codes(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    codes = parse_codes(text)
+    known = (*RULES,)
+    for code in codes:
+        if not any(k.startswith(code) for k in known):
+            raise UsageError(f"unknown rule code or prefix {code!r} (known: {', '.join(known)})")
+    return codes
+
+
+def _width() -> int | None:
+    try:
+        return os.get_terminal_size().columns if sys.stdout.isatty() else None
+    except OSError:
+        return None
+
+
+@main.command(epilog=_EPILOG)
+@_common_options
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              help="Output format.")
+def agents(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str, ...], include_tests: bool | None,
+           no_cache: bool, jobs: int | None, quiet: bool, verbose: bool, output_format: str) -> None:
+    """List every agent class: its file, bases, YAML instance names and self-calls."""
+    root = _root(paths)
+    settings = _settings(root, config_file, exclude=exclude, include_tests=include_tests, jobs=jobs,
+                         cache_dir=None if not no_cache else "")
+    report = _run_analysis(paths, settings, root, show_progress=not quiet and sys.stderr.isatty())
+    counts: dict[tuple[str, str], int] = {}
+    for finding in report.findings:
+        counts[(finding.path, finding.agent)] = counts.get((finding.path, finding.agent), 0) + 1
+    rows = [
+        {
+            "agent": a.name,
+            "path": a.path,
+            "line": a.line,
+            "bases": list(a.bases),
+            "instances": list(a.instances),
+            "self_calls": counts.get((a.path, a.name), 0),
+        }
+        for a in report.agents
+    ]
+    if output_format == "json":
+        click.echo(json.dumps({"version": 1, "root": str(root), "agents": rows}, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{len(rows)} agent classes", title_justify="left")
+    for column in ("agent", "file", "bases", "instances", "self-calls"):
+        table.add_column(column, justify="right" if column == "self-calls" else "left")
+    for row in rows:
+        table.add_row(
+            row["agent"], f"{row['path']}:{row['line']}", ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"]),
+            ", ".join(row["instances"]) or "-", str(row["self_calls"]),
+        )
+    Console(width=_width() or 160).print(table)
+
+
+@main.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Explain a rule: what it finds, why it matters, and an example before and after."""
+    rule = RULES.get(code.upper())
+    if rule is None:
+        raise UsageError(f"unknown rule {code!r}; rules: {', '.join(RULES)}")
+    default = "on" if rule.default_on else "off (enable with --select or --strict)"
+    if rule.code not in FINDING_CODES:
+        default = "always reported, as an error entry"
+    lines = [
+        f"{rule.code} ({rule.name})",
+        "",
+        rule.summary,
+        "",
+        rule.explanation,
+        "",
+        f"Default: {default}. Fixable: {'yes, with `selfcall-audit fix`' if rule.fixable else 'no'}.",
+        "",
+        "Example:",
+        *(f"    {line}" for line in rule.bad.splitlines()),
+        "",
+        "Instead:",
+        *(f"    {line}" for line in rule.good.splitlines()),
+    ]
+    click.echo("\n".join(lines))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

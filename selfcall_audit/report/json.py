@@ -1,0 +1,42 @@
+"""The JSON contract of DESIGN §5: keys and shapes here are relied on by users' CI."""
+
+from __future__ import annotations
+
+import json
+
+from ..project import Report
+
+
+def as_dict(report: Report) -> dict:
+    return {
+        "version": 1,
+        "root": str(report.root),
+        "findings": [
+            {
+                "code": f.code,
+                "path": f.path,
+                "line": f.line,
+                "column": f.column,
+                "end_line": f.end_line,
+                "end_column": f.end_column,
+                "message": f.message,
+                "agent": f.agent,
+                "method": f.method,
+                "fixable": f.fixable,
+                "evidence": [{"path": e.path, "line": e.line, "note": e.note} for e in f.evidence],
+            }
+            for f in report.findings
+        ],
+        "errors": [{"code": e.code, "path": e.path, "message": e.message} for e in report.errors],
+        "summary": {
+            "files_scanned": report.files_scanned,
+            "files_parsed": report.files_parsed,
+            "agents": len(report.agents),
+            "findings": len(report.findings),
+            "seconds": round(report.seconds, 3),
+        },
+    }
+
+
+def render(report: Report) -> str:
+    return json.dumps(as_dict(report), indent=2) + "\n"

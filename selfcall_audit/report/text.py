@@ -1,0 +1,82 @@
+"""The rich report for people: code frame, evidence chain, per-agent summary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from io import StringIO
+
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from ..project import Report
+
+_CONTEXT = 1
+
+
+def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None:
+    try:
+        source = (report.root / path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return None
+    total = source.count("\n") + 1
+    start, stop = max(1, line - _CONTEXT), min(total, end_line + _CONTEXT)
+    return Syntax(
+        source,
+        "python",
+        line_numbers=True,
+        line_range=(start, stop),
+        highlight_lines=set(range(line, end_line + 1)),
+        theme="ansi_dark",
+        word_wrap=False,
+    )
+
+
+def render(report: Report, width: int | None = None, color: bool = False) -> str:
+    buffer = StringIO()
+    console = Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color, highlight=False)
+    for finding in report.findings:
+        header = Text()
+        header.append(f"{finding.path}:{finding.line}:{finding.column}", style="bold")
+        header.append(": ")
+        header.append(finding.code, style="bold red" if finding.code != "SCA003" else "bold yellow")
+        header.append(f" {finding.message}")
+        if finding.fixable:
+            header.append(" [fixable]", style="cyan")
+        console.print(header)
+        frame = _frame(report, finding.path, finding.line, finding.end_line)
+        if frame is not None:
+            console.print(frame)
+        for evidence in finding.evidence:
+            console.print(Text(f"  = {evidence.path}:{evidence.line}: {evidence.note}", style="dim"))
+        if finding.fix_blocker:
+            console.print(Text(f"  = not fixable: {finding.fix_blocker}", style="dim"))
+        console.print()
+
+    if report.findings:
+        per_agent = Counter((f.agent, f.path) for f in report.findings)
+        table = Table(title="Self-calls per agent", title_justify="left")
+        table.add_column("agent")
+        table.add_column("file")
+        table.add_column("self-calls", justify="right")
+        for (agent, path), count in sorted(per_agent.items(), key=lambda item: (item[0][1], item[0][0])):
+            table.add_row(agent, path, str(count))
+        console.print(table)
+
+    for error in report.errors:
+        console.print(Text(f"{error.path}: {error.code} {error.message}", style="yellow"))
+
+    fixable = sum(f.fixable for f in report.findings)
+    files = f"{report.files_scanned} files ({report.files_parsed} parsed), {len(report.agents)} agents"
+    if report.findings:
+        noun = "self-call" if len(report.findings) == 1 else "self-calls"
+        summary = f"Found {len(report.findings)} {noun} in {files}"
+        if fixable:
+            summary += f"; {fixable} fixable with `selfcall-audit fix`"
+    else:
+        summary = f"No self-calls in {files}"
+    if report.errors:
+        summary += f"; {len(report.errors)} file(s) could not be analysed"
+    console.print(Text(f"{summary} ({report.seconds:.2f}s).", style="bold"))
+    return buffer.getvalue()
