@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from functools import lru_cache
+from pathlib import Path
 
 from .config import DEFAULT_TEST_PATTERNS
 
@@ -91,31 +93,34 @@ def list_project_files(root: Path) -> list[str]:
     return files if files is not None else _walk_files(root)
 
 
+def _pattern_regex(pattern: str) -> str:
+    """gitignore-like: `dir/` matches a folder anywhere, a bare name any component, `a/b*` from the root."""
+    body = fnmatch.translate(pattern.rstrip("/"))
+    body = body[body.index(":") + 1 : body.rindex(")")] if body.startswith("(?s:") else body
+    anchored = "/" in pattern.rstrip("/")
+    head = "^" if anchored else "(?:^|.*/)"
+    tail = "/.*" if pattern.endswith("/") else "(?:/.*)?"
+    return f"{head}(?:{body}){tail}$"
+
+
+@lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return re.compile("|".join(_pattern_regex(p) for p in patterns), re.DOTALL)
+
+
 def matches_any(rel_path: str, patterns: Iterable[str]) -> bool:
-    """gitignore-like matching: `dir/` matches a folder anywhere, a bare name matches any component."""
-    pure = PurePosixPath(rel_path)
-    parts = pure.parts
-    for pattern in patterns:
-        if pattern.endswith("/"):
-            name = pattern.rstrip("/")
-            if "/" in name:
-                if rel_path.startswith(name + "/"):
-                    return True
-            elif any(fnmatch.fnmatchcase(part, name) for part in parts[:-1]):
-                return True
-        elif "/" in pattern:
-            if fnmatch.fnmatchcase(rel_path, pattern) or rel_path.startswith(pattern.rstrip("/*") + "/"):
-                return True
-        elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-            return True
-    return False
+    matcher = _matcher(tuple(patterns))
+    return bool(matcher and matcher.match(rel_path))
 
 
 @dataclass(frozen=True)
 class FileSet:
     root: Path
-    sources: tuple[str, ...]
-    configs: tuple[str, ...]
+    sources: tuple[str, ...]  # Python files to analyse and report on
+    configs: tuple[str, ...]  # YAML files that may define server instances
+    modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
 
 
 def discover(
@@ -126,14 +131,16 @@ def discover(
         patterns.extend(DEFAULT_TEST_PATTERNS)
     sources: list[str] = []
     configs: list[str] = []
+    modules: set[str] = set()
     globs = tuple(config_globs)
     for rel in list_project_files(root):
         if rel.endswith(SOURCE_SUFFIXES):
+            modules.add(rel)
             if not matches_any(rel, patterns):
                 sources.append(rel)
         elif rel.endswith(CONFIG_SUFFIXES) and matches_any(rel, globs) and not matches_any(rel, exclude):
             configs.append(rel)
-    return FileSet(root, tuple(sources), tuple(configs))
+    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules))
 
 
 def in_scope(rel_path: str, scopes: tuple[str, ...]) -> bool:

@@ -12,6 +12,7 @@ bindings already substituted, so that resolution across modules never needs the 
     ("c", func, args, kwargs)   a call; kwargs are (name, expr) pairs, name None for `**expr`
     ("d", ((key, expr), ...))   a dict built in the function; key None for `**expr`
     ("or", (expr, ...))         one of several values (branches, rebinding)
+    ("l", index)                the value bound to a local variable: `FunctionFacts.locals[index]`
     ("k", repr)                 another constant (number, None, bool)
     ("?",)                      unknown
 """
@@ -59,7 +60,9 @@ _NOT_HELPERS = frozenset(
     }
 )
 _MAX_ALTERNATIVES = 8
-_MAX_EXPR_NODES = 400
+_MAX_DEPTH = 8
+# Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
+_ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
 _NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
 
 
@@ -100,6 +103,7 @@ class FunctionFacts:
     defaults: tuple[tuple[str, Expr], ...]
     self_param: str | None
     calls: tuple[CallFact, ...]
+    locals: tuple[Expr, ...] = ()  # values of local bindings, referred to as ("l", index)
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,30 @@ class FactsError(Exception):
     """The file cannot be turned into facts (syntax error, nesting too deep)."""
 
 
+def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
+    """Replace ("l", index) references by the bound values (shared, so memory stays linear)."""
+    memo: dict[int, Expr] = {}
+
+    def walk(node: Expr) -> Expr:
+        kind = node[0]
+        if kind == "l":
+            index = node[1]
+            if index not in memo:
+                memo[index] = walk(table[index])
+            return memo[index]
+        if kind in ("s", "n", "p", "k", "?", "self", "g"):
+            return node
+        if kind == "a":
+            return ("a", walk(node[1]), node[2])
+        if kind == "c":
+            return ("c", walk(node[1]), tuple(map(walk, node[2])), tuple((k, walk(v)) for k, v in node[3]))
+        if kind == "d":
+            return ("d", tuple((k, walk(v)) for k, v in node[1]))
+        return (kind, tuple(map(walk, node[1])))
+
+    return walk(expr)
+
+
 def _merge(values: list[Expr]) -> Expr:
     unique: list[Expr] = []
     for value in values:
@@ -140,17 +168,26 @@ def _merge(values: list[Expr]) -> Expr:
     return ("or", tuple(unique))
 
 
-def _size_ok(expr: Expr) -> bool:
-    budget = _MAX_EXPR_NODES
-    stack = [expr]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, tuple):
-            budget -= 1
-            if budget < 0:
-                return False
-            stack.extend(item)
-    return True
+def _prune(expr: Expr, depth: int = 0) -> Expr:
+    """Cut what lies deeper than any name or route expression resolution follows."""
+    if depth >= _MAX_DEPTH:
+        return UNKNOWN
+    kind = expr[0]
+    if kind in ("s", "n", "p", "k", "?", "self", "l"):
+        return expr
+    depth += 1
+    if kind == "a":
+        return ("a", _prune(expr[1], depth), expr[2])
+    if kind == "c":
+        return (
+            "c",
+            _prune(expr[1], depth),
+            tuple(_prune(a, depth) for a in expr[2]),
+            tuple((k, _prune(v, depth)) for k, v in expr[3]),
+        )
+    if kind == "d":
+        return ("d", tuple((k, _prune(v, depth)) for k, v in expr[1]))
+    return (kind, tuple(_prune(part, depth) for part in expr[1]))
 
 
 Env = dict[str, tuple[Expr, int]]
@@ -172,6 +209,7 @@ class _FunctionWalker:
         self.self_param = self_param
         self.env = env
         self.shadowed = shadowed
+        self.locals: list[Expr] = []
         self.calls: list[CallFact] = []
         self._aliases: list[tuple[str, int]] = []
 
@@ -270,6 +308,7 @@ class _FunctionWalker:
         self.params = self.params - shadow
         inner = _FunctionWalker(self.m, self.params, self.self_param, self.env, self.shadowed | shadow)
         inner.calls = self.calls
+        inner.locals = self.locals
         if isinstance(body, list):
             inner.body(body)
         else:
@@ -278,33 +317,38 @@ class _FunctionWalker:
 
     def bind(self, target: ast.expr, value: Expr, line: int) -> None:
         if isinstance(target, ast.Name):
-            if not _size_ok(value):
-                value = UNKNOWN
-            self.env[target.id] = (value, line)
+            self.locals.append(_prune(value))
+            self.env[target.id] = (("l", len(self.locals) - 1), line)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
                 self.bind(element.value if isinstance(element, ast.Starred) else element, UNKNOWN, line)
         elif isinstance(target, ast.Subscript):
             self.expr(target.slice)
             base = target.value
+            current = self.deref(self.env[base.id][0]) if isinstance(base, ast.Name) and base.id in self.env else None
             if (
-                isinstance(base, ast.Name)
-                and base.id in self.env
-                and self.env[base.id][0][0] == "d"
+                current is not None
+                and current[0] == "d"
                 and isinstance(target.slice, ast.Constant)
                 and isinstance(target.slice.value, str)
             ):
-                items = tuple(kv for kv in self.env[base.id][0][1] if kv[0] != target.slice.value)
-                self.env[base.id] = (("d", (*items, (target.slice.value, value))), line)
+                items = tuple(kv for kv in current[1] if kv[0] != target.slice.value)
+                self.bind(base, ("d", (*items, (target.slice.value, value))), line)
             else:
                 self.expr(base)
         elif isinstance(target, ast.Attribute):
             if isinstance(target.value, ast.Name) and target.value.id == self.self_param:
-                self.m.instance_attrs.setdefault(target.attr, []).append(Binding(target.attr, value, line))
+                binding = Binding(target.attr, inline(_prune(value), self.locals), line)
+                self.m.instance_attrs.setdefault(target.attr, []).append(binding)
             else:
                 self.expr(target.value)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, UNKNOWN, line)
+
+    def deref(self, expr: Expr) -> Expr:
+        while expr[0] == "l":
+            expr = self.locals[expr[1]]
+        return expr
 
     # expressions ----------------------------------------------------------------------
     def name(self, ident: str) -> Expr:
@@ -417,8 +461,22 @@ class _FunctionWalker:
         if _worth_recording(func, args, kwargs):
             line, col = self.m.position(node.lineno, node.col_offset)
             end_line, end_col = self.m.position(node.end_lineno or node.lineno, node.end_col_offset or 0)
+            client = func[0] == "a" and func[2] in CLIENT_METHODS
+            recorded_kwargs = tuple(
+                (k, _prune(v) if not client or k is None or k in _ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
+            )
             self.calls.append(
-                CallFact(line, col, end_line, end_col, func, tuple(args), kwargs, aliases, in_with)
+                CallFact(
+                    line,
+                    col,
+                    end_line,
+                    end_col,
+                    _prune(func),
+                    tuple(_prune(a) for a in args),
+                    recorded_kwargs,
+                    aliases,
+                    in_with,
+                )
             )
         return ("c", func, tuple(args), kwargs)
 
@@ -435,9 +493,19 @@ _CHILDREN = {
 
 
 def _worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
+    """Calls resolution can use: client methods, route registration, and possible helpers
+    (methods on `self` or `super()`, functions by name or through a module, calls of partials
+    or parameters). Methods of arbitrary objects can do neither."""
     kind = func[0]
     if kind == "a":
-        return func[2] in CLIENT_METHODS or func[2] in ROUTE_METHODS or func[1] == SELF or bool(args or kwargs)
+        base = func[1]
+        return (
+            func[2] in CLIENT_METHODS
+            or func[2] in ROUTE_METHODS
+            or base == SELF
+            or base[0] == "n"
+            or base[:2] == ("c", ("n", "super"))
+        )
     if kind == "n":
         return func[1] not in _NOT_HELPERS and bool(args or kwargs)
     return kind in ("c", "p")
@@ -497,7 +565,9 @@ class _ModuleExtractor:
         walker.calls = []
         walker.body(node.body)
         ordered = tuple(positional + [a.arg for a in node.args.kwonlyargs])
-        return FunctionFacts(node.name, node.lineno, ordered, tuple(defaults), self_param, tuple(walker.calls))
+        return FunctionFacts(
+            node.name, node.lineno, ordered, tuple(defaults), self_param, tuple(walker.calls), tuple(walker.locals)
+        )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
         """Top-level `NAME = expr` bindings; names bound in several places become alternatives."""
@@ -519,9 +589,7 @@ class _ModuleExtractor:
                 continue
             for target in targets:
                 if isinstance(target, ast.Name):
-                    value = walker.expr(stmt.value)  # type: ignore[union-attr]
-                    if not _size_ok(value):
-                        value = UNKNOWN
+                    value = _prune(walker.expr(stmt.value))  # type: ignore[union-attr]
                     found.setdefault(target.id, []).append(Binding(target.id, value, stmt.lineno))
         return [
             Binding(name, _merge([b.expr for b in bindings]), bindings[0].line) for name, bindings in found.items()

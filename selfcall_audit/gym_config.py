@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from posixpath import dirname, normpath
+from posixpath import normpath
 
 import yaml
 
@@ -161,8 +161,8 @@ def _interpolate(value: object, namespace: Node, depth: int = 0) -> object:
 class ConfigSet:
     """All agent instances of a project, from the YAML files that can define them."""
 
-    def __init__(self, read: Callable[[str], bytes], exists: Callable[[str], bool]):
-        self._read = read
+    def __init__(self, parse: Callable[[str], list[Node]], exists: Callable[[str], bool]):
+        self._parse = parse
         self._exists = exists
         self._parsed: dict[str, list[Node]] = {}
         self.errors: dict[str, str] = {}
@@ -170,12 +170,9 @@ class ConfigSet:
     def _documents(self, path: str) -> list[Node]:
         if path not in self._parsed:
             try:
-                self._parsed[path] = parse_yaml(path, self._read(path))
+                self._parsed[path] = self._parse(path)
             except ConfigFileError as exc:
                 self.errors[path] = str(exc)
-                self._parsed[path] = []
-            except OSError as exc:
-                self.errors[path] = f"cannot read: {exc.strerror or exc}"
                 self._parsed[path] = []
         return self._parsed[path]
 
@@ -230,8 +227,11 @@ class ConfigSet:
                     )
                 )
         agent_dir = f"{AGENT_TYPE}/{impl}"
-        if not self._exists(agent_dir) and path.startswith(f"{AGENT_TYPE}/"):
-            agent_dir = "/".join(path.split("/")[:2])  # an impl key that does not match its folder
+        # An impl key that does not match its folder: the folder of the file that set the entrypoint
+        # (an instance inheriting it from another file takes that file's folder).
+        written = impl_cfg.where.get("entrypoint", Where(path, 1)).path
+        if not self._exists(agent_dir) and written.startswith(f"{AGENT_TYPE}/"):
+            agent_dir = "/".join(written.split("/")[:2])
         entrypoint = _interpolate(impl_cfg.get("entrypoint"), namespace)
         module = normpath(f"{agent_dir}/{entrypoint}") if isinstance(entrypoint, str) else None
         return AgentInstance(
@@ -243,6 +243,3 @@ class ConfigSet:
             refs=tuple(refs),
         )
 
-
-def config_dir_of(path: str) -> str:
-    return dirname(path)

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import re
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cache import FactsCache, content_key
 from .config import Settings
-from .discovery import discover, in_scope, list_project_files
+from .discovery import discover, in_scope
 from .facts import FactsError, ModuleFacts, extract
 from .findings import Finding, InputError, code_selected
-from .gym_config import ConfigSet
+from .gym_config import ConfigSet, Node, parse_yaml
 from .index import ClassRef, Index
 from .resolve import Resolver
 
-# Tokens without which a file can neither make a server-client call nor define an agent class.
-_SEED_TOKENS = (b"server_client", b"ResponsesAPIAgent", b"server_name")
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
+_PARALLEL_MIN_FILES = 24
 
 Progress = Callable[[str, int, int], None]
 
@@ -63,7 +65,9 @@ class Project:
         self.progress = progress
         self.errors: dict[str, str] = {}
         self._bytes: dict[str, bytes] = {}
+        self._facts_memo: dict[str, ModuleFacts | None] = {}
         self.files_parsed = 0
+        self.cache = FactsCache(root / settings.cache_dir) if settings.cache_dir else None
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
@@ -90,68 +94,90 @@ class Project:
         return data
 
     def _facts(self, rel: str) -> ModuleFacts | None:
+        if rel not in self._facts_memo:
+            self.preload([rel])
+        return self._facts_memo.get(rel)
+
+    def preload(self, rels: Iterable[str]) -> None:
+        """Facts for many files at once: from the cache, else parsed (in parallel when it pays)."""
+        misses: list[tuple[str, bytes, str]] = []
+        for rel in rels:
+            if rel in self._facts_memo:
+                continue
+            data = self.read(rel)
+            if data is None:
+                self._facts_memo[rel] = None
+                continue
+            key = content_key(data)
+            cached = self.cache.facts(rel, key) if self.cache else None
+            if cached is not None:
+                self._facts_memo[rel] = cached
+            else:
+                misses.append((rel, data, key))
+        keys = {rel: key for rel, _, key in misses}
+        for done, (rel, result) in enumerate(_extract_all([(r, d) for r, d, _ in misses], self.settings.jobs)):
+            if self.progress:
+                self.progress(rel, done + 1, len(misses))
+            self.files_parsed += 1
+            if isinstance(result, str):
+                self.errors[rel] = result
+                self._facts_memo[rel] = None
+            else:
+                self._facts_memo[rel] = result
+                if self.cache:
+                    self.cache.put_facts(rel, keys[rel], result)
+
+    def _parse_yaml(self, rel: str) -> list[Node]:
         data = self.read(rel)
         if data is None:
-            return None
-        self.files_parsed += 1
-        try:
-            return extract(rel, data)
-        except FactsError as exc:
-            self.errors[rel] = str(exc)
-            return None
+            return []
+        key = content_key(data)
+        cached = self.cache.yaml(rel, key) if self.cache else None
+        if cached is None:
+            cached = parse_yaml(rel, data)
+            if self.cache:
+                self.cache.put_yaml(rel, key, cached)
+        return cached
 
     # pipeline ----------------------------------------------------------------------------
     def analyze(self, paths: Iterable[Path] = ()) -> Report:
         started = time.perf_counter()
         settings = self.settings
         scopes = _cut_scopes(self.root, paths)
+        whole = not scopes or "" in scopes
         files = discover(self.root, settings.exclude, settings.include_tests, settings.config_globs)
-        all_py = {f for f in list_project_files(self.root) if f.endswith(".py")} | set(files.sources)
-        index = Index(all_py, self._facts)
+        index = Index(set(files.modules), self._facts)
         index.agent_bases = frozenset(settings.agent_bases)
 
-        seed = re.compile(b"|".join(re.escape(t) for t in _SEED_TOKENS + _base_tokens(settings)))
-        pending = [rel for rel in files.sources if (data := self.read(rel)) is not None and seed.search(data)]
-        known_agents: set[str] = set()
-        parsed: set[str] = set()
-        while pending:
-            for number, rel in enumerate(pending):
-                if self.progress:
-                    self.progress(rel, number, len(pending))
-                index.module(rel)
-                parsed.add(rel)
-            names = {
-                ref.name
-                for module in index.parsed()
-                for klass in module.classes
-                if index.is_agent(ref := ClassRef(module.path, klass.name))
-            } - known_agents
-            known_agents |= names
-            if not names:
-                break
-            mention = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
-            pending = [
-                rel
-                for rel in files.sources
-                if rel not in parsed and (data := self._bytes.get(rel)) is not None and mention.search(data)
-            ]
-
-        config_token = re.compile(b"|".join(_CONFIG_TOKENS))
-        config_paths = tuple(
-            rel for rel in files.configs if (data := self.read(rel)) is not None and config_token.search(data)
+        configs = ConfigSet(self._parse_yaml, lambda rel: (self.root / rel).exists())
+        instances = configs.instances(
+            tuple(rel for rel in files.configs if _mentions(self.read(rel), _CONFIG_TOKENS))
         )
-        configs = ConfigSet(lambda rel: self.read(rel) or b"", lambda rel: (self.root / rel).exists())
-        instances = configs.instances(config_paths)
         self.errors.update(configs.errors)
 
-        resolver = Resolver(index, settings, instances)
+        if whole:
+            targets = self._agent_modules(files.sources, index)
+        else:
+            # Only what was asked about, plus the agents that YAML files in scope configure.
+            targets = [rel for rel in files.sources if in_scope(rel, scopes)]
+            targets += [i.entrypoint for i in instances if i.entrypoint and in_scope(i.where.path, scopes)]
+            self.preload(targets)
+        resolver = Resolver(
+            index,
+            settings,
+            instances,
+            find_subclasses=self._subclass_finder(files.sources),
+            mentions=lambda rel, names: bool(_mentioning(names, [(rel, self.read(rel))])),
+        )
+
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
-        for module in list(index.parsed()):
-            if module.path not in source_set:
+        for rel in dict.fromkeys(targets):
+            module = index.module(rel)
+            if module is None or rel not in source_set:
                 continue
-            for finding in resolver.findings_in(module.path):
+            for finding in resolver.findings_in(rel):
                 if not _selected(finding.code, settings):
                     continue
                 if not (in_scope(finding.path, scopes) or any(in_scope(e.path, scopes) for e in finding.evidence)):
@@ -160,20 +186,47 @@ class Project:
                     suppressed += 1
                     continue
                 findings.append(finding)
-        findings = sorted(set(findings), key=lambda f: f.sort_key)
-
-        agents = self._inventory(index, resolver, instances)
+        if self.cache:
+            self.cache.save()
         errors = [InputError(path, message) for path, message in sorted(self.errors.items()) if in_scope(path, scopes)]
         return Report(
             root=self.root,
-            findings=findings,
+            findings=sorted(set(findings), key=lambda f: f.sort_key),
             errors=errors,
             files_scanned=len(files.sources) + len(files.configs),
             files_parsed=self.files_parsed,
-            agents=agents,
+            agents=self._inventory(index, resolver, instances),
             seconds=time.perf_counter() - started,
             suppressed=suppressed,
         )
+
+    def _agent_modules(self, sources: tuple[str, ...], index: Index) -> list[str]:
+        """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so far."""
+        pending = [rel for rel in sources if _mentions(self.read(rel), _base_tokens(self.settings))]
+        known: set[str] = set()
+        parsed: list[str] = []
+        while pending:
+            self.preload(pending)
+            parsed += pending
+            names = {
+                ref.name
+                for rel in pending
+                if (module := index.module(rel)) is not None
+                for klass in module.classes
+                if index.is_agent(ref := ClassRef(rel, klass.name))
+            } - known
+            known |= names
+            done = set(parsed)
+            pending = _mentioning(names, ((rel, self._bytes.get(rel)) for rel in sources if rel not in done))
+        return parsed
+
+    def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], None]:
+        """Parse the files that name a class, so that subclasses defined there become known."""
+
+        def find(name: str) -> None:
+            self.preload(_mentioning({name}, ((rel, self.read(rel)) for rel in sources if rel not in self._facts_memo)))
+
+        return find
 
     def _inventory(self, index: Index, resolver: Resolver, instances: list) -> list[AgentInfo]:
         agents = []
@@ -193,7 +246,38 @@ class Project:
 
 
 def _base_tokens(settings: Settings) -> tuple[bytes, ...]:
-    return tuple(base.rsplit(".", 1)[-1].encode() for base in settings.agent_bases)
+    """A file that names no agent base class can only matter through names found later."""
+    return tuple({base.rsplit(".", 1)[-1].encode() for base in settings.agent_bases})
+
+
+def _mentions(data: bytes | None, tokens: tuple[bytes, ...]) -> bool:
+    return data is not None and any(token in data for token in tokens)
+
+
+def _mentioning(names: set[str], files: Iterable[tuple[str, bytes | None]]) -> list[str]:
+    """Files naming one of `names` as a whole word (a plain search first: word checks are slow)."""
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    anywhere, as_word = re.compile(alternatives), re.compile(rb"\b(?:" + alternatives + rb")\b")
+    return [rel for rel, data in files if data is not None and anywhere.search(data) and as_word.search(data)]
+
+
+def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
+    rel, data = item
+    try:
+        return rel, extract(rel, data)
+    except FactsError as exc:
+        return rel, str(exc)
+
+
+def _extract_all(items: list[tuple[str, bytes]], jobs: int) -> Iterable[tuple[str, ModuleFacts | str]]:
+    """Parse in worker processes when there are enough files to repay starting them."""
+    workers = jobs or os.cpu_count() or 1
+    if workers < 2 or len(items) < _PARALLEL_MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
+        return map(_extract_job, items)
+    workers = min(workers, len(items) // (_PARALLEL_MIN_FILES // 2))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    with pool:
+        return list(pool.map(_extract_job, items, chunksize=max(1, len(items) // (workers * 4))))
 
 
 def _selected(code: str, settings: Settings) -> bool:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from itertools import product
 
 from .config import Settings
-from .facts import SELF, UNKNOWN, CallFact, Expr, FunctionFacts
+from .facts import SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
 from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
@@ -117,8 +118,17 @@ def _bind_params(
 
 
 class Resolver:
-    def __init__(self, index: Index, settings: Settings, instances: list[AgentInstance]):
+    def __init__(
+        self,
+        index: Index,
+        settings: Settings,
+        instances: list[AgentInstance],
+        find_subclasses: Callable[[str], None] | None = None,
+        mentions: Callable[[str, set[str]], bool] | None = None,
+    ):
         self.index = index
+        self.find_subclasses = find_subclasses
+        self.mentions = mentions
         self.settings = settings
         self.instances = instances
         self._calls_memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
@@ -126,7 +136,24 @@ class Resolver:
         self._routes_memo: dict[ClassRef, dict[str, re.Pattern[str]]] = {}
         self._served_memo: dict[str, list[ClassRef]] = {}
         self._children: dict[ClassRef, list[ClassRef]] | None = None
-        self._running: dict[ClassRef, list[AgentInstance]] | None = None
+        self._inlined: dict[int, tuple[CallFact, ...]] = {}
+        self._running: dict[ClassRef, list[AgentInstance]] = {}
+
+    def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
+        """The function's calls with local bindings substituted into their arguments."""
+        key = id(function)
+        if key not in self._inlined:
+            table = function.locals
+            self._inlined[key] = tuple(
+                replace(
+                    call,
+                    func=inline(call.func, table),
+                    args=tuple(inline(a, table) for a in call.args),
+                    kwargs=tuple((k, inline(v, table)) for k, v in call.kwargs),
+                )
+                for call in function.calls
+            ) if table else function.calls
+        return self._inlined[key]
 
     # classes and instances ---------------------------------------------------------------
     def all_classes(self) -> list[ClassRef]:
@@ -144,6 +171,9 @@ class Resolver:
 
     def agents_using(self, ref: ClassRef) -> list[ClassRef]:
         """Agent classes whose MRO contains `ref` (itself first when it is one)."""
+        if not self.index.is_agent(ref) and self.find_subclasses and self._makes_client_calls(ref):
+            self.find_subclasses(ref.name)  # a mixin: its agents may live in files not parsed yet
+            self._children = None
         found: list[ClassRef] = []
         stack = [ref]
         while stack:
@@ -155,10 +185,19 @@ class Resolver:
             stack.extend(self.children().get(current, []))
         return found
 
+    def _makes_client_calls(self, ref: ClassRef) -> bool:
+        klass = self.index.klass(ref)
+        return klass is not None and any(
+            call.func[0] == "a" and call.func[2] in ("post", "get", "put", "patch", "delete", "request")
+            for method in klass.methods
+            for call in method.calls
+        )
+
     def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
-        entry = instance.entrypoint
-        if entry is None:
-            return []
+        return self._served_in(instance.entrypoint) if instance.entrypoint else []
+
+    def _served_in(self, entry: str) -> list[ClassRef]:
+        """Classes an entrypoint module starts: its `X.run_webserver()`, else its agent classes."""
         if entry not in self._served_memo:
             module = self.index.module(entry)
             served: list[ClassRef] = []
@@ -175,16 +214,43 @@ class Resolver:
         return self._served_memo[entry]
 
     def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
-        """YAML instances whose served class runs the code of `ref`."""
-        if self._running is None:
-            running: dict[ClassRef, list[AgentInstance]] = defaultdict(list)
-            for instance in self.instances:
-                for served in self.served_classes(instance):
-                    for owner in self.index.mro(served):
-                        if instance not in running[owner]:
-                            running[owner].append(instance)
-            self._running = running
-        return self._running.get(ref, [])
+        """YAML instances whose served class runs the code of `ref`.
+
+        Only entrypoint modules that name `ref` or one of its subclasses are loaded: a one-file
+        run must not decode every agent of the project.
+        """
+        if ref in self._running:
+            return self._running[ref]
+        names = {ref.name, *(c.name for c in self._descendants(ref))}
+        entries = {i.entrypoint for i in self.instances if i.entrypoint}
+        loaded: set[str] = set()
+        while True:
+            new = [e for e in entries - loaded if e == ref.path or (self.mentions and self.mentions(e, names))]
+            if not new:
+                break
+            for entry in new:
+                loaded.add(entry)
+                for served in self._served_in(entry):
+                    mro = self.index.mro(served)
+                    if ref in mro:
+                        names.update(c.name for c in mro[: mro.index(ref)])
+        running = [
+            i
+            for i in self.instances
+            if i.entrypoint in loaded and any(ref in self.index.mro(s) for s in self.served_classes(i))
+        ]
+        self._running[ref] = running
+        return running
+
+    def _descendants(self, ref: ClassRef) -> list[ClassRef]:
+        found: list[ClassRef] = []
+        stack = list(self.children().get(ref, []))
+        while stack:
+            current = stack.pop()
+            if current not in found:
+                found.append(current)
+                stack.extend(self.children().get(current, []))
+        return found
 
     # routes ------------------------------------------------------------------------------
     def own_routes(self, ref: ClassRef) -> dict[str, re.Pattern[str]]:
@@ -193,7 +259,7 @@ class Resolver:
             for owner in self.index.mro(ref):
                 klass = self.index.klass(owner)
                 for method in klass.methods if klass else ():
-                    for call in method.calls:
+                    for call in self.calls_of(method):
                         templates.extend(self._registered_route(call, _Ctx(owner.path, owner)))
             routes: dict[str, re.Pattern[str]] = {}
             for template in templates:
@@ -248,7 +314,7 @@ class Resolver:
         self._in_progress.add(key)
         ctx = _Ctx(fref.path, cls)
         found: list[ClientCall] = []
-        for call in function.calls:
+        for call in self.calls_of(function):
             func, args, raw_kwargs, via_partial = self._unwrap_partial(call, ctx)
             kwargs, opaque = _expand_kwargs(raw_kwargs)
             if func[0] == "a" and func[2] in ("post", "get", "put", "patch", "delete", "request"):
