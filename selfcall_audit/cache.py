@@ -1,8 +1,9 @@
 """Content-addressed cache of per-file results in `.selfcall_audit_cache/`.
 
-Facts and parsed YAML are pure functions of a file's bytes and the tool version, so the key
-is a hash of the bytes in a file named after the version. The cache is JSON (never pickle: a cache folder in a cloned repo must not be able to run
-code), written atomically so concurrent runs never see half a file, and it ignores itself
+Facts and parsed YAML are pure functions of a file's path and bytes and of the tool version,
+so entries are keyed by a hash of path and bytes, in a folder named after the version. The
+cache is JSON (never pickle: a cache folder in a cloned repo must not be able to run code),
+each entry written atomically so concurrent runs never see half a file, and it ignores itself
 for git the way ruff's cache does.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import tempfile
 from dataclasses import fields, is_dataclass
 from pathlib import Path
@@ -18,14 +20,32 @@ from typing import Any
 
 from . import __version__
 from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
+from .findings import AgentInfo, Evidence, Finding
 from .gym_config import Node, Where
 
 _FORMAT = 1
-_TYPES = {cls.__name__: cls for cls in (Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts)}
+_TYPES = {
+    cls.__name__: cls
+    for cls in (
+        Binding,
+        CallFact,
+        ClassFacts,
+        FunctionFacts,
+        Import,
+        ModuleFacts,
+        Finding,
+        Evidence,
+        AgentInfo,
+    )
+}
 
 
-def content_key(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+def content_key(path: str, data: bytes) -> str:
+    """Results depend on the bytes and on the path they are reported under."""
+    digest = hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=16)
+    digest.update(b"\0")
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def _encode(value: Any) -> Any:
@@ -48,7 +68,11 @@ def _decode(value: Any) -> Any:
 
 def _encode_yaml(value: Any) -> Any:
     if isinstance(value, Node):
-        return {"k": list(value), "v": [_encode_yaml(v) for v in value.values()], "w": [value.where[k].line for k in value]}
+        return {
+            "k": list(value),
+            "v": [_encode_yaml(v) for v in value.values()],
+            "w": [value.where[k].line for k in value],
+        }
     if isinstance(value, list):
         return [_encode_yaml(item) for item in value]
     return value
@@ -65,67 +89,100 @@ def _decode_yaml(value: Any, path: str) -> Any:
 
 
 class FactsCache:
-    """Per-file results keyed by content: facts of Python files, parsed YAML documents.
+    """Per-file results keyed by path and content (facts of Python files, parsed YAML), one
+    small JSON file each so a run reads only what it needs; plus the last whole-project result.
 
-    Loaded once and saved once per run; only entries used by the run are written back, so
-    entries of deleted or renamed files drop out.
+    A whole-project run deletes the entries it did not use: those of files since changed,
+    renamed or deleted.
     """
 
     def __init__(self, folder: Path):
-        self.folder = folder
-        self.file = folder / f"facts-v{_FORMAT}-{__version__}.json"
-        self._entries: dict[str, list[Any]] = {}
-        self._used: dict[str, list[Any]] = {}
-        self._dirty = False
+        self.root = folder
+        self.folder = folder / f"v{__version__}-{_FORMAT}"
+        self._used: set[Path] = set()
+        self._new: dict[Path, Any] = {}
+
+    def _path(self, kind: str, key: str) -> Path:
+        return self.folder / kind / f"{key}.json"
+
+    def _get(self, kind: str, key: str) -> Any:
+        path = self._path(kind, key)
         try:
-            loaded = json.loads(self.file.read_bytes())
-            if isinstance(loaded, dict):
-                self._entries = loaded
+            value = json.loads(path.read_bytes())
         except (OSError, ValueError):
-            pass  # no cache yet, or a damaged one: start afresh
+            return None  # not there yet, or damaged: computed afresh
+        self._used.add(path)
+        return value
 
-    def _get(self, name: str, key: str) -> Any:
-        entry = self._entries.get(name)
-        if not isinstance(entry, list) or len(entry) != 2 or entry[0] != key:
-            return None
-        self._used[name] = entry
-        return entry[1]
-
-    def _put(self, name: str, key: str, value: Any) -> None:
-        self._used[name] = [key, value]
-        self._dirty = True
+    def _put(self, kind: str, key: str, value: Any) -> None:
+        path = self._path(kind, key)
+        self._new[path] = value
+        self._used.add(path)
 
     def facts(self, path: str, key: str) -> ModuleFacts | None:
         try:
-            found = self._get(path, key)
+            found = self._get("facts", key)
             return _decode(found) if found is not None else None
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, IndexError):
             return None
 
     def put_facts(self, path: str, key: str, facts: ModuleFacts) -> None:
-        self._put(path, key, _encode(facts))
+        self._put("facts", key, _encode(facts))
 
     def yaml(self, path: str, key: str) -> list[Node] | None:
         try:
-            found = self._get(f"yaml:{path}", key)
+            found = self._get("yaml", key)
             return [_decode_yaml(doc, path) for doc in found] if found is not None else None
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, IndexError):
             return None
 
     def put_yaml(self, path: str, key: str, documents: list[Node]) -> None:
-        self._put(f"yaml:{path}", key, [_encode_yaml(doc) for doc in documents])
+        self._put("yaml", key, [_encode_yaml(doc) for doc in documents])
 
-    def save(self) -> None:
-        if not self._dirty and len(self._used) == len(self._entries):
-            return
+    def snapshot(self, fingerprint: str) -> dict[str, Any] | None:
+        """The last whole-project result, if it was computed for exactly these files and settings."""
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            ignore = self.folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Automatically created by selfcall-audit.\n*\n", encoding="utf-8")
-            fd, temp = tempfile.mkstemp(dir=self.folder, prefix=".facts-", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(self._used, handle, separators=(",", ":"))
-            os.replace(temp, self.file)
+            found = json.loads((self.folder / "snapshot.json").read_bytes())
+            if found.get("fingerprint") != fingerprint:
+                return None
+            return {
+                "findings": list(_decode(found["findings"])),
+                "suppressed": found["suppressed"],
+                "errors": dict(found["errors"]),
+                "files_scanned": found["files_scanned"],
+                "agent_count": found["agent_count"],
+                "agents": list(_decode(found["agents"])) if found["agents"] is not None else None,
+            }
+        except (OSError, AttributeError, KeyError, TypeError, ValueError, IndexError):
+            return None
+
+    def put_snapshot(self, fingerprint: str, result: dict[str, Any]) -> None:
+        encoded = {key: _encode(tuple(v) if isinstance(v, list) else v) for key, v in result.items()}
+        self._new[self.folder / "snapshot.json"] = {"fingerprint": fingerprint, **encoded}
+
+    def save(self, prune: bool) -> None:
+        """Write new entries atomically; `prune` (a whole-project run) drops unused ones."""
+        try:
+            if self._new and not (self.root / ".gitignore").exists():
+                self.root.mkdir(parents=True, exist_ok=True)
+                (self.root / ".gitignore").write_text("# Automatically created by selfcall-audit.\n*\n")
+            for path, value in self._new.items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(json.dumps(value, separators=(",", ":")).encode())
+                os.replace(temp, path)
+            if prune:
+                self._prune()
         except OSError:
             pass  # a read-only checkout still scans; it is only slower next time
+        self._new.clear()
+
+    def _prune(self) -> None:
+        for old in self.root.glob("v*"):
+            if old != self.folder and old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+        for kind in ("facts", "yaml"):
+            for entry in (self.folder / kind).glob("*.json"):
+                if entry not in self._used:
+                    entry.unlink(missing_ok=True)

@@ -123,9 +123,7 @@ class FileSet:
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
 
 
-def discover(
-    root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]
-) -> FileSet:
+def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]) -> FileSet:
     patterns = list(exclude)
     if not include_tests:
         patterns.extend(DEFAULT_TEST_PATTERNS)

@@ -80,7 +80,7 @@ RULES: dict[str, Rule] = {
                 "`--select SCA003` or `--strict` and review each case, then add `# noqa: SCA003` where "
                 "the target is known to be another server."
             ),
-            bad="await self.server_client.post(server_name=pick_server(), url_path=\"/v1/responses\", json=b)",
+            bad='await self.server_client.post(server_name=pick_server(), url_path="/v1/responses", json=b)',
             good='await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=b)',
             default_on=False,
         ),
@@ -130,6 +130,15 @@ class Finding:
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
+
+
+@dataclass(frozen=True)
+class AgentInfo:
+    name: str
+    path: str
+    line: int
+    bases: tuple[str, ...]
+    instances: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,9 @@ class Index:
             found = self.lookup(target, imp.name, depth)
             if found is not None:
                 return found
-            submodule = self.module_path(f"{imp.module}.{imp.name}" if imp.module else imp.name, path, imp.level)
+            submodule = self.module_path(
+                f"{imp.module}.{imp.name}" if imp.module else imp.name, path, imp.level
+            )
             if submodule:
                 return ("module", submodule)
             return None
@@ -181,9 +183,7 @@ class Index:
             if found is None:
                 continue
             kind, value = found
-            if kind == "class":
-                result.append(value)  # type: ignore[arg-type]
-            elif kind == "external":
+            if kind == "class" or kind == "external":
                 result.append(value)  # type: ignore[arg-type]
         return result
 

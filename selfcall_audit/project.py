@@ -2,37 +2,43 @@
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
-import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import __version__
 from .cache import FactsCache, content_key
 from .config import Settings
-from .discovery import discover, in_scope
+from .discovery import FileSet, discover, in_scope
 from .facts import FactsError, ModuleFacts, extract
-from .findings import Finding, InputError, code_selected
-from .gym_config import ConfigSet, Node, parse_yaml
+from .findings import AgentInfo, Finding, InputError, code_selected
+from .gym_config import AgentInstance, ConfigSet, Node, parse_yaml
 from .index import ClassRef, Index
+from .prefilter import importers, mentions_any, word_matcher
 from .resolve import Resolver
 
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
 _PARALLEL_MIN_FILES = 24
+_MAX_SCOPED_FILES = 60
 
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass(frozen=True)
-class AgentInfo:
-    name: str
-    path: str
-    line: int
-    bases: tuple[str, ...]
-    instances: tuple[str, ...]
+@dataclass
+class Analysis:
+    """What a run found before selection and scoping: the part a snapshot can keep."""
+
+    findings: list[Finding]  # every rule, `noqa` already applied
+    suppressed: int
+    errors: dict[str, str]
+    files_scanned: int
+    agent_count: int
+    agents: list[AgentInfo] | None  # only when the inventory was asked for
 
 
 @dataclass
@@ -42,7 +48,8 @@ class Report:
     errors: list[InputError]
     files_scanned: int
     files_parsed: int
-    agents: list[AgentInfo]
+    agent_count: int
+    agents: list[AgentInfo]  # filled by `analyze(inventory=True)`
     seconds: float
     suppressed: int = 0
     baseline_stale: list[dict] = field(default_factory=list)
@@ -108,14 +115,16 @@ class Project:
             if data is None:
                 self._facts_memo[rel] = None
                 continue
-            key = content_key(data)
+            key = content_key(rel, data)
             cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
                 self._facts_memo[rel] = cached
             else:
                 misses.append((rel, data, key))
         keys = {rel: key for rel, _, key in misses}
-        for done, (rel, result) in enumerate(_extract_all([(r, d) for r, d, _ in misses], self.settings.jobs)):
+        for done, (rel, result) in enumerate(
+            _extract_all([(r, d) for r, d, _ in misses], self.settings.jobs)
+        ):
             if self.progress:
                 self.progress(rel, done + 1, len(misses))
             self.files_parsed += 1
@@ -131,7 +140,7 @@ class Project:
         data = self.read(rel)
         if data is None:
             return []
-        key = content_key(data)
+        key = content_key(rel, data)
         cached = self.cache.yaml(rel, key) if self.cache else None
         if cached is None:
             cached = parse_yaml(rel, data)
@@ -140,36 +149,76 @@ class Project:
         return cached
 
     # pipeline ----------------------------------------------------------------------------
-    def analyze(self, paths: Iterable[Path] = ()) -> Report:
+    def analyze(self, paths: Iterable[Path] = (), inventory: bool = False) -> Report:
+        """Findings for `paths` (default: the whole project); `inventory` also lists YAML instances
+        per agent, which needs every entrypoint module."""
         started = time.perf_counter()
-        settings = self.settings
         scopes = _cut_scopes(self.root, paths)
         whole = not scopes or "" in scopes
-        files = discover(self.root, settings.exclude, settings.include_tests, settings.config_globs)
+        files = discover(
+            self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs
+        )
+        fingerprint = self._fingerprint(files) if self.cache else None
+        stored = self.cache.snapshot(fingerprint) if self.cache and fingerprint else None
+        if stored is not None and (stored["agents"] is not None or not inventory):
+            result = Analysis(**stored)
+        else:
+            result = self._analyze(files, scopes, whole, inventory)
+            if self.cache:
+                if whole and fingerprint:
+                    self.cache.put_snapshot(fingerprint, vars(result))
+                self.cache.save(prune=whole)
+        findings = [
+            f
+            for f in result.findings
+            if _selected(f.code, self.settings)
+            and (in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence))
+        ]
+        return Report(
+            root=self.root,
+            findings=findings,
+            errors=[InputError(p, m) for p, m in sorted(result.errors.items()) if in_scope(p, scopes)],
+            files_scanned=result.files_scanned,
+            files_parsed=self.files_parsed,
+            agent_count=result.agent_count,
+            agents=result.agents or [],
+            seconds=time.perf_counter() - started,
+            suppressed=result.suppressed,
+        )
+
+    def _fingerprint(self, files: FileSet) -> str | None:
+        """Everything a whole-project result depends on: tool, settings, and each file's stat."""
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(repr((__version__, _analysis_settings(self.settings), files.sources)).encode())
+        for rel in sorted(files.modules | set(files.configs)):
+            try:
+                stat = os.stat(self.root / rel)
+            except OSError:
+                return None
+            digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+        return digest.hexdigest()
+
+    def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
+        settings = self.settings
         index = Index(set(files.modules), self._facts)
         index.agent_bases = frozenset(settings.agent_bases)
-
         configs = ConfigSet(self._parse_yaml, lambda rel: (self.root / rel).exists())
         instances = configs.instances(
-            tuple(rel for rel in files.configs if _mentions(self.read(rel), _CONFIG_TOKENS))
+            tuple(rel for rel in files.configs if mentions_any(self.read(rel), _CONFIG_TOKENS))
         )
         self.errors.update(configs.errors)
 
-        if whole:
+        targets = None if whole else self._scoped_modules(files.sources, scopes, instances)
+        if targets is None:
+            whole = True
             targets = self._agent_modules(files.sources, index)
-        else:
-            # Only what was asked about, plus the agents that YAML files in scope configure.
-            targets = [rel for rel in files.sources if in_scope(rel, scopes)]
-            targets += [i.entrypoint for i in instances if i.entrypoint and in_scope(i.where.path, scopes)]
-            self.preload(targets)
         resolver = Resolver(
             index,
             settings,
             instances,
-            find_subclasses=self._subclass_finder(files.sources),
-            mentions=lambda rel, names: bool(_mentioning(names, [(rel, self.read(rel))])),
+            find_subclasses=None if whole else self._subclass_finder(files.sources),
+            read=self.read,
         )
-
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
@@ -178,31 +227,47 @@ class Project:
             if module is None or rel not in source_set:
                 continue
             for finding in resolver.findings_in(rel):
-                if not _selected(finding.code, settings):
-                    continue
-                if not (in_scope(finding.path, scopes) or any(in_scope(e.path, scopes) for e in finding.evidence)):
-                    continue
                 if _noqa(module, finding):
                     suppressed += 1
-                    continue
-                findings.append(finding)
-        if self.cache:
-            self.cache.save()
-        errors = [InputError(path, message) for path, message in sorted(self.errors.items()) if in_scope(path, scopes)]
-        return Report(
-            root=self.root,
+                else:
+                    findings.append(finding)
+        return Analysis(
             findings=sorted(set(findings), key=lambda f: f.sort_key),
-            errors=errors,
-            files_scanned=len(files.sources) + len(files.configs),
-            files_parsed=self.files_parsed,
-            agents=self._inventory(index, resolver, instances),
-            seconds=time.perf_counter() - started,
             suppressed=suppressed,
+            errors=dict(self.errors),
+            files_scanned=len(files.sources) + len(files.configs),
+            agent_count=sum(
+                1
+                for rel in dict.fromkeys(targets)
+                if (module := index.module(rel)) is not None
+                for klass in module.classes
+                if _is_agent_class(index, ClassRef(rel, klass.name))
+            ),
+            agents=self._inventory(index, resolver, instances) if inventory else None,
         )
+
+    def _scoped_modules(
+        self, sources: tuple[str, ...], scopes: tuple[str, ...], instances: list[AgentInstance]
+    ) -> list[str] | None:
+        """What a whole run would report on for `scopes`: the files in scope, the agents that YAML
+        files in scope configure, and the modules importing (transitively) a module in scope.
+        None when that grows so large that the whole-project prefilter is cheaper."""
+        targets = [rel for rel in sources if in_scope(rel, scopes)]
+        targets += [i.entrypoint for i in instances if i.entrypoint and in_scope(i.where.path, scopes)]
+        seen = set(targets)
+        frontier = [rel for rel in targets if rel.endswith(".py")]
+        while frontier:
+            frontier = importers(frontier, ((rel, self.read(rel)) for rel in sources if rel not in seen))
+            seen.update(frontier)
+            targets += frontier
+            if len(targets) > _MAX_SCOPED_FILES:
+                return None
+        self.preload(targets)
+        return targets
 
     def _agent_modules(self, sources: tuple[str, ...], index: Index) -> list[str]:
         """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so far."""
-        pending = [rel for rel in sources if _mentions(self.read(rel), _base_tokens(self.settings))]
+        pending = [rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))]
         known: set[str] = set()
         parsed: list[str] = []
         while pending:
@@ -217,14 +282,17 @@ class Project:
             } - known
             known |= names
             done = set(parsed)
-            pending = _mentioning(names, ((rel, self._bytes.get(rel)) for rel in sources if rel not in done))
-        return parsed
+            named = word_matcher(names)
+            pending = [rel for rel in sources if rel not in done and named(self._bytes.get(rel))]
+        # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
+        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)]
 
     def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], None]:
         """Parse the files that name a class, so that subclasses defined there become known."""
 
         def find(name: str) -> None:
-            self.preload(_mentioning({name}, ((rel, self.read(rel)) for rel in sources if rel not in self._facts_memo)))
+            named = word_matcher([name])
+            self.preload([rel for rel in sources if rel not in self._facts_memo and named(self.read(rel))])
 
         return find
 
@@ -233,32 +301,36 @@ class Project:
         for module in index.parsed():
             for klass in module.classes:
                 ref = ClassRef(module.path, klass.name)
-                if not index.is_agent(ref) or index.qualname(ref) in index.agent_bases:
+                if not _is_agent_class(index, ref):
                     continue
-                bases = tuple(
-                    b if isinstance(b, str) else index.qualname(b) for b in index.bases(ref)
-                )
-                names = tuple(
-                    sorted({i.name for i in instances if ref in resolver.served_classes(i)})
-                )
+                bases = tuple(b if isinstance(b, str) else index.qualname(b) for b in index.bases(ref))
+                names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
         return sorted(agents, key=lambda a: (a.path, a.line))
+
+
+def _is_agent_class(index: Index, ref: ClassRef) -> bool:
+    """An agent class of the project (the configured base classes themselves are not)."""
+    return index.is_agent(ref) and index.qualname(ref) not in index.agent_bases
+
+
+def _analysis_settings(settings: Settings) -> tuple:
+    """The settings a result depends on (not output, selection or speed settings)."""
+    return (
+        settings.agent_bases,
+        settings.route,
+        settings.own_routes,
+        settings.route_wrappers,
+        settings.config_globs,
+        settings.exclude,
+        settings.include_tests,
+        settings.max_file_size,
+    )
 
 
 def _base_tokens(settings: Settings) -> tuple[bytes, ...]:
     """A file that names no agent base class can only matter through names found later."""
     return tuple({base.rsplit(".", 1)[-1].encode() for base in settings.agent_bases})
-
-
-def _mentions(data: bytes | None, tokens: tuple[bytes, ...]) -> bool:
-    return data is not None and any(token in data for token in tokens)
-
-
-def _mentioning(names: set[str], files: Iterable[tuple[str, bytes | None]]) -> list[str]:
-    """Files naming one of `names` as a whole word (a plain search first: word checks are slow)."""
-    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
-    anywhere, as_word = re.compile(alternatives), re.compile(rb"\b(?:" + alternatives + rb")\b")
-    return [rel for rel, data in files if data is not None and anywhere.search(data) and as_word.search(data)]
 
 
 def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
@@ -272,7 +344,11 @@ def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
 def _extract_all(items: list[tuple[str, bytes]], jobs: int) -> Iterable[tuple[str, ModuleFacts | str]]:
     """Parse in worker processes when there are enough files to repay starting them."""
     workers = jobs or os.cpu_count() or 1
-    if workers < 2 or len(items) < _PARALLEL_MIN_FILES or "fork" not in multiprocessing.get_all_start_methods():
+    if (
+        workers < 2
+        or len(items) < _PARALLEL_MIN_FILES
+        or "fork" not in multiprocessing.get_all_start_methods()
+    ):
         return map(_extract_job, items)
     workers = min(workers, len(items) // (_PARALLEL_MIN_FILES // 2))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))

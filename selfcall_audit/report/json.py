@@ -31,7 +31,7 @@ def as_dict(report: Report) -> dict:
         "summary": {
             "files_scanned": report.files_scanned,
             "files_parsed": report.files_parsed,
-            "agents": len(report.agents),
+            "agents": report.agent_count,
             "findings": len(report.findings),
             "seconds": round(report.seconds, 3),
         },

@@ -35,7 +35,9 @@ def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None
 
 def render(report: Report, width: int | None = None, color: bool = False) -> str:
     buffer = StringIO()
-    console = Console(file=buffer, width=width or 100, force_terminal=color, no_color=not color, highlight=False)
+    console = Console(
+        file=buffer, width=width or 100, force_terminal=color, no_color=not color, highlight=False
+    )
     for finding in report.findings:
         header = Text()
         header.append(f"{finding.path}:{finding.line}:{finding.column}", style="bold")
@@ -68,7 +70,7 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
         console.print(Text(f"{error.path}: {error.code} {error.message}", style="yellow"))
 
     fixable = sum(f.fixable for f in report.findings)
-    files = f"{report.files_scanned} files ({report.files_parsed} parsed), {len(report.agents)} agents"
+    files = f"{report.files_scanned} files ({report.files_parsed} parsed), {report.agent_count} agents"
     if report.findings:
         noun = "self-call" if len(report.findings) == 1 else "self-calls"
         summary = f"Found {len(report.findings)} {noun} in {files}"

@@ -1,0 +1,67 @@
+"""Byte-level prefilters: which files can matter, decided without parsing them.
+
+Sound for everything but code that builds names dynamically: a file that names no agent base
+class, no agent found so far and no route can only contribute through imports, which the index
+follows on demand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+
+def mentions_any(data: bytes | None, tokens: Iterable[bytes]) -> bool:
+    return data is not None and any(token in data for token in tokens)
+
+
+def word_matcher(names: Iterable[str]) -> Callable[[bytes | None], bool]:
+    """A predicate: does the text name one of `names` as a whole word? (A plain search first:
+    word-boundary alternations are slow, and most files name none.)"""
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(set(names)))
+    if not alternatives:
+        return lambda data: False
+    anywhere = re.compile(alternatives)
+    as_word = re.compile(rb"\b(?:" + alternatives + rb")\b")
+    return lambda data: (
+        data is not None and anywhere.search(data) is not None and as_word.search(data) is not None
+    )
+
+
+def importers(modules: Iterable[str], files: Iterable[tuple[str, bytes | None]]) -> list[str]:
+    """Files with an import line naming one of `modules` (root-relative .py paths): by its dotted
+    tail (`pkg.constants`) anywhere, or by its bare name from the same folder (sibling and
+    relative imports)."""
+    tails: set[str] = set()
+    by_folder: dict[str, set[str]] = {}
+    for rel in modules:
+        parts = rel.removesuffix(".py").split("/")
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if not parts:
+            continue
+        tails.add(".".join(parts[-2:]))
+        by_folder.setdefault("/".join(rel.split("/")[:-1]), set()).add(parts[-1])
+    tail_line = _import_line(tails)
+    found = []
+    for rel, data in files:
+        if data is None:
+            continue
+        folder = "/".join(rel.split("/")[:-1])
+        if tail_line(data) or (folder in by_folder and _import_line(by_folder[folder])(data)):
+            found.append(rel)
+    return found
+
+
+@lru_cache(maxsize=256)
+def _import_line_pattern(names: frozenset[str]) -> re.Pattern[bytes] | None:
+    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    if not alternatives:
+        return None
+    return re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*(?<![\w.])(?:" + alternatives + rb")\b")
+
+
+def _import_line(names: set[str]) -> Callable[[bytes], bool]:
+    pattern = _import_line_pattern(frozenset(names))
+    return (lambda data: False) if pattern is None else (lambda data: pattern.search(data) is not None)
