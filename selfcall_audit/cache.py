@@ -21,7 +21,7 @@ from typing import Any
 from . import __version__
 from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
 from .findings import AgentInfo, Evidence, Finding
-from .gym_config import Node, Where
+from .gym_config import AgentInstance, Node, ServerRef, Where  # noqa: F401 - decoded by name
 
 _FORMAT = 1
 _TYPES = {
@@ -101,6 +101,7 @@ class FactsCache:
         self.folder = folder / f"v{__version__}-{_FORMAT}"
         self._used: set[Path] = set()
         self._new: dict[Path, Any] = {}
+        self._imports: dict[str, list[Any]] | None = None
 
     def _path(self, kind: str, key: str) -> Path:
         return self.folder / kind / f"{key}.json"
@@ -160,6 +161,30 @@ class FactsCache:
         encoded = {key: _encode(tuple(v) if isinstance(v, list) else v) for key, v in result.items()}
         self._new[self.folder / "snapshot.json"] = {"fingerprint": fingerprint, **encoded}
 
+    def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, str]] | None:
+        try:
+            found = self._get("instances", key)
+            return (list(_decode(found["instances"])), dict(found["errors"])) if found is not None else None
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+
+    def put_instances(self, key: str, instances: list[AgentInstance], errors: dict[str, str]) -> None:
+        self._put("instances", key, {"instances": _encode(tuple(instances)), "errors": errors})
+
+    def imports(self) -> dict[str, list[Any]]:
+        """path → [size, mtime, import lines]: which files import what, without reading them."""
+        if self._imports is None:
+            try:
+                loaded = json.loads((self.folder / "imports.json").read_bytes())
+                self._imports = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self._imports = {}
+        return self._imports
+
+    def put_import_lines(self, path: str, stat: tuple[int, int], lines: str) -> None:
+        self.imports()[path] = [*stat, lines]
+        self._new[self.folder / "imports.json"] = self._imports
+
     def save(self, prune: bool) -> None:
         """Write new entries atomically; `prune` (a whole-project run) drops unused ones."""
         try:
@@ -182,7 +207,7 @@ class FactsCache:
         for old in self.root.glob("v*"):
             if old != self.folder and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
-        for kind in ("facts", "yaml"):
+        for kind in ("facts", "yaml", "instances"):
             for entry in (self.folder / kind).glob("*.json"):
                 if entry not in self._used:
                     entry.unlink(missing_ok=True)

@@ -29,6 +29,14 @@ def word_matcher(names: Iterable[str]) -> Callable[[bytes | None], bool]:
     )
 
 
+_IMPORT_LINE = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*")
+
+
+def import_lines(data: bytes | None) -> bytes:
+    """Just the import statements' first lines: all `importers` looks at."""
+    return b"\n".join(_IMPORT_LINE.findall(data or b""))
+
+
 def importers(modules: Iterable[str], files: Iterable[tuple[str, bytes | None]]) -> list[str]:
     """Files with an import line naming one of `modules` (root-relative .py paths): by its dotted
     tail (`pkg.constants`) anywhere, or by its bare name from the same folder (sibling and

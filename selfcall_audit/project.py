@@ -19,7 +19,7 @@ from .facts import FactsError, ModuleFacts, extract
 from .findings import AgentInfo, Finding, InputError, code_selected
 from .gym_config import AgentInstance, ConfigSet, Node, parse_yaml
 from .index import ClassRef, Index
-from .prefilter import importers, mentions_any, word_matcher
+from .prefilter import import_lines, importers, mentions_any, word_matcher
 from .resolve import Resolver
 
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
@@ -73,29 +73,21 @@ class Project:
         self.errors: dict[str, str] = {}
         self._bytes: dict[str, bytes] = {}
         self._facts_memo: dict[str, ModuleFacts | None] = {}
+        self._stats: dict[str, tuple[int, int]] = {}
         self.files_parsed = 0
         self.cache = FactsCache(root / settings.cache_dir) if settings.cache_dir else None
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
+        """The file's bytes, read once; None, with an SCA900 entry saying why, when they cannot be had."""
         if rel in self._bytes:
             return self._bytes[rel]
-        full = self.root / rel
+        from .discovery import UnreadableFile, read_file
+
         try:
-            size = full.stat().st_size
-            if size > self.settings.max_file_size:
-                self.errors[rel] = (
-                    f"skipped: {size:,} bytes is over the max-file-size limit of {self.settings.max_file_size:,}"
-                )
-                return None
-            data = full.read_bytes()
-        except FileNotFoundError:
-            self.errors[rel] = "file vanished during the scan"
-            return None
-        except IsADirectoryError:
-            return None
-        except OSError as exc:
-            self.errors[rel] = f"cannot read: {exc.strerror or exc}"
+            data = read_file(self.root / rel, self.settings.max_file_size)
+        except UnreadableFile as exc:
+            self.errors[rel] = str(exc)
             return None
         self._bytes[rel] = data
         return data
@@ -158,6 +150,7 @@ class Project:
         files = discover(
             self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs
         )
+        self._stats = self._stat_all(files) if self.cache else {}
         fingerprint = self._fingerprint(files) if self.cache else None
         stored = self.cache.snapshot(fingerprint) if self.cache and fingerprint else None
         if stored is not None and (stored["agents"] is not None or not inventory):
@@ -186,28 +179,63 @@ class Project:
             suppressed=result.suppressed,
         )
 
-    def _fingerprint(self, files: FileSet) -> str | None:
-        """Everything a whole-project result depends on: tool, settings, and each file's stat."""
-        digest = hashlib.blake2b(digest_size=16)
-        digest.update(repr((__version__, _analysis_settings(self.settings), files.sources)).encode())
+    def _stat_all(self, files: FileSet) -> dict[str, tuple[int, int]]:
+        stats = {}
         for rel in sorted(files.modules | set(files.configs)):
             try:
                 stat = os.stat(self.root / rel)
             except OSError:
+                continue
+            stats[rel] = (stat.st_size, stat.st_mtime_ns)
+        return stats
+
+    def _fingerprint(self, files: FileSet, only: Iterable[str] | None = None) -> str | None:
+        """What a result depends on: tool, settings, and each file's size and modification time."""
+        digest = hashlib.blake2b(digest_size=16)
+        digest.update(repr((__version__, _analysis_settings(self.settings), files.sources)).encode())
+        for rel in sorted(files.modules | set(files.configs)) if only is None else only:
+            if rel not in self._stats:
                 return None
-            digest.update(f"{rel}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            size, mtime = self._stats[rel]
+            digest.update(f"{rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
+
+    def _instances(self, files: FileSet) -> list[AgentInstance]:
+        """Server instances of every YAML config, reused while no config file changes."""
+        key = self._fingerprint(files, files.configs) if self.cache else None
+        stored = self.cache.instances(key) if self.cache and key else None
+        if stored is not None:
+            instances, errors = stored
+        else:
+            configs = ConfigSet(self._parse_yaml, lambda rel: (self.root / rel).exists())
+            instances = configs.instances(
+                tuple(rel for rel in files.configs if mentions_any(self.read(rel), _CONFIG_TOKENS))
+            )
+            errors = configs.errors
+            if self.cache and key:
+                self.cache.put_instances(key, instances, errors)
+        self.errors.update(errors)
+        return instances
+
+    def _import_lines(self, sources: Iterable[str]) -> Iterable[tuple[str, bytes | None]]:
+        """Each file's import lines, from a stat-keyed index so unchanged files are not read."""
+        index = self.cache.imports() if self.cache else {}
+        for rel in sources:
+            stat = self._stats.get(rel)
+            entry = index.get(rel)
+            if entry is not None and stat is not None and (entry[0], entry[1]) == stat:
+                yield rel, entry[2].encode("utf-8", "surrogateescape")
+                continue
+            lines = import_lines(self.read(rel))
+            if self.cache and stat is not None:
+                self.cache.put_import_lines(rel, stat, lines.decode("utf-8", "surrogateescape"))
+            yield rel, lines
 
     def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
         settings = self.settings
         index = Index(set(files.modules), self._facts)
         index.agent_bases = frozenset(settings.agent_bases)
-        configs = ConfigSet(self._parse_yaml, lambda rel: (self.root / rel).exists())
-        instances = configs.instances(
-            tuple(rel for rel in files.configs if mentions_any(self.read(rel), _CONFIG_TOKENS))
-        )
-        self.errors.update(configs.errors)
-
+        instances = self._instances(files)
         targets = None if whole else self._scoped_modules(files.sources, scopes, instances)
         if targets is None:
             whole = True
@@ -257,7 +285,7 @@ class Project:
         seen = set(targets)
         frontier = [rel for rel in targets if rel.endswith(".py")]
         while frontier:
-            frontier = importers(frontier, ((rel, self.read(rel)) for rel in sources if rel not in seen))
+            frontier = importers(frontier, self._import_lines(rel for rel in sources if rel not in seen))
             seen.update(frontier)
             targets += frontier
             if len(targets) > _MAX_SCOPED_FILES:
