@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 from dataclasses import fields, is_dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,17 @@ from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleF
 from .findings import AgentInfo, Evidence, Finding
 from .gym_config import AgentInstance, Node, ServerRef, Where  # noqa: F401 - decoded by name
 
-_FORMAT = 1
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """The version plus a hash of the analysis code: a development install whose extraction or
+    resolution changed must not reuse results of the old code."""
+    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return f"{__version__}-{digest.hexdigest()}"
+
 _TYPES = {
     cls.__name__: cls
     for cls in (
@@ -98,7 +109,7 @@ class FactsCache:
 
     def __init__(self, folder: Path):
         self.root = folder
-        self.folder = folder / f"v{__version__}-{_FORMAT}"
+        self.folder = folder / f"v{code_version()}"
         self._used: set[Path] = set()
         self._new: dict[Path, Any] = {}
         self._imports: dict[str, list[Any]] | None = None

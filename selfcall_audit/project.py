@@ -11,8 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__
-from .cache import FactsCache, content_key
+from .cache import FactsCache, code_version, content_key
 from .config import Settings
 from .discovery import FileSet, discover, in_scope
 from .facts import FactsError, ModuleFacts, extract
@@ -192,7 +191,7 @@ class Project:
     def _fingerprint(self, files: FileSet, only: Iterable[str] | None = None) -> str | None:
         """What a result depends on: tool, settings, and each file's size and modification time."""
         digest = hashlib.blake2b(digest_size=16)
-        digest.update(repr((__version__, _analysis_settings(self.settings), files.sources)).encode())
+        digest.update(repr((code_version(), _analysis_settings(self.settings), files.sources)).encode())
         for rel in sorted(files.modules | set(files.configs)) if only is None else only:
             if rel not in self._stats:
                 return None
