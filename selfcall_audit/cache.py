@@ -25,7 +25,6 @@ from .findings import AgentInfo, Evidence, Finding
 from .gym_config import AgentInstance, Node, ServerRef, Where  # noqa: F401 - decoded by name
 
 
-
 @lru_cache(maxsize=1)
 def code_version() -> str:
     """The version plus a hash of the analysis code: a development install whose extraction or
@@ -34,6 +33,7 @@ def code_version() -> str:
     for source in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(source.read_bytes())
     return f"{__version__}-{digest.hexdigest()}"
+
 
 _TYPES = {
     cls.__name__: cls
