@@ -61,9 +61,10 @@ _NOT_HELPERS = frozenset(
 )
 _MAX_ALTERNATIVES = 8
 _MAX_DEPTH = 8
+_MAX_INLINED_DEPTH = 4 * _MAX_DEPTH
 # Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
 _ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
-_NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z][0-9]+(?:[,\s]+[A-Z][0-9]+)*))?", re.IGNORECASE)
+_NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -132,27 +133,39 @@ class FactsError(Exception):
 
 
 def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
-    """Replace ("l", index) references by the bound values (shared, so memory stays linear)."""
-    memo: dict[int, Expr] = {}
+    """Replace ("l", index) references by the bound values (shared, so memory stays linear).
 
-    def walk(node: Expr) -> Expr:
+    The result is cut at `_MAX_INLINED_DEPTH`: a function rebinding one local hundreds of times
+    (`url += ...`) must not nest deeper than the recursion that later reads it can go.
+    """
+    memo: dict[tuple[int, int], Expr] = {}
+
+    def walk(node: Expr, depth: int) -> Expr:
+        if depth > _MAX_INLINED_DEPTH:
+            return UNKNOWN
         kind = node[0]
         if kind == "l":
-            index = node[1]
-            if index not in memo:
-                memo[index] = walk(table[index])
-            return memo[index]
+            key = (node[1], depth)
+            if key not in memo:
+                memo[key] = walk(table[node[1]], depth)
+            return memo[key]
         if kind in ("s", "n", "p", "k", "?", "self", "g"):
             return node
+        depth += 1
         if kind == "a":
-            return ("a", walk(node[1]), node[2])
+            return ("a", walk(node[1], depth), node[2])
         if kind == "c":
-            return ("c", walk(node[1]), tuple(map(walk, node[2])), tuple((k, walk(v)) for k, v in node[3]))
+            return (
+                "c",
+                walk(node[1], depth),
+                tuple(walk(a, depth) for a in node[2]),
+                tuple((k, walk(v, depth)) for k, v in node[3]),
+            )
         if kind == "d":
-            return ("d", tuple((k, walk(v)) for k, v in node[1]))
-        return (kind, tuple(map(walk, node[1])))
+            return ("d", tuple((k, walk(v, depth)) for k, v in node[1]))
+        return (kind, tuple(walk(part, depth) for part in node[1]))
 
-    return walk(expr)
+    return walk(expr, 0)
 
 
 def _merge(values: list[Expr]) -> Expr:
@@ -233,7 +246,7 @@ class _FunctionWalker:
             merged[name] = (_merge([value for value, _ in seen]), line)
         self.env = merged
 
-    def stmt(self, node: ast.stmt) -> None:  # noqa: C901 - one dispatch over statement kinds
+    def stmt(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Assign):
             value = self.expr(node.value)
             for target in node.targets:
@@ -325,7 +338,11 @@ class _FunctionWalker:
         elif isinstance(target, ast.Subscript):
             self.expr(target.slice)
             base = target.value
-            current = self.deref(self.env[base.id][0]) if isinstance(base, ast.Name) and base.id in self.env else None
+            current = (
+                self.deref(self.env[base.id][0])
+                if isinstance(base, ast.Name) and base.id in self.env
+                else None
+            )
             if (
                 current is not None
                 and current[0] == "d"
@@ -364,7 +381,7 @@ class _FunctionWalker:
             return UNKNOWN
         return ("n", ident)
 
-    def expr(self, node: ast.expr, in_with: bool = False) -> Expr:  # noqa: C901 - one dispatch
+    def expr(self, node: ast.expr, in_with: bool = False) -> Expr:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, str):
                 return ("s", node.value)
@@ -404,7 +421,9 @@ class _FunctionWalker:
                 else:
                     self.expr(key)
             return ("d", tuple(items))
-        if isinstance(node, (ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.List, ast.Tuple, ast.Set)):
+        if isinstance(
+            node, (ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.List, ast.Tuple, ast.Set)
+        ):
             for child in _CHILDREN[type(node)](node):
                 self.expr(child)
             return UNKNOWN
@@ -445,12 +464,20 @@ class _FunctionWalker:
         outer_aliases = self._aliases
         self._aliases = []
         func = self.expr(node.func)
+        callee = self.deref(func)  # `post = self.server_client.post; post(...)`
+        client = callee[0] == "a" and callee[2] in CLIENT_METHODS
         args: list[Expr] = []
         for arg in node.args:
             args.append(UNKNOWN if isinstance(arg, ast.Starred) else self.expr(arg))
             if isinstance(arg, ast.Starred):
                 self.expr(arg.value)
-        kwargs = tuple((kw.arg, self.expr(kw.value)) for kw in node.keywords)
+        kwargs_list = []
+        for kw in node.keywords:
+            seen = len(self._aliases)
+            kwargs_list.append((kw.arg, self.expr(kw.value)))
+            if client and kw.arg is not None and kw.arg not in _ROUTING_KWARGS:
+                del self._aliases[seen:]  # `json=body`: says nothing about where the call goes
+        kwargs = tuple(kwargs_list)
         aliases = tuple(dict.fromkeys(self._aliases))
         self._aliases = outer_aliases + self._aliases
 
@@ -458,12 +485,12 @@ class _FunctionWalker:
             return ("a", args[0], args[1][1])
         if func == ("n", "dict") and not args:
             return ("d", kwargs)
-        if _worth_recording(func, args, kwargs):
+        if _worth_recording(callee, args, kwargs):
             line, col = self.m.position(node.lineno, node.col_offset)
             end_line, end_col = self.m.position(node.end_lineno or node.lineno, node.end_col_offset or 0)
-            client = func[0] == "a" and func[2] in CLIENT_METHODS
             recorded_kwargs = tuple(
-                (k, _prune(v) if not client or k is None or k in _ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
+                (k, _prune(v) if not client or k is None or k in _ROUTING_KWARGS else UNKNOWN)
+                for k, v in kwargs
             )
             self.calls.append(
                 CallFact(
@@ -508,6 +535,8 @@ def _worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
         )
     if kind == "n":
         return func[1] not in _NOT_HELPERS and bool(args or kwargs)
+    if kind == "or":  # `send = self._post if flag else self._send; send(...)`
+        return any(_worth_recording(alternative, args, kwargs) for alternative in func[1])
     return kind in ("c", "p")
 
 
@@ -566,7 +595,13 @@ class _ModuleExtractor:
         walker.body(node.body)
         ordered = tuple(positional + [a.arg for a in node.args.kwonlyargs])
         return FunctionFacts(
-            node.name, node.lineno, ordered, tuple(defaults), self_param, tuple(walker.calls), tuple(walker.locals)
+            node.name,
+            node.lineno,
+            ordered,
+            tuple(defaults),
+            self_param,
+            tuple(walker.calls),
+            tuple(walker.locals),
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
@@ -592,7 +627,8 @@ class _ModuleExtractor:
                     value = _prune(walker.expr(stmt.value))  # type: ignore[union-attr]
                     found.setdefault(target.id, []).append(Binding(target.id, value, stmt.lineno))
         return [
-            Binding(name, _merge([b.expr for b in bindings]), bindings[0].line) for name, bindings in found.items()
+            Binding(name, _merge([b.expr for b in bindings]), bindings[0].line)
+            for name, bindings in found.items()
         ]
 
     def klass(self, node: ast.ClassDef) -> ClassFacts:
@@ -607,7 +643,9 @@ class _ModuleExtractor:
             Binding(name, _merge([b.expr for b in bindings]), bindings[0].line)
             for name, bindings in instance_attrs.items()
         )
-        return ClassFacts(node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods))
+        return ClassFacts(
+            node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods)
+        )
 
     def module(self, tree: ast.Module) -> ModuleFacts:
         classes: list[ClassFacts] = []
@@ -625,7 +663,11 @@ class _ModuleExtractor:
             elif isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
                 served.extend(_served_classes(stmt.body))
             elif isinstance(stmt, (ast.If, ast.Try)):
-                pending[:0] = [*stmt.body, *stmt.orelse, *(s for h in getattr(stmt, "handlers", []) for s in h.body)]
+                pending[:0] = [
+                    *stmt.body,
+                    *stmt.orelse,
+                    *(s for h in getattr(stmt, "handlers", []) for s in h.body),
+                ]
         return ModuleFacts(
             path=self.path,
             imports=tuple(self.imports),
@@ -672,17 +714,37 @@ def _noqa_lines(source: bytes) -> tuple[tuple[int, tuple[str, ...] | None], ...]
 
 
 def extract(path: str, source: bytes) -> ModuleFacts:
-    """Facts of one Python file. Raises FactsError for input that cannot be analysed."""
+    """Facts of one Python file. Raises FactsError, with a message for the SCA900 entry, for input
+    that cannot be analysed; never anything else, so one odd file cannot stop a scan."""
+    if b"\0" in source:
+        raise FactsError("binary file: it contains null bytes, so it is not Python source")
     try:
         tree = ast.parse(source, filename=path, type_comments=False)
     except SyntaxError as exc:
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        raise FactsError(f"syntax error at {where}: {exc.msg}") from None
-    except (ValueError, UnicodeDecodeError) as exc:  # null bytes, undecodable source
+        raise FactsError(_syntax_error_message(exc)) from None
+    except (ValueError, UnicodeDecodeError) as exc:
         raise FactsError(f"cannot parse: {exc}") from None
     except (RecursionError, MemoryError):
         raise FactsError("too deeply nested to parse") from None
     try:
         return _ModuleExtractor(path, source).module(tree)
-    except RecursionError:
+    except (RecursionError, MemoryError):
         raise FactsError("too deeply nested to analyse") from None
+    except Exception as exc:  # a bug of ours: this file is reported, the others are still analysed
+        raise FactsError(
+            f"internal error while analysing ({type(exc).__name__}: {exc}); please report it"
+        ) from exc
+
+
+def _syntax_error_message(exc: SyntaxError) -> str:
+    where = f" at line {exc.lineno}" if exc.lineno and exc.lineno > 0 else ""
+    if where and exc.offset and exc.offset > 0:
+        where += f", column {exc.offset}"
+    message = exc.msg
+    if message.startswith(("too many nested parentheses", "too many levels of indentation")):
+        return f"too deeply nested to parse{where}: {message}"
+    if message.startswith(("unknown encoding", "encoding problem")) or (
+        message.startswith("(unicode error)") and "can't decode byte" in message
+    ):
+        return f"cannot decode the source{where}: {message.removeprefix('(unicode error) ')}"
+    return f"syntax error{where}: {message}"

@@ -19,7 +19,20 @@ _MAX_NODES = 200_000
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.\-]*)\}")
 _STANDARD_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}"
-    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp", "binary", "merge", "omap", "set")
+    for name in (
+        "str",
+        "int",
+        "float",
+        "bool",
+        "null",
+        "map",
+        "seq",
+        "timestamp",
+        "binary",
+        "merge",
+        "omap",
+        "set",
+    )
 )
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -91,7 +104,11 @@ def _to_python(node: yaml.Node, path: str, budget: list[int]) -> object:
         return result
     if isinstance(node, yaml.SequenceNode):
         return [_to_python(item, path, budget) for item in node.value]
-    return node.value if node.tag == "tag:yaml.org,2002:str" else (None if node.value in ("", "~", "null") and node.tag.endswith("null") else node.value)
+    return (
+        node.value
+        if node.tag == "tag:yaml.org,2002:str"
+        else (None if node.value in ("", "~", "null") and node.tag.endswith("null") else node.value)
+    )
 
 
 def parse_yaml(path: str, data: bytes) -> list[Node]:
@@ -242,4 +259,3 @@ class ConfigSet:
             entrypoint=module,
             refs=tuple(refs),
         )
-

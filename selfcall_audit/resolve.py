@@ -20,6 +20,7 @@ from .facts import SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
 from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
+from .prefilter import word_matcher
 
 HOLE: Expr = ("?",)
 PREFIX: Expr = ("prefix",)
@@ -59,6 +60,15 @@ def _contains_param(expr: object) -> bool:
             return True
         return any(_contains_param(item) for item in expr)
     return False
+
+
+def _rooted_at_param(expr: Expr, through: str | None = None) -> bool:
+    """An attribute chain on a parameter (`agent.server_client`), through `through` if given."""
+    attrs = []
+    while expr[0] == "a":
+        attrs.append(expr[2])
+        expr = expr[1]
+    return expr[0] == "p" and (through is None or through in attrs)
 
 
 def _qualify(expr: Expr, bindings: dict[str, Expr], callee_path: str) -> Expr:
@@ -124,36 +134,43 @@ class Resolver:
         settings: Settings,
         instances: list[AgentInstance],
         find_subclasses: Callable[[str], None] | None = None,
-        mentions: Callable[[str, set[str]], bool] | None = None,
+        read: Callable[[str], bytes | None] | None = None,
     ):
         self.index = index
         self.find_subclasses = find_subclasses
-        self.mentions = mentions
+        self.read = read
         self.settings = settings
         self.instances = instances
         self._calls_memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
         self._in_progress: set[tuple[FunctionRef, ClassRef | None]] = set()
         self._routes_memo: dict[ClassRef, dict[str, re.Pattern[str]]] = {}
+        self._route_sources: dict[ClassRef, dict[str, Evidence]] = {}
         self._served_memo: dict[str, list[ClassRef]] = {}
         self._children: dict[ClassRef, list[ClassRef]] | None = None
         self._inlined: dict[int, tuple[CallFact, ...]] = {}
         self._running: dict[ClassRef, list[AgentInstance]] = {}
 
     def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
-        """The function's calls with local bindings substituted into their arguments."""
+        """The function's calls; their callees with local bindings substituted."""
         key = id(function)
         if key not in self._inlined:
             table = function.locals
-            self._inlined[key] = tuple(
-                replace(
-                    call,
-                    func=inline(call.func, table),
-                    args=tuple(inline(a, table) for a in call.args),
-                    kwargs=tuple((k, inline(v, table)) for k, v in call.kwargs),
-                )
-                for call in function.calls
-            ) if table else function.calls
+            self._inlined[key] = (
+                tuple(replace(call, func=inline(call.func, table)) for call in function.calls)
+                if table
+                else function.calls
+            )
         return self._inlined[key]
+
+    @staticmethod
+    def arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
+        """Arguments with local bindings substituted: done only for calls that matter."""
+        table = function.locals
+        if not table:
+            return call.args, call.kwargs
+        return tuple(inline(a, table) for a in call.args), tuple(
+            (k, inline(v, table)) for k, v in call.kwargs
+        )
 
     # classes and instances ---------------------------------------------------------------
     def all_classes(self) -> list[ClassRef]:
@@ -208,7 +225,9 @@ class Resolver:
                         served.append(found[1])  # type: ignore[arg-type]
                 if not served:
                     served = [
-                        ClassRef(entry, k.name) for k in module.classes if self.index.is_agent(ClassRef(entry, k.name))
+                        ClassRef(entry, k.name)
+                        for k in module.classes
+                        if self.index.is_agent(ClassRef(entry, k.name))
                     ]
             self._served_memo[entry] = served
         return self._served_memo[entry]
@@ -225,7 +244,8 @@ class Resolver:
         entries = {i.entrypoint for i in self.instances if i.entrypoint}
         loaded: set[str] = set()
         while True:
-            new = [e for e in entries - loaded if e == ref.path or (self.mentions and self.mentions(e, names))]
+            named = word_matcher(names)
+            new = [e for e in entries - loaded if e == ref.path or (self.read and named(self.read(e)))]
             if not new:
                 break
             for entry in new:
@@ -254,30 +274,46 @@ class Resolver:
 
     # routes ------------------------------------------------------------------------------
     def own_routes(self, ref: ClassRef) -> dict[str, re.Pattern[str]]:
+        """Routes the agent serves, by normalised template; where code registers one is kept as evidence."""
         if ref not in self._routes_memo:
             templates = [self.settings.route, *self.settings.own_routes]
+            sources: dict[str, Evidence] = {}
             for owner in self.index.mro(ref):
                 klass = self.index.klass(owner)
                 for method in klass.methods if klass else ():
                     for call in self.calls_of(method):
-                        templates.extend(self._registered_route(call, _Ctx(owner.path, owner)))
+                        for text in self._registered_route(call, method, _Ctx(owner.path, owner)):
+                            templates.append(text)
+                            note = f"route `{text}` is registered here"
+                            sources.setdefault(_normal_route(text), Evidence(owner.path, call.line, note))
             routes: dict[str, re.Pattern[str]] = {}
             for template in templates:
-                normal = _ROLLOUT_PREFIX.sub("", template.split("?")[0])
+                normal = _normal_route(template)
                 pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(normal))
                 routes.setdefault(normal, re.compile(pattern))
             self._routes_memo[ref] = routes
+            self._route_sources[ref] = sources
         return self._routes_memo[ref]
 
-    def _registered_route(self, call: CallFact, ctx: _Ctx) -> list[str]:
+    def _registered_route(self, call: CallFact, function: FunctionFacts, ctx: _Ctx) -> list[str]:
+        """`app.post("/path")(handler)`, `app.add_api_route("/path", ...)`: a route the agent serves."""
         func = call.func
-        if func[0] != "a" or func[2] not in ("post", "get", "put", "patch", "delete", "api_route", "add_api_route"):
+        if func[0] != "a" or func[2] not in (
+            "post",
+            "get",
+            "put",
+            "patch",
+            "delete",
+            "api_route",
+            "add_api_route",
+        ):
             return []
-        kwargs, _ = _expand_kwargs(call.kwargs)
-        if "server_name" in kwargs or self._is_client(func[1], ctx) or not call.args:
+        args, raw_kwargs = self.arguments(call, function)
+        kwargs, _ = _expand_kwargs(raw_kwargs)
+        if "server_name" in kwargs or self._is_client(func[1], ctx) or not args:
             return []
         found = []
-        for alternative in self.eval_str(call.args[0], ctx):
+        for alternative in self.eval_str(args[0], ctx):
             if all(isinstance(part, str) for part in alternative):
                 text = "".join(alternative)  # type: ignore[arg-type]
                 if text.startswith("/"):
@@ -296,16 +332,18 @@ class Resolver:
         return False
 
     def _unwrap_partial(
-        self, call: CallFact, ctx: _Ctx
+        self, func: Expr, args: tuple[Expr, ...], kwargs: tuple[tuple[str | None, Expr], ...], ctx: _Ctx
     ) -> tuple[Expr, tuple[Expr, ...], tuple[tuple[str | None, Expr], ...], bool]:
-        func, args, kwargs = call.func, call.args, call.kwargs
         if func[0] == "c" and func[2]:
             target = self.index.lookup_dotted(ctx.path, func[1])
             if target == ("external", "functools.partial"):
                 return func[2][0], (*func[2][1:], *args), (*func[3], *kwargs), True
         return func, args, kwargs, False
 
-    def client_calls(self, function: FunctionFacts, fref: FunctionRef, cls: ClassRef | None) -> list[ClientCall]:
+    def client_calls(
+        self, function: FunctionFacts, fref: FunctionRef, cls: ClassRef | None
+    ) -> list[ClientCall]:
+        """Client calls made at this function's call sites, directly or through helpers."""
         key = (fref, cls)
         if key in self._calls_memo:
             return self._calls_memo[key]
@@ -315,13 +353,24 @@ class Resolver:
         ctx = _Ctx(fref.path, cls)
         found: list[ClientCall] = []
         for call in self.calls_of(function):
-            func, args, raw_kwargs, via_partial = self._unwrap_partial(call, ctx)
-            kwargs, opaque = _expand_kwargs(raw_kwargs)
-            if func[0] == "a" and func[2] in ("post", "get", "put", "patch", "delete", "request"):
-                if self._is_client(func[1], ctx):
-                    found.append(self._direct_call(call, func, args, kwargs, opaque, via_partial))
-                    continue
-            found.extend(self._helper_calls(call, func, args, kwargs, ctx))
+            # A callee bound in branches (`send = self._post if flag else self._send`): each one.
+            for func in call.func[1] if call.func[0] == "or" else (call.func,):
+                arguments = None
+                via_partial = False
+                if func[0] == "c":
+                    args, raw_kwargs = self.arguments(call, function)
+                    func, args, raw_kwargs, via_partial = self._unwrap_partial(func, args, raw_kwargs, ctx)
+                    arguments = (args, raw_kwargs)
+                if func[0] == "a" and func[2] in ("post", "get", "put", "patch", "delete", "request"):
+                    if self._is_client(func[1], ctx):
+                        args, raw_kwargs = arguments or self.arguments(call, function)
+                        kwargs, opaque = _expand_kwargs(raw_kwargs)
+                        found.append(self._direct_call(call, func, args, kwargs, opaque, via_partial))
+                        continue
+                target = self._helper_target(func, ctx)
+                if target is not None:
+                    args, raw_kwargs = arguments or self.arguments(call, function)
+                    found.extend(self._helper_calls(call, target, args, _expand_kwargs(raw_kwargs)[0]))
         self._in_progress.discard(key)
         self._calls_memo[key] = found
         return found
@@ -362,38 +411,52 @@ class Resolver:
             blocker=blocker,
         )
 
-    def _helper_calls(
-        self, call: CallFact, func: Expr, args: tuple[Expr, ...], kwargs: dict[str, Expr], ctx: _Ctx
-    ) -> list[ClientCall]:
-        """Client calls inside a helper that depend on its parameters, seen from this call."""
-        target: FunctionRef | None = None
-        via_self = False
+    def _helper_target(self, func: Expr, ctx: _Ctx) -> tuple[FunctionRef, bool] | None:
+        """The project function a call reaches (and whether through `self`), if any."""
         if func[0] == "a" and ctx.cls is not None and func[1] == SELF:
             found = self.index.method(ctx.cls, func[2])
-            if found:
-                target, via_self = FunctionRef(found[0].path, found[0].name, func[2]), True
-        elif func[0] == "a" and ctx.cls is not None and func[1][:2] == ("c", ("n", "super")):
+            return (FunctionRef(found[0].path, found[0].name, func[2]), True) if found else None
+        if func[0] == "a" and ctx.cls is not None and func[1][:2] == ("c", ("n", "super")):
             for owner in self.index.mro(ctx.cls)[1:]:
                 klass = self.index.klass(owner)
                 if klass and any(m.name == func[2] for m in klass.methods):
-                    target, via_self = FunctionRef(owner.path, owner.name, func[2]), True
-                    break
-        elif func[0] in ("n", "g", "a"):
+                    return FunctionRef(owner.path, owner.name, func[2]), True
+            return None
+        if func[0] in ("n", "g", "a"):
             found_name = self.index.lookup_dotted(ctx.path, func)
             if found_name and found_name[0] == "function":
-                target = found_name[1]  # type: ignore[assignment]
-        if target is None:
-            return []
+                return found_name[1], False  # type: ignore[return-value]
+        return None
+
+    def _forwarding(self, target: FunctionRef) -> tuple[FunctionFacts, list[ClientCall]] | None:
+        """A helper's client calls whose target or route come from its parameters."""
         function = self.index.function(target)
         if function is None:
-            return []
+            return None
         owner = ClassRef(target.path, target.owner) if target.owner else None
-        inner_calls = self.client_calls(function, target, owner)
+        inner = [
+            c
+            for c in self.client_calls(function, target, owner)
+            if self._forwards(c, _Ctx(target.path, owner))
+        ]
+        return (function, inner) if inner else None
+
+    def _helper_calls(
+        self,
+        call: CallFact,
+        target_via: tuple[FunctionRef, bool],
+        args: tuple[Expr, ...],
+        kwargs: dict[str, Expr],
+    ) -> list[ClientCall]:
+        """Client calls inside a helper that depend on its parameters, seen from this call."""
+        target, via_self = target_via
+        forwarding = self._forwarding(target)
+        if forwarding is None:
+            return []
+        function, inner_calls = forwarding
         bindings = _bind_params(function, args, kwargs, skip_self=via_self)
         result = []
         for inner in inner_calls:
-            if not self._forwards(inner, _Ctx(target.path, owner)):
-                continue
             note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
             result.append(
                 ClientCall(
@@ -410,9 +473,13 @@ class Resolver:
         return result
 
     def _forwards(self, call: ClientCall, ctx: _Ctx) -> bool:
-        """Does the call's target or route depend on the enclosing function's parameters?"""
+        """Does the call's target or route depend on the enclosing function's parameters?
+
+        A client passed in counts only outside classes: a method that names the target and the
+        route itself is reported where it makes the call, not again at each of its callers."""
         return (
-            call.receiver[0] == "p"
+            (ctx.cls is None and _rooted_at_param(call.receiver))  # `client.post`, `agent.server_client.post`
+            or _rooted_at_param(call.server, through="config")  # `agent.config.name`: maybe the agent's own
             or any(kind == "param" for kind, _ in self.eval_server(call.server, ctx))
             or any(PARAM in alt for alt in self.eval_str(call.path, ctx))
             or _contains_param(call.http_method)
@@ -445,7 +512,9 @@ class Resolver:
             klass = self.index.klass(klass_ref)
             for binding in klass.constants if klass else ():
                 if binding.name == attr:
-                    ctx.evidence.append(Evidence(klass_ref.path, binding.line, f"`{klass_ref.name}.{attr}` is defined here"))
+                    ctx.evidence.append(
+                        Evidence(klass_ref.path, binding.line, f"`{klass_ref.name}.{attr}` is defined here")
+                    )
                     return klass_ref.path, binding.expr, None
         return None
 
@@ -463,7 +532,9 @@ class Resolver:
             combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
             return combined[:_MAX_ALTERNATIVES] if len(combined) <= _MAX_ALTERNATIVES else [(HOLE,)]
         if kind == "or":
-            return [alt for option in expr[1] for alt in self.eval_str(option, ctx, depth + 1)][:_MAX_ALTERNATIVES]
+            return [alt for option in expr[1] for alt in self.eval_str(option, ctx, depth + 1)][
+                :_MAX_ALTERNATIVES
+            ]
         if kind == "c":
             callee = expr[1]
             name = callee[2] if callee[0] in ("a", "g") else callee[1] if callee[0] == "n" else None
@@ -514,7 +585,9 @@ class Resolver:
         return [("unknown", None)]
 
     # findings ----------------------------------------------------------------------------
-    def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> tuple[str, str, list[Evidence]] | None:
+    def classify(
+        self, call: ClientCall, site_cls: ClassRef, site_path: str
+    ) -> tuple[str, str, list[Evidence]] | None:
         """(code, detail, evidence) for a client call inside an agent's code, or None."""
         ctx = _Ctx(site_path, site_cls)
         servers = self.eval_server(call.server, ctx)
@@ -543,7 +616,9 @@ class Resolver:
                 verdicts.append("self" if bound else "other")
                 for instance in bound:
                     evidence.append(
-                        Evidence(instance.where.path, instance.where.line, f"instance `{value}` runs this agent")
+                        Evidence(
+                            instance.where.path, instance.where.line, f"instance `{value}` runs this agent"
+                        )
                     )
             else:
                 verdicts.append("unknown")
@@ -558,9 +633,12 @@ class Resolver:
         if definite_self:
             if "self" in verdicts and servers[0][0] == "self":
                 evidence.extend(
-                    Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent") for i in running[:3]
+                    Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent")
+                    for i in running[:3]
                 )
-            evidence.extend(Evidence(site_path, line, f"`{name}` is bound here") for name, line in call.site.aliases)
+            evidence.extend(
+                Evidence(site_path, line, f"`{name}` is bound here") for name, line in call.site.aliases
+            )
             evidence.extend(e for e in ctx.evidence if e not in evidence)
             if all(m == main for m in matched):
                 if is_post:
@@ -569,7 +647,10 @@ class Resolver:
                     return "SCA002", f"{method[1].upper()} {main}", evidence
                 return "SCA003", f"its own {main} with a method that cannot be resolved", evidence
             if all(m not in (None, "?") for m in matched):
-                return "SCA002", " or ".join(dict.fromkeys(m for m in matched if m)), evidence
+                reached = list(dict.fromkeys(m for m in matched if m))
+                sources = self._route_sources[site_cls]
+                evidence.extend(sources[route] for route in reached if route in sources)
+                return "SCA002", " or ".join(reached), evidence
             if any(m in (main, "?") for m in matched) or all(m is not None for m in matched):
                 return "SCA003", "the url path cannot be resolved statically", evidence
             return None
@@ -581,7 +662,9 @@ class Resolver:
         module = self.index.module(path)
         if module is None:
             return []
-        results: list[Finding] = []
+        # One finding per call site and code, even when the site reaches the client along
+        # several routes (a helper posting twice, a callee chosen by a flag): their evidence merges.
+        results: dict[tuple[int, int, str], Finding] = {}
         for klass in module.classes:
             ref = ClassRef(path, klass.name)
             agents = self.agents_using(ref)
@@ -594,8 +677,37 @@ class Resolver:
                     if verdict is None:
                         continue
                     code, detail, evidence = verdict
-                    results.append(self._finding(code, detail, evidence, call, path, agent_name, method.name))
-        return results
+                    if code == "SCA001" and call.blocker is None:
+                        call = replace(call, blocker=self._other_target_somewhere(call, ref, path))
+                    finding = self._finding(code, detail, evidence, call, path, agent_name, method.name)
+                    key = (finding.line, finding.column, finding.code)
+                    if key in results:
+                        first = results[key]
+                        finding = replace(
+                            first,
+                            evidence=tuple(dict.fromkeys(first.evidence + finding.evidence)),
+                            fixable=first.fixable and finding.fixable,
+                            fix_blocker=first.fix_blocker or finding.fix_blocker,
+                        )
+                    results[key] = finding
+        return list(results.values())
+
+    def _other_target_somewhere(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> str | None:
+        """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
+        `self.config.<ref>.name`) that is this agent in some of its instances but another server
+        in others."""
+        running = self.instances_running(site_cls)
+        for kind, value in self.eval_server(call.server, _Ctx(site_path, site_cls)):
+            if kind == "lit":
+                others = [i.name for i in running if i.name != value]
+            elif kind == "ref":
+                others = [i.name for i in running if not any(r.key == value for r in i.self_refs())]
+            else:
+                continue
+            if others:
+                names = ", ".join(f"`{name}`" for name in sorted(set(others))[:3])
+                return f"in other instances ({names}) the target is another server: a rewrite would skip it"
+        return None
 
     def _finding(
         self,
@@ -639,6 +751,11 @@ def _literal(alternative: tuple[object, ...]) -> tuple[str, str | None]:
     if all(isinstance(part, str) for part in alternative):
         return ("lit", "".join(alternative))  # type: ignore[arg-type]
     return ("unknown", None)
+
+
+def _normal_route(template: str) -> str:
+    """A route template without query string or rollout prefix: the twins are one route."""
+    return _ROLLOUT_PREFIX.sub("", template.split("?")[0])
 
 
 def _match_route(alternative: tuple[object, ...], routes: dict[str, re.Pattern[str]]) -> str | None:

@@ -1,0 +1,41 @@
+"""Shared test helpers, as fixtures: run the command line in-process or as a real command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from selfcall_audit.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _invoke(*args: object) -> Result:
+    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def _run_command(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "selfcall_audit.cli", *(str(arg) for arg in args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def cli() -> Callable[..., Result]:
+    """`cli("scan", path, ...)`: the CLI through click's runner; stdout and stderr kept apart."""
+    return _invoke
+
+
+@pytest.fixture
+def command() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`command("scan", path, ..., cwd=...)`: the CLI as users run it, in a separate process."""
+    return _run_command
