@@ -37,17 +37,32 @@ class UsageError(click.UsageError):
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path)),
-        click.option("--config", "config_file", type=click.Path(dir_okay=False, path_type=Path),
-                     help="Read settings from this TOML file instead of the root's pyproject.toml."),
-        click.option("--exclude", multiple=True, metavar="GLOB",
-                     help="Leave out matching files or folders (repeatable; adds to the settings)."),
-        click.option("--include-tests", is_flag=True, default=None,
-                     help="Also analyse test code (tests/, test_*.py, *_test.py, conftest.py)."),
+        click.option(
+            "--config",
+            "config_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="Read settings from this TOML file instead of the root's pyproject.toml.",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Leave out matching files or folders (repeatable; adds to the settings).",
+        ),
+        click.option(
+            "--include-tests",
+            is_flag=True,
+            default=None,
+            help="Also analyse test code (tests/, test_*.py, *_test.py, conftest.py).",
+        ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache."),
-        click.option("--jobs", type=click.IntRange(min=0), metavar="N",
-                     help="Parse in N processes (0: one per core)."),
+        click.option(
+            "--jobs", type=click.IntRange(min=0), metavar="N", help="Parse in N processes (0: one per core)."
+        ),
         click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no progress."),
-        click.option("-v", "--verbose", is_flag=True, help="Print timings and tracebacks of internal errors."),
+        click.option(
+            "-v", "--verbose", is_flag=True, help="Print timings and tracebacks of internal errors."
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -66,11 +81,14 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
 
 
 def _root(paths: tuple[Path, ...]) -> Path:
+    """The paths' project root; of nested projects (a sub-package with its own pyproject.toml,
+    as pre-commit may pass together), the outermost, which contains them all."""
     roots = {find_root(p) for p in paths} if paths else {find_root(Path.cwd())}
-    if len(roots) > 1:
+    outer = [r for r in roots if all(r == other or r in other.parents for other in roots)]
+    if not outer:
         listed = ", ".join(sorted(str(r) for r in roots))
         raise UsageError(f"the paths belong to different projects ({listed}); scan them one at a time")
-    return roots.pop()
+    return outer[0]
 
 
 class _LazyProgress:
@@ -92,8 +110,12 @@ class _LazyProgress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self._bar = Progress(
-                TextColumn("analysing"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                console=Console(stderr=True), transient=True,
+                TextColumn("analysing"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.description}"),
+                console=Console(stderr=True),
+                transient=True,
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=total)
@@ -104,12 +126,14 @@ class _LazyProgress:
             self._bar.stop()
 
 
-def _run_analysis(paths: tuple[Path, ...], settings: Settings, root: Path, show_progress: bool):
+def _run_analysis(
+    paths: tuple[Path, ...], settings: Settings, root: Path, show_progress: bool, inventory: bool = False
+):
     from .project import Project
 
     progress = _LazyProgress(show_progress)
     try:
-        return Project(root, settings, progress=progress).analyze(paths or (root,))
+        return Project(root, settings, progress=progress).analyze(paths or (root,), inventory=inventory)
     finally:
         progress.close()
 
@@ -143,15 +167,51 @@ def main() -> None:
 
 @main.command(epilog=_EPILOG)
 @_common_options
-@click.option("--format", "output_format", type=click.Choice(["text", "concise", "json", "sarif", "github"]),
-              help="Output format (default: text on a terminal, concise otherwise).")
-@click.option("--select", metavar="CODES", help="Report only these codes or prefixes (replaces the defaults).")
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "concise", "json", "sarif", "github"]),
+    help="Output format (default: text on a terminal, concise otherwise).",
+)
+@click.option(
+    "--select", metavar="CODES", help="Report only these codes or prefixes (replaces the defaults)."
+)
 @click.option("--ignore", metavar="CODES", help="Do not report these codes or prefixes.")
-@click.option("--strict", is_flag=True, default=None,
-              help="Also report possible self-calls (SCA003); unreadable files (SCA900) fail the run.")
-def scan(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str, ...], include_tests: bool | None,
-         no_cache: bool, jobs: int | None, quiet: bool, verbose: bool, output_format: str | None,
-         select: str | None, ignore: str | None, strict: bool | None) -> None:
+@click.option(
+    "--strict",
+    is_flag=True,
+    default=None,
+    help="Also report possible self-calls (SCA003); unreadable files (SCA900) fail the run.",
+)
+@click.option(
+    "--baseline",
+    "baseline_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Report only findings not recorded in FILE (written by --write-baseline).",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Record the current findings in FILE as the baseline, and exit 0.",
+)
+def scan(
+    paths: tuple[Path, ...],
+    config_file: Path | None,
+    exclude: tuple[str, ...],
+    include_tests: bool | None,
+    no_cache: bool,
+    jobs: int | None,
+    quiet: bool,
+    verbose: bool,
+    output_format: str | None,
+    select: str | None,
+    ignore: str | None,
+    strict: bool | None,
+    baseline_file: Path | None,
+    write_baseline: Path | None,
+) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
     The whole project root (the nearest folder with pyproject.toml or .git) is indexed even when
@@ -162,13 +222,29 @@ def scan(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str, 
     """
     root = _root(paths)
     settings = _settings(
-        root, config_file, exclude=exclude, include_tests=include_tests, strict=strict,
-        select=_codes(select), ignore=_codes(ignore), jobs=jobs,
+        root,
+        config_file,
+        exclude=exclude,
+        include_tests=include_tests,
+        strict=strict,
+        select=_codes(select),
+        ignore=_codes(ignore),
+        jobs=jobs,
         cache_dir=None if not no_cache else "",
     )
+    baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if sys.stdout.isatty() else "concise")
     show_progress = output_format == "text" and not quiet and sys.stderr.isatty()
     report = _run_analysis(paths, settings, root, show_progress)
+    if write_baseline is not None:
+        _write_baseline(report, write_baseline)
+        return
+    notes: list[str] = []
+    if baseline is not None:
+        from .baseline import apply_baseline, notes_for
+
+        report, hidden = apply_baseline(report, baseline[1], paths or (root,), settings)
+        notes = notes_for(report, hidden, baseline[0])
 
     from .report import renderer
 
@@ -181,10 +257,41 @@ def scan(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str, 
     else:
         out = renderer(output_format)(report)
     click.echo(out, nl=False)
+    if notes and not quiet:
+        click.echo("\n".join(notes), err=True)
     if verbose:
         click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
     if report.findings or (settings.strict and report.errors):
         sys.exit(EXIT_FINDINGS)
+
+
+def _load_baseline(
+    root: Path, settings: Settings, option: Path | None, write_to: Path | None
+) -> tuple[Path, list[dict]] | None:
+    """The baseline to apply: --baseline FILE, else the `baseline` setting (relative to the root)."""
+    if option is not None and write_to is not None:
+        raise UsageError("--baseline and --write-baseline cannot be used together")
+    path = option
+    if path is None and settings.baseline and write_to is None:
+        path = root / settings.baseline
+    if path is None:
+        return None
+    from .baseline import BaselineError, load_baseline
+
+    try:
+        return path, load_baseline(path)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _write_baseline(report: Any, path: Path) -> None:
+    from .baseline import write_baseline
+
+    try:
+        count = write_baseline(report, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write the baseline to {path}: {exc.strerror or exc}") from None
+    click.echo(f"selfcall-audit: recorded {count} finding(s) in {path}", err=True)
 
 
 def _codes(text: str | None) -> tuple[str, ...] | None:
@@ -207,15 +314,33 @@ def _width() -> int | None:
 
 @main.command(epilog=_EPILOG)
 @_common_options
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
-              help="Output format.")
-def agents(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str, ...], include_tests: bool | None,
-           no_cache: bool, jobs: int | None, quiet: bool, verbose: bool, output_format: str) -> None:
+@click.option(
+    "--format", "output_format", type=click.Choice(["text", "json"]), default="text", help="Output format."
+)
+def agents(
+    paths: tuple[Path, ...],
+    config_file: Path | None,
+    exclude: tuple[str, ...],
+    include_tests: bool | None,
+    no_cache: bool,
+    jobs: int | None,
+    quiet: bool,
+    verbose: bool,
+    output_format: str,
+) -> None:
     """List every agent class: its file, bases, YAML instance names and self-calls."""
     root = _root(paths)
-    settings = _settings(root, config_file, exclude=exclude, include_tests=include_tests, jobs=jobs,
-                         cache_dir=None if not no_cache else "")
-    report = _run_analysis(paths, settings, root, show_progress=not quiet and sys.stderr.isatty())
+    settings = _settings(
+        root,
+        config_file,
+        exclude=exclude,
+        include_tests=include_tests,
+        jobs=jobs,
+        cache_dir=None if not no_cache else "",
+    )
+    report = _run_analysis(
+        paths, settings, root, show_progress=not quiet and sys.stderr.isatty(), inventory=True
+    )
     counts: dict[tuple[str, str], int] = {}
     for finding in report.findings:
         counts[(finding.path, finding.agent)] = counts.get((finding.path, finding.agent), 0) + 1
@@ -241,10 +366,151 @@ def agents(paths: tuple[Path, ...], config_file: Path | None, exclude: tuple[str
         table.add_column(column, justify="right" if column == "self-calls" else "left")
     for row in rows:
         table.add_row(
-            row["agent"], f"{row['path']}:{row['line']}", ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"]),
-            ", ".join(row["instances"]) or "-", str(row["self_calls"]),
+            row["agent"],
+            f"{row['path']}:{row['line']}",
+            ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"]),
+            ", ".join(row["instances"]) or "-",
+            str(row["self_calls"]),
         )
     Console(width=_width() or 160).print(table)
+
+
+@main.command(epilog=_EPILOG)
+@_common_options
+@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 if any file would change or a self-call is left."
+)
+@click.option(
+    "--helper",
+    "helper_spec",
+    metavar="MODULE:NAME",
+    help="The helper to call (default: the `helper` setting, else "
+    "selfcall_audit.inprocess:responses_in_process).",
+)
+def fix(
+    paths: tuple[Path, ...],
+    config_file: Path | None,
+    exclude: tuple[str, ...],
+    include_tests: bool | None,
+    no_cache: bool,
+    jobs: int | None,
+    quiet: bool,
+    verbose: bool,
+    show_diff: bool,
+    check: bool,
+    helper_spec: str | None,
+) -> None:
+    """Rewrite self-calls to /v1/responses (SCA001) in PATHS to the in-process helper.
+
+    Only the call expression changes, and the helper's import is added once; calls that cannot be
+    rewritten safely are listed with the reason. A file is written atomically, and only if it has
+    not changed since it was analysed.
+
+    Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
+    would change), 2 usage or internal error.
+    """
+    from .codemod import Helper, plan_fix
+
+    root = _root(paths)
+    settings = _settings(
+        root,
+        config_file,
+        exclude=exclude,
+        include_tests=include_tests,
+        jobs=jobs,
+        cache_dir=None if not no_cache else "",
+    )
+    try:
+        helper = Helper.parse(helper_spec or settings.helper)
+    except ValueError as exc:
+        raise UsageError(f"{'--helper' if helper_spec else 'the `helper` setting'}: {exc}") from None
+    dry_run = show_diff or check
+    progress = _LazyProgress(not quiet and sys.stderr.isatty())
+    try:
+        plan = plan_fix(root, settings, paths or (root,), helper, progress)
+    finally:
+        progress.close()
+    if not dry_run:
+        plan.write()
+
+    def say(line: str) -> None:  # with --diff, stdout carries the diff alone
+        click.echo(line, err=show_diff)
+
+    if show_diff:
+        click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
+    rewritten = plan.rewritten
+    if not quiet:
+        verb = "would rewrite" if dry_run else "rewrote"
+        for _, outcome in rewritten:
+            say(f"{outcome.finding.path}:{outcome.finding.line}: {verb} self-call to {helper.name}")
+        for file in plan.files:
+            for line, name in file.removed_aliases if file.changed and file.write_error is None else ():
+                say(
+                    f"{file.path}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
+                    "unused after the rewrite"
+                )
+    not_fixed = plan.not_fixed
+    for finding, reason in not_fixed:
+        say(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
+    for error in plan.report.errors:
+        say(f"{error.path}:1:1: {error.code} {error.message}")
+    for error in plan.errors:
+        click.echo(f"selfcall-audit: {error}", err=True)
+    if not quiet:
+        done = "Nothing to rewrite"
+        if rewritten:
+            files = _plural(len({file.path for file, _ in rewritten}), "file")
+            calls = _plural(len(rewritten), "self-call")
+            done = f"{'Would rewrite' if dry_run else 'Rewrote'} {calls} in {files}"
+        left = (
+            f"{_plural(len(not_fixed), 'self-call')} to fix by hand"
+            if not_fixed
+            else "none left to fix by hand"
+        )
+        say(f"{done}; {left}.")
+    if verbose:
+        click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
+    if plan.errors:
+        sys.exit(EXIT_ERROR)
+    if not_fixed or (dry_run and rewritten):
+        sys.exit(EXIT_FINDINGS)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+@main.command()
+@click.option(
+    "--write",
+    "target",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="PATH",
+    help="Where to put it: a .py file, or a folder (then PATH/inprocess.py).",
+)
+@click.option("--force", is_flag=True, help="Overwrite an existing file that differs.")
+def helper(target: Path, force: bool) -> None:
+    """Vendor the in-process helper into your repository, so that it needs no selfcall-audit at run time.
+
+    Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
+    """
+    from .codemod import VendorError, helper_spec_for, vendor_helper
+
+    try:
+        path, written = vendor_helper(target, force)
+    except (VendorError, OSError) as exc:
+        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        click.echo(f"selfcall-audit: cannot write the helper: {message}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(f"{'Wrote' if written else 'Already up to date:'} {path}")
+    spec = helper_spec_for(path)
+    if spec is None:
+        click.echo(f"Then: selfcall-audit fix --helper MODULE:responses_in_process, MODULE importing {path}")
+    else:
+        click.echo(f"Then: selfcall-audit fix --helper {spec}")
+        click.echo(f'  or set helper = "{spec}" under [tool.selfcall-audit] in pyproject.toml')
 
 
 @main.command()

@@ -1,13 +1,14 @@
-"""Which files make up the project: the root, the file list, excludes and test code."""
+"""Which files make up the project: the root, the file list, excludes and test code; reading them safely."""
 
 from __future__ import annotations
 
 import fnmatch
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -65,21 +66,33 @@ def _git_files(root: Path) -> list[str] | None:
     return sorted(name for name in names if os.path.lexists(root / name))
 
 
-def _walk_files(root: Path) -> list[str]:
+def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
+    """Every file under the root, following symbolic links that stay inside it, each folder once."""
     found: list[str] = []
     seen_dirs: set[tuple[int, int]] = set()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+    real_root = os.path.realpath(root)
+
+    def unlisted(exc: OSError) -> None:
+        rel = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else "."
+        errors[rel] = f"cannot list the folder: {exc.strerror or exc}"
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=True):
         try:
-            stat = os.stat(dirpath)
-        except OSError:
+            stat_result = os.stat(dirpath)
+        except OSError as exc:
+            unlisted(exc)
             dirnames[:] = []
             continue
-        key = (stat.st_dev, stat.st_ino)
+        key = (stat_result.st_dev, stat_result.st_ino)
         if key in seen_dirs:  # a symlink loop or a second route to the same folder
             dirnames[:] = []
             continue
         seen_dirs.add(key)
-        dirnames[:] = sorted(d for d in dirnames if d not in ALWAYS_SKIPPED_DIRS)
+        dirnames[:] = sorted(
+            d
+            for d in dirnames
+            if d not in ALWAYS_SKIPPED_DIRS and _stays_inside(os.path.join(dirpath, d), real_root)
+        )
         rel_dir = os.path.relpath(dirpath, root)
         for name in filenames:
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
@@ -87,10 +100,66 @@ def _walk_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def list_project_files(root: Path) -> list[str]:
-    """Every file of the project, as root-relative POSIX paths (git's view when it is a checkout)."""
+def _stays_inside(folder: str, real_root: str) -> bool:
+    """A symbolic link to a folder outside the root (`/`, a virtualenv) is not part of the project."""
+    if not os.path.islink(folder):
+        return True
+    target = os.path.realpath(folder)
+    return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def list_project_files(root: Path) -> tuple[list[str], dict[str, str]]:
+    """Every file of the project, as root-relative POSIX paths (git's view when it is a checkout),
+    and the folders that could not be listed, with the reason."""
+    errors: dict[str, str] = {}
     files = _git_files(root)
-    return files if files is not None else _walk_files(root)
+    return (files if files is not None else _walk_files(root, errors)), errors
+
+
+class UnreadableFile(Exception):
+    """A listed file whose bytes cannot be had: reported as SCA900, and the scan goes on."""
+
+
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_file(path: Path, max_size: int) -> bytes:
+    """The bytes of a regular file of at most `max_size` bytes, else UnreadableFile with the reason.
+
+    Opened without blocking, so a named pipe posing as a source file cannot hang the scan, and
+    judged on the open descriptor, so a file replaced after it was listed is judged by what is read.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise UnreadableFile("broken symbolic link: its target does not exist") from None
+        raise UnreadableFile("file vanished during the scan") from None
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
+    try:
+        status = os.fstat(fd)
+        kind = next((name for is_kind, name in _NOT_REGULAR if is_kind(status.st_mode)), None)
+        if kind is not None:
+            raise UnreadableFile(f"not a regular file: {kind}")
+        data = b""
+        if status.st_size <= max_size:
+            with open(fd, "rb", closefd=False) as handle:
+                data = handle.read(max_size + 1)  # at most one byte more: a file may grow after fstat
+    except OSError as exc:
+        raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    size = max(status.st_size, len(data))
+    if size > max_size:
+        raise UnreadableFile(f"skipped: {size:,} bytes is over the max-file-size limit of {max_size:,}")
+    return data
 
 
 def _pattern_regex(pattern: str) -> str:
@@ -121,6 +190,7 @@ class FileSet:
     sources: tuple[str, ...]  # Python files to analyse and report on
     configs: tuple[str, ...]  # YAML files that may define server instances
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
+    errors: dict[str, str] = field(default_factory=dict)  # folders that could not be listed: SCA900
 
 
 def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]) -> FileSet:
@@ -131,14 +201,15 @@ def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_glo
     configs: list[str] = []
     modules: set[str] = set()
     globs = tuple(config_globs)
-    for rel in list_project_files(root):
+    listed, errors = list_project_files(root)
+    for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
             modules.add(rel)
             if not matches_any(rel, patterns):
                 sources.append(rel)
         elif rel.endswith(CONFIG_SUFFIXES) and matches_any(rel, globs) and not matches_any(rel, exclude):
             configs.append(rel)
-    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules))
+    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors)
 
 
 def in_scope(rel_path: str, scopes: tuple[str, ...]) -> bool:

@@ -395,7 +395,7 @@ class _FunctionWalker:
         if isinstance(node, ast.Call):
             return self.call(node, in_with)
         if isinstance(node, ast.Await):
-            return self.expr(node.value)
+            return self.expr(node.value, in_with)
         if isinstance(node, ast.JoinedStr):
             parts = []
             for value in node.values:

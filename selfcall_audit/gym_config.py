@@ -2,6 +2,8 @@
 
 Understands `_inherit_from`, top-level `config_paths`, the OmegaConf missing marker `???` and
 simple `${a.b}` interpolations; resolvers (`${oc.env:X}`) are never run and stay unresolved.
+Hostile input is bounded: unknown tags are refused, and nodes (alias bombs), nesting, `${...}`
+expansion and `config_paths` chains all have limits; nothing outside the project root is read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,12 @@ import yaml
 AGENT_TYPE = "responses_api_agents"
 MISSING = "???"
 _MAX_NODES = 200_000
+_MAX_DEPTH = 100  # real configs nest about 10 deep; later steps recurse this deep at most
+_COMPOSER_SAFE_DEPTH = 5_000  # libyaml's composer recurses in C: deeper input would overflow the stack
+_MAX_LOOKUPS = 100  # `${...}` references followed for one value
+_MAX_INTERPOLATED = 10_000  # characters of one interpolated value
+_BLOCK_LINE_START = re.compile(r"^[ \t]*(?:[-?:](?:[ \t]+|$))*", re.MULTILINE)
+_FLOW_BRACKETS = re.compile(r"[\[\]{}]")
 _INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w.\-]*)\}")
 _STANDARD_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}"
@@ -79,31 +87,38 @@ class AgentInstance:
         return tuple(r for r in self.refs if r.type == AGENT_TYPE and r.name == self.name)
 
 
-def _to_python(node: yaml.Node, path: str, budget: list[int]) -> object:
+def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) -> object:
     budget[0] -= 1
     if budget[0] < 0:
-        raise ConfigFileError(f"more than {_MAX_NODES} YAML nodes (an alias bomb?)")
+        raise ConfigFileError(
+            f"more than {_MAX_NODES:,} YAML nodes once aliases are expanded (an alias bomb?)"
+        )
+    if depth > _MAX_DEPTH:
+        raise ConfigFileError(
+            f"line {node.start_mark.line + 1}: YAML nested more than {_MAX_DEPTH} levels deep"
+        )
+    depth += 1
     if node.tag not in _STANDARD_TAGS:
         raise ConfigFileError(f"line {node.start_mark.line + 1}: unknown YAML tag {node.tag!r} (not loaded)")
     if isinstance(node, yaml.MappingNode):
         result = Node()
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                merged = _to_python(value_node, path, budget)
+                merged = _to_python(value_node, path, budget, depth)
                 for item in merged if isinstance(merged, list) else [merged]:
                     if isinstance(item, Node):
                         for k, v in item.items():
                             result.setdefault(k, v)
                             result.where.setdefault(k, item.where[k])
                 continue
-            key = _to_python(key_node, path, budget)
+            key = _to_python(key_node, path, budget, depth)
             if not isinstance(key, str):
                 key = str(key)
-            result[key] = _to_python(value_node, path, budget)
+            result[key] = _to_python(value_node, path, budget, depth)
             result.where[key] = Where(path, key_node.start_mark.line + 1)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, path, budget) for item in node.value]
+        return [_to_python(item, path, budget, depth) for item in node.value]
     return (
         node.value
         if node.tag == "tag:yaml.org,2002:str"
@@ -117,26 +132,45 @@ def parse_yaml(path: str, data: bytes) -> list[Node]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ConfigFileError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if _nesting_bound(text) > _COMPOSER_SAFE_DEPTH:
+        raise ConfigFileError(f"YAML nested more than {_MAX_DEPTH} levels deep (not loaded)")
     try:
         documents = list(yaml.compose_all(text, Loader=_Loader))
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"invalid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:
-        raise ConfigFileError("YAML nested too deeply") from None
+        raise ConfigFileError(f"YAML nested more than {_MAX_DEPTH} levels deep (not loaded)") from None
     budget = [_MAX_NODES]
     result = []
     for document in documents:
         if document is None:
             continue
-        try:
-            value = _to_python(document, path, budget)
-        except RecursionError:
-            raise ConfigFileError("YAML nested too deeply") from None
+        value = _to_python(document, path, budget)
         if isinstance(value, Node):
             result.append(value)
         elif value not in (None, ""):
             raise ConfigFileError("top level is not a mapping of server instances")
     return result
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound of the nesting depth, in one linear pass over the text.
+
+    A nested block collection starts at a greater column (an indentless sequence at the same one,
+    hence the factor 2), and a nested flow collection needs a bracket.
+    """
+    if len(text) <= _COMPOSER_SAFE_DEPTH:
+        return len(text)
+    column = max(len(match.group()) for match in _BLOCK_LINE_START.finditer(text))
+    depth = flow = 0
+    for match in _FLOW_BRACKETS.finditer(text):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        flow = max(flow, depth)
+    return 2 * (column + 1) + flow
+
+
+def _inside_root(rel: str) -> bool:
+    return rel != ".." and not rel.startswith("../")
 
 
 def _merge(base: object, override: object) -> object:
@@ -159,20 +193,31 @@ def _lookup(namespace: Node, dotted: str) -> object:
     return value
 
 
-def _interpolate(value: object, namespace: Node, depth: int = 0) -> object:
-    """Resolve `${a.b}` references that name another value; anything else stays as written."""
-    if not isinstance(value, str) or "${" not in value or depth > 10:
+def _interpolate(value: object, namespace: Node, budget: list[int] | None = None) -> object:
+    """Resolve `${a.b}` references that name another value; anything else stays as written.
+
+    At most `_MAX_LOOKUPS` references are followed and no value grows past `_MAX_INTERPOLATED`
+    characters, so reference cycles and exponential expansions stay unresolved instead of hanging.
+    """
+    budget = [_MAX_LOOKUPS] if budget is None else budget
+    if not isinstance(value, str) or "${" not in value:
         return value
     whole = _INTERPOLATION.fullmatch(value)
     if whole:
-        target = _lookup(namespace, whole.group(1))
-        return _interpolate(target, namespace, depth + 1) if target is not None else value
+        budget[0] -= 1
+        target = _lookup(namespace, whole.group(1)) if budget[0] >= 0 else None
+        resolved = _interpolate(target, namespace, budget) if target is not None else value
+        return resolved if budget[0] >= 0 else value
 
     def substitute(match: re.Match[str]) -> str:
-        target = _interpolate(_lookup(namespace, match.group(1)), namespace, depth + 1)
+        budget[0] -= 1
+        if budget[0] < 0:
+            return match.group(0)
+        target = _interpolate(_lookup(namespace, match.group(1)), namespace, budget)
         return target if isinstance(target, str) else match.group(0)
 
-    return _INTERPOLATION.sub(substitute, value)
+    result = _INTERPOLATION.sub(substitute, value)
+    return result if budget[0] >= 0 and len(result) <= _MAX_INTERPOLATED else value
 
 
 class ConfigSet:
@@ -182,6 +227,7 @@ class ConfigSet:
         self._parse = parse
         self._exists = exists
         self._parsed: dict[str, list[Node]] = {}
+        self._namespaces: dict[str, Node] = {}
         self.errors: dict[str, str] = {}
 
     def _documents(self, path: str) -> list[Node]:
@@ -193,17 +239,22 @@ class ConfigSet:
                 self._parsed[path] = []
         return self._parsed[path]
 
-    def _namespace(self, path: str, seen: frozenset[str] = frozenset()) -> Node:
-        """The file merged over the files its `config_paths` chain in."""
+    def _namespace(self, path: str, active: frozenset[str] = frozenset()) -> Node:
+        """The file merged over the files its `config_paths` chain in (root-relative; a chain back
+        to a file being merged is cut). Each file is merged once, so shared chains cost no more."""
+        if path in self._namespaces:
+            return self._namespaces[path]
         namespace = Node()
         for document in self._documents(path):
             chained = document.get("config_paths")
             for other in chained if isinstance(chained, list) else []:
-                if isinstance(other, str) and other not in seen:
-                    rel = normpath(other.lstrip("/"))
-                    if self._exists(rel):
-                        namespace = _merge(namespace, self._namespace(rel, seen | {path}))  # type: ignore[assignment]
+                if not isinstance(other, str):
+                    continue
+                rel = normpath(other.lstrip("/"))
+                if rel != path and rel not in active and _inside_root(rel) and self._exists(rel):
+                    namespace = _merge(namespace, self._namespace(rel, active | {path}))  # type: ignore[assignment]
             namespace = _merge(namespace, document)  # type: ignore[assignment]
+        self._namespaces[path] = namespace
         return namespace
 
     def instances(self, paths: tuple[str, ...]) -> list[AgentInstance]:
@@ -251,6 +302,8 @@ class ConfigSet:
             agent_dir = "/".join(written.split("/")[:2])
         entrypoint = _interpolate(impl_cfg.get("entrypoint"), namespace)
         module = normpath(f"{agent_dir}/{entrypoint}") if isinstance(entrypoint, str) else None
+        if module is not None and not _inside_root(module):
+            module = None
         return AgentInstance(
             name=name,
             where=namespace.where.get(name, Where(path, 1)),

@@ -18,17 +18,18 @@ Reproduced from the HTTP path:
   500 that NeMo Gym's exception middleware sends: ``repr(exc)`` as a JSON string, or "Hit an
   exception in <Class>___<name> calling an inner server: <body>" for an inner server's
   ``ClientResponseError``;
-- on NeMo Gym servers (they have ``get_session_middleware_key``) Starlette's own
-  ``SessionMiddleware`` wraps the call and a ``session_id`` is assigned as NeMo Gym's middleware
-  assigns it, so ``request.session`` works and ``.cookies`` holds what the HTTP response's
-  ``Set-Cookie`` headers held: the cookies the handler set plus the agent's own session cookie.
+- on NeMo Gym servers (they have ``get_session_middleware_key``) the session middleware pair is
+  reproduced with Starlette's own signer and cookie settings: the agent's session cookie is read
+  from ``cookies`` and a ``session_id`` assigned, so ``request.session`` works, and ``.cookies``
+  holds what the HTTP response's ``Set-Cookie`` headers held: the cookies the handler set plus
+  the agent's own (signed) session cookie, which the agent's HTTP routes accept and vice versa.
   Other cookies the handler received are not echoed back, over HTTP or here.
 
-Different by design: no socket; no Date, Server, Accept, User-Agent or Content-Length headers
-on the request or response; the handler runs inside the caller's task in a copy of the
-caller's ``contextvars`` context (it sees the caller's context variables, e.g. a current rollout
-id, and cannot change them); cancelling the caller cancels the handler; background tasks finish
-before the call returns.
+Different by design: no socket, hence no client address and no Date, Server, Accept, User-Agent
+or Content-Length headers; the handler runs inside the caller's task, in a copy of the caller's
+``contextvars`` context (it sees the caller's context variables, e.g. a current rollout id, and
+cannot change them); cancelling the caller cancels the handler; background tasks finish before
+the call returns.
 
 Only the standard library is imported with this module; fastapi, starlette, pydantic, aiohttp,
 multidict and yarl are imported on first use, so the file can be vendored as it is.
@@ -45,14 +46,15 @@ import logging
 import re
 import typing
 import weakref
+from base64 import b64decode, b64encode
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from copy import deepcopy
-from dataclasses import dataclass, is_dataclass
+from dataclasses import dataclass, field, is_dataclass
 from http import HTTPStatus
 from http.cookies import Morsel, SimpleCookie
 from types import SimpleNamespace, UnionType
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 from uuid import uuid4
 
 __all__ = ["InProcessResponse", "responses_in_process"]
@@ -64,8 +66,11 @@ _ROUTE = re.compile(r"(?:/ng-rollout/(?P<rollout_id>[^/]+)(?:/training-token-cap
 # NeMo Gym's session middleware keys the rollout session by this.
 _SESSION_ID_KEY = "session_id"
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
+_ENCODE_COOKIE_VALUE = SimpleCookie().value_encode
+# What a client sends as it is in a path or query (``%`` too: escapes in ``url_path`` stay escapes).
+_URL_SAFE = re.compile(r"[A-Za-z0-9/%!$&'()*+,;=:@\-._~?]*")
 
-Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+_Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 
 
 class _Unset:
@@ -91,7 +96,6 @@ def _lib() -> SimpleNamespace:
     from starlette.background import BackgroundTasks
     from starlette.concurrency import run_in_threadpool
     from starlette.exceptions import HTTPException
-    from starlette.middleware.sessions import SessionMiddleware
     from starlette.requests import HTTPConnection, Request
     from starlette.responses import JSONResponse, PlainTextResponse, Response
 
@@ -117,7 +121,6 @@ def _lib() -> SimpleNamespace:
         BackgroundTasks=BackgroundTasks,
         run_in_threadpool=run_in_threadpool,
         HTTPException=HTTPException,
-        SessionMiddleware=SessionMiddleware,
         HTTPConnection=HTTPConnection,
         Request=Request,
         JSONResponse=JSONResponse,
@@ -138,7 +141,7 @@ async def responses_in_process(
     url_path: str,
     json: Any = None,
     cookies: Any = None,
-    headers: Headers | None = None,
+    headers: _Headers | None = None,
 ) -> InProcessResponse:
     """Run ``agent.responses`` for ``url_path`` in-process; returns a ClientResponse look-alike.
 
@@ -167,8 +170,10 @@ async def responses_in_process(
 class InProcessResponse:
     """The parts of ``aiohttp.ClientResponse`` that agent code uses after a self-call.
 
-    Body reads follow aiohttp: ``.content`` is a one-shot stream and ``read()`` caches what is
-    left of it, so reading ``.content`` first leaves ``read()`` empty, exactly as over HTTP.
+    Body reads follow aiohttp, so code behaves as it did over HTTP: ``.content`` is a one-shot
+    stream and ``read()`` caches what is left of it; ``release()``, and ``raise_for_status()``
+    on an error outside ``async with``, drop an unread body (later reads raise
+    ``ClientConnectionError``, as NeMo Gym's ``raise_for_status`` callers would see over HTTP).
     """
 
     method = "POST"
@@ -179,24 +184,25 @@ class InProcessResponse:
         status: int,
         raw_headers: list[tuple[bytes, bytes]],
         body: bytes,
-        url: str,
-        request_headers: list[tuple[bytes, bytes]],
+        request_scope: Mapping[str, Any],
         error: BaseException | None = None,
+        parsed_cookies: Mapping[str, tuple[tuple[str, Morsel[str]], ...]] | None = None,
     ) -> None:
         self.status = status
         self.reason = _reason(status)
         self.content = _Content(body)
         self._raw_headers = raw_headers
-        self._url = url
-        self._request_headers = request_headers
+        self._scope = request_scope
         self._error = error
+        self._parsed_cookies = parsed_cookies or {}
         self._body: bytes | None = None
         self._headers: Any = None
         self._cookies: SimpleCookie | None = None
-        self._closed = False
+        self._released = False
+        self._in_context = False
 
     def __repr__(self) -> str:
-        return f"<InProcessResponse({self._url}) [{self.status} {self.reason}]>"
+        return f"<InProcessResponse({self._url()}) [{self.status} {self.reason}]>"
 
     @property
     def ok(self) -> bool:
@@ -215,7 +221,7 @@ class InProcessResponse:
         """The response's ``Set-Cookie`` headers, parsed as aiohttp parses them."""
         if self._cookies is None:
             values = [value.decode("latin-1") for name, value in self._raw_headers if name == b"set-cookie"]
-            self._cookies = _parse_set_cookies(values)
+            self._cookies = _parse_set_cookies(values, self._parsed_cookies)
         return self._cookies
 
     @property
@@ -235,7 +241,7 @@ class InProcessResponse:
         """The URL the HTTP self-call would have used, as a ``yarl.URL``."""
         from yarl import URL
 
-        return URL(self._url)
+        return URL(self._url())
 
     real_url = url
 
@@ -243,20 +249,31 @@ class InProcessResponse:
     def request_info(self) -> Any:
         from aiohttp import RequestInfo
 
-        return RequestInfo(self.url, self.method, _multidict(self._request_headers), self.url)
+        return RequestInfo(self.url, self.method, _multidict(self._scope["headers"]), self.url)
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._released or self.content.at_eof()
+
+    def _url(self) -> str:
+        server, query = self._scope["server"], self._scope["query_string"].decode("latin-1")
+        origin = f"http://{server[0]}:{server[1]}" if server else "http://in-process"
+        return origin + self._scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
 
     async def read(self) -> bytes:
         """The body (what is left of ``.content``), cached as aiohttp caches it."""
         if self._body is None:
-            self._body = await self.content.read()
+            try:
+                self._body = await self.content.read()
+            except BaseException:
+                self.close()
+                raise
+        elif self._released:
+            raise _connection_closed()
         return self._body
 
     async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
-        body = await self.read()
+        body = self._body if self._body is not None else await self.read()
         return body.decode(encoding or self.charset or "utf-8", errors)
 
     async def json(
@@ -267,7 +284,7 @@ class InProcessResponse:
         content_type: str | None = "application/json",
     ) -> Any:
         """Decode the body as JSON; other media types raise unless ``content_type=None``."""
-        body = await self.read()
+        body = self._body if self._body is not None else await self.read()
         if content_type:
             ctype = self.headers.get("Content-Type", "").lower()
             if content_type == "application/json":
@@ -295,22 +312,28 @@ class InProcessResponse:
             return
         from aiohttp import ClientResponseError
 
+        if not self._in_context:
+            self.release()
         raise ClientResponseError(
             self.request_info, self.history, status=self.status, message=self.reason, headers=self.headers
         ) from self._error
 
     def release(self) -> Awaitable[None]:
-        """Nothing to give back; the result may be awaited or not, as in aiohttp."""
-        self._closed = True
+        """Drop what is left of the body; the result may be awaited or not, as in aiohttp."""
+        self.close()
         return _DONE
 
     def close(self) -> None:
-        self._closed = True
+        if not self._released:
+            self.content.set_exception(_connection_closed())
+            self._released = True
 
     async def __aenter__(self) -> InProcessResponse:
+        self._in_context = True
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
+        self._in_context = False
         self.release()
 
 
@@ -335,11 +358,20 @@ class _Content:
     def __init__(self, data: bytes) -> None:
         self._data = data
         self._pos = 0
+        self._exception: BaseException | None = None
+
+    def exception(self) -> BaseException | None:
+        return self._exception
+
+    def set_exception(self, exc: BaseException) -> None:
+        self._exception = exc
 
     def at_eof(self) -> bool:
         return self._pos >= len(self._data)
 
     async def read(self, n: int = -1) -> bytes:
+        if self._exception is not None:
+            raise self._exception
         end = len(self._data) if n < 0 else min(len(self._data), self._pos + n)
         chunk = self._data[self._pos : end]
         self._pos = end
@@ -371,6 +403,12 @@ class _Content:
             yield await self.readline()
 
 
+def _connection_closed() -> Exception:
+    from aiohttp import ClientConnectionError
+
+    return ClientConnectionError("Connection closed")
+
+
 def _reason(status: int) -> str:
     """The reason phrase uvicorn sends, which aiohttp exposes as ``reason``."""
     try:
@@ -387,17 +425,27 @@ def _multidict(raw: list[tuple[bytes, bytes]]) -> Any:
     )
 
 
-def _parse_set_cookies(values: list[str]) -> SimpleCookie:
-    """Parse ``Set-Cookie`` values with aiohttp's own parser where it has one."""
+def _parse_set_cookies(
+    values: list[str], parsed: Mapping[str, tuple[tuple[str, Morsel[str]], ...]]
+) -> SimpleCookie:
+    """Parse ``Set-Cookie`` values as aiohttp parses them (callers may mutate what they get)."""
     cookies = SimpleCookie()
+    for value in values:
+        for name, morsel in parsed.get(value) or _parse_set_cookie(value):
+            cookies[name] = morsel.copy()
+    return cookies
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_set_cookie(value: str) -> tuple[tuple[str, Morsel[str]], ...]:
+    """One ``Set-Cookie`` value, parsed once: a rollout's cookies repeat on every call."""
     try:
         from aiohttp._cookie_helpers import parse_set_cookie_headers
     except ImportError:  # aiohttp < 3.12 loaded each header into a SimpleCookie
-        for value in values:
-            cookies.load(value)
-    else:
-        cookies.update(parse_set_cookie_headers(values))
-    return cookies
+        jar = SimpleCookie()
+        jar.load(value)
+        return tuple(jar.items())
+    return tuple(parse_set_cookie_headers([value]))
 
 
 # --------------------------------------------------------------------------------------------
@@ -422,7 +470,7 @@ def _build_scope(
     rollout_id: str | None,
     json: Any,
     cookies: Any,
-    headers: Headers | None,
+    headers: _Headers | None,
 ) -> dict[str, Any]:
     """The ASGI scope uvicorn would build for the aiohttp request of the HTTP self-call."""
     config = getattr(agent, "config", None)
@@ -449,9 +497,9 @@ def _build_scope(
         "method": "POST",
         "scheme": "http",
         "path": unquote(path),
-        "raw_path": path.encode("latin-1"),
+        "raw_path": _escaped(path),
         "root_path": "",
-        "query_string": query.encode("latin-1"),
+        "query_string": _escaped(query),
         "headers": raw,
         "client": None,
         "server": (host, port) if host and port else None,
@@ -460,20 +508,32 @@ def _build_scope(
     }
 
 
+def _escaped(text: str) -> bytes:
+    """``text`` as a client puts it on the wire: unsafe characters %-escaped, escapes kept."""
+    if _URL_SAFE.fullmatch(text) is None:
+        text = quote(text, safe="/%!$&'()*+,;=:@-._~?")
+    return text.encode("ascii")
+
+
 def _cookie_header(cookies: Any, existing: str | None) -> str:
-    """The ``Cookie`` header aiohttp's ``ClientRequest.update_cookies`` builds."""
-    jar = SimpleCookie()
-    if existing:
-        jar.load(existing)
+    """The ``Cookie`` header aiohttp's ``ClientRequest.update_cookies`` builds, without its cost.
+
+    aiohttp loads everything into a ``SimpleCookie`` and prints it: pairs sorted by name, a
+    Morsel's coded value as it came, a string quoted the way ``SimpleCookie`` quotes it.
+    """
+    merged: dict[str, Any] = dict(SimpleCookie(existing)) if existing else {}
     for item in cookies.items() if isinstance(cookies, Mapping) else cookies:
         name, value = (item.key, item) if isinstance(item, Morsel) else item
-        if isinstance(value, Morsel):
+        merged[name] = value
+    parts = []
+    for name in sorted(merged):
+        value = merged[name]
+        if not isinstance(value, Morsel):
             morsel: Morsel[str] = Morsel()
-            morsel.set(value.key, value.value, value.coded_value)
-            jar[name] = morsel
-        else:
-            jar[name] = value
-    return jar.output(header="", sep=";").strip()
+            morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
+            value = morsel
+        parts.append(f"{value.key}={value.coded_value}")
+    return "; ".join(parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -497,6 +557,8 @@ class _Plan:
     embed_body: bool
     is_coroutine: bool
     response_adapter: Any
+    takes_response: bool
+    takes_background: bool
 
 
 _PLANS: weakref.WeakKeyDictionary[Any, _Plan] = weakref.WeakKeyDictionary()
@@ -512,6 +574,11 @@ def _plan_for(handler: Callable[..., Any]) -> _Plan:
 
 
 def _make_plan(handler: Callable[..., Any]) -> _Plan:
+    """How FastAPI would bind the handler's parameters and serialise its result.
+
+    Only what a ``responses`` handler can ask for is supported (request, response, background
+    tasks, body, path, query, header and cookie parameters); dependencies and forms raise.
+    """
     lib = _lib()
     special = lib.params.Depends | lib.params.Param | lib.params.Body
     signature = inspect.signature(handler, eval_str=True)
@@ -537,8 +604,15 @@ def _make_plan(handler: Callable[..., Any]) -> _Plan:
             kind = _param_kind(name, annotation, field_info, lib.params)
             embed = embed or bool(getattr(field_info, "embed", False))
             bound.append(_field_param(name, kind, annotation, parameter.default, field_info))
-    embed = embed or sum(param.kind == "body" for param in bound) > 1
-    return _Plan(tuple(bound), embed, _is_coroutine(handler), _response_adapter(signature))
+    kinds = [param.kind for param in bound]
+    return _Plan(
+        params=tuple(bound),
+        embed_body=embed or kinds.count("body") > 1,
+        is_coroutine=_is_coroutine(handler),
+        response_adapter=_response_adapter(signature),
+        takes_response="response" in kinds,
+        takes_background="background" in kinds,
+    )
 
 
 def _field_param(name: str, kind: str, annotation: Any, default: Any, field_info: Any) -> _Param:
@@ -557,6 +631,7 @@ def _field_param(name: str, kind: str, annotation: Any, default: Any, field_info
 
 
 def _default_maker(field_info: Any) -> Callable[[], Any]:
+    """A fresh default per call, as FastAPI gives (factory, else a deep copy)."""
     if field_info.default_factory is not None:
         return field_info.default_factory
     return functools.partial(deepcopy, field_info.default)
@@ -631,37 +706,39 @@ class _Exchange:
     payload: Any
     error: BaseException | None = None
     body_sent: bool = False
+    parsed_cookies: dict[str, tuple[tuple[str, Morsel[str]], ...]] = field(default_factory=dict)
 
     async def run(self) -> InProcessResponse:
         """Exception middleware, then session middleware (NeMo Gym servers), then the route."""
-        lib = _lib()
         sink = _Sink()
-        get_key = getattr(self.agent, "get_session_middleware_key", None)
-        server_key = get_key() if callable(get_key) else _fallback_server_key(self.agent)
-        app: Callable[..., Awaitable[None]] = self._route
-        if callable(get_key):
-            app = lib.SessionMiddleware(self._route, secret_key=server_key, session_cookie=server_key)
+        # Looked up on the class: a miss on a pydantic instance goes through its slow __getattr__.
+        has_session = callable(getattr(type(self.agent), "get_session_middleware_key", None))
+        server_key = (
+            self.agent.get_session_middleware_key() if has_session else _fallback_server_key(self.agent)
+        )
         try:
-            await app(self.scope, self._receive, sink.send)
-        except Exception as exc:
+            await self._route(_session_cookie(server_key) if has_session else None, sink)
+        except (Exception, asyncio.CancelledError) as exc:
             if sink.status is not None:  # the response had started: nothing sane to replace it with
                 raise
-            self.error = exc
-            await _exception_response(exc, server_key)(self.scope, self._receive, sink.send)
+            if isinstance(exc, asyncio.CancelledError):
+                if _cancelled_from_outside():
+                    raise
+                # The handler's own CancelledError: over HTTP, Starlette's BaseHTTPMiddleware
+                # (NeMo Gym's middleware) turns the missing response into this error.
+                self.error = RuntimeError("No response returned.")
+                self.error.__cause__ = exc
+            else:
+                self.error = exc
+            await _exception_response(self.error, server_key)(self.scope, self._receive, sink.send)
         return InProcessResponse(
             status=sink.status or 500,
             raw_headers=sink.headers,
             body=b"".join(sink.chunks),
-            url=self._url(),
-            request_headers=self.scope["headers"],
+            request_scope=self.scope,
             error=self.error,
+            parsed_cookies=self.parsed_cookies,
         )
-
-    def _url(self) -> str:
-        server = self.scope["server"]
-        query = self.scope["query_string"].decode("latin-1")
-        origin = f"http://{server[0]}:{server[1]}" if server else "http://in-process"
-        return origin + self.scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
 
     async def _receive(self) -> dict[str, Any]:
         """The JSON body (serialised only if the handler reads it), then a client that stays."""
@@ -671,12 +748,14 @@ class _Exchange:
         body = b"" if self.payload is _UNSET else _dumps(self.payload)
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def _route(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        """NeMo Gym's session-id middleware, FastAPI's route handler and its exception handlers."""
+    async def _route(self, session_cookie: _SessionCookie | None, sink: _Sink) -> None:
+        """Session middleware (NeMo Gym's pair), FastAPI's route handler and exception handlers."""
         lib = _lib()
-        request = lib.Request(scope, receive)
-        if "session" in scope:
-            request.session[_SESSION_ID_KEY] = request.session.get(_SESSION_ID_KEY, str(uuid4()))
+        request = lib.Request(self.scope, self._receive)
+        if session_cookie is not None:
+            session, loaded = session_cookie.load(request)
+            session[_SESSION_ID_KEY] = session.get(_SESSION_ID_KEY, str(uuid4()))
+            self.scope["session"] = session
         try:
             response = await self._call_handler(request)
         except lib.HTTPException as exc:
@@ -685,14 +764,14 @@ class _Exchange:
         except lib.RequestValidationError as exc:
             self.error = exc
             response = await lib.request_validation_exception_handler(request, exc)
-        await response(scope, receive, send)
+        await response(self.scope, self._receive, sink.send)
+        if session_cookie is not None:
+            self.parsed_cookies = session_cookie.add_headers(sink.headers, session, loaded)
 
     async def _call_handler(self, request: Any) -> Any:
         lib = _lib()
-        sub_response = lib.Response()
-        del sub_response.headers["content-length"]
-        sub_response.status_code = None  # unset until the handler sets one, as in FastAPI
-        background = lib.BackgroundTasks()
+        sub_response = _sub_response() if self.plan.takes_response else None
+        background = lib.BackgroundTasks() if self.plan.takes_background else None
         values, errors = self._bind(request, sub_response, background)
         if errors:
             raise lib.RequestValidationError(errors, body=None if self.payload is _UNSET else self.payload)
@@ -704,7 +783,7 @@ class _Exchange:
             if raw.background is None:
                 raw.background = background
             return raw
-        status = sub_response.status_code or 200
+        status = getattr(sub_response, "status_code", None) or 200
         adapter = self.plan.response_adapter
         if adapter is None:
             response = lib.JSONResponse(lib.jsonable_encoder(raw), status_code=status, background=background)
@@ -720,7 +799,8 @@ class _Exchange:
             response = lib.Response(content, status, media_type="application/json", background=background)
         if not lib.is_body_allowed_for_status_code(response.status_code):
             response.body = b""
-        response.raw_headers.extend(sub_response.raw_headers)
+        if sub_response is not None:
+            response.raw_headers.extend(sub_response.raw_headers)
         return response
 
     def _bind(self, request: Any, sub_response: Any, background: Any) -> tuple[dict[str, Any], list[Any]]:
@@ -771,12 +851,95 @@ class _Exchange:
         return request.query_params.get(param.alias, _UNSET), ("query", param.alias)
 
 
+class _SessionCookie:
+    """Starlette's ``SessionMiddleware`` as NeMo Gym installs it, without the ASGI wrapping.
+
+    The middleware's own signer and cookie settings are reused, so the cookie is the one the
+    agent's app would set and accept; the session is always written, because NeMo Gym's
+    middleware assigns ``session_id`` on every request.
+    """
+
+    def __init__(self, key: str) -> None:
+        from itsdangerous import BadSignature
+        from starlette.middleware.sessions import SessionMiddleware
+
+        middleware = SessionMiddleware(app=None, secret_key=key, session_cookie=key)  # type: ignore[arg-type]
+        self.bad_signature = BadSignature
+        self.name = middleware.session_cookie
+        self.signer = middleware.signer
+        self.max_age = middleware.max_age
+        self.path = middleware.path
+        self.flags = middleware.security_flags
+        max_age = "" if self.max_age is None else f"Max-Age={self.max_age}; "
+        self.attributes = f"path={self.path}; {max_age}{self.flags}"
+        # What aiohttp parses out of this cookie's attributes; only the value changes per call.
+        ((_, self.parsed),) = _parse_set_cookie(f"{self.name}=value; {self.attributes}")
+
+    def load(self, request: Any) -> tuple[dict[str, Any], bool]:
+        """The session the request's cookie carries (empty if none or forged), and whether it had one."""
+        cookie = request.cookies.get(self.name)
+        if cookie is not None:
+            try:
+                data = self.signer.unsign(cookie.encode("utf-8"), max_age=self.max_age)
+                return jsonlib.loads(b64decode(data)), True
+            except self.bad_signature:
+                pass
+        return {}, False
+
+    def add_headers(
+        self, headers: list[tuple[bytes, bytes]], session: dict[str, Any], loaded: bool
+    ) -> dict[str, tuple[tuple[str, Morsel[str]], ...]]:
+        """Append ``Vary: Cookie`` and the session's ``Set-Cookie`` as the middleware does.
+
+        Returns the new ``Set-Cookie`` value already parsed, since parsing it costs more than
+        building it and it is new on every call.
+        """
+        vary = [index for index, (name, _) in enumerate(headers) if name == b"vary"]
+        if vary:
+            headers[vary[0]] = (b"vary", headers[vary[0]][1] + b", Cookie")
+            for index in reversed(vary[1:]):
+                del headers[index]
+        else:
+            headers.append((b"vary", b"Cookie"))
+        if session:
+            data = self.signer.sign(b64encode(jsonlib.dumps(session).encode("utf-8"))).decode("utf-8")
+            value = f"{self.name}={data}; {self.attributes}"
+            headers.append((b"set-cookie", value.encode("latin-1")))
+            morsel = self.parsed.copy()
+            morsel.set(self.name, data, data)
+            return {value: ((self.name, morsel),)}
+        if loaded:
+            expires = "expires=Thu, 01 Jan 1970 00:00:00 GMT; "
+            value = f"{self.name}=null; path={self.path}; {expires}{self.flags}"
+            headers.append((b"set-cookie", value.encode("latin-1")))
+        return {}
+
+
+@functools.lru_cache(maxsize=256)
+def _session_cookie(key: str) -> _SessionCookie:
+    return _SessionCookie(key)
+
+
+def _sub_response() -> Any:
+    """The ``Response`` FastAPI hands to handlers: no headers and no status until they set some."""
+    response = _lib().Response()
+    del response.headers["content-length"]
+    response.status_code = None
+    return response
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the running task was asked to cancel; Python 3.10 cannot tell, so assume it was."""
+    cancelling = getattr(asyncio.current_task(), "cancelling", None)
+    return cancelling is None or cancelling() > 0
+
+
 def _fallback_server_key(agent: Any) -> str:
     """NeMo Gym's ``<Class>___<instance>`` key for an agent without ``get_session_middleware_key``."""
     return f"{type(agent).__name__}___{getattr(getattr(agent, 'config', None), 'name', None)}"
 
 
-def _exception_response(exc: Exception, server_key: str) -> Any:
+def _exception_response(exc: BaseException, server_key: str) -> Any:
     """The 500 NeMo Gym's exception middleware answers with; callers classify failures by it."""
     lib = _lib()
     _log.error("in-process /v1/responses handler of %s raised %r", server_key, exc, exc_info=exc)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 
 from .config import Settings
-from .facts import SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
+from .facts import CLIENT_METHODS, SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
 from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
@@ -205,7 +205,7 @@ class Resolver:
     def _makes_client_calls(self, ref: ClassRef) -> bool:
         klass = self.index.klass(ref)
         return klass is not None and any(
-            call.func[0] == "a" and call.func[2] in ("post", "get", "put", "patch", "delete", "request")
+            call.func[0] == "a" and call.func[2] in CLIENT_METHODS
             for method in klass.methods
             for call in method.calls
         )
@@ -241,7 +241,7 @@ class Resolver:
         if ref in self._running:
             return self._running[ref]
         names = {ref.name, *(c.name for c in self._descendants(ref))}
-        entries = {i.entrypoint for i in self.instances if i.entrypoint}
+        entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
         loaded: set[str] = set()
         while True:
             named = word_matcher(names)
@@ -361,12 +361,12 @@ class Resolver:
                     args, raw_kwargs = self.arguments(call, function)
                     func, args, raw_kwargs, via_partial = self._unwrap_partial(func, args, raw_kwargs, ctx)
                     arguments = (args, raw_kwargs)
-                if func[0] == "a" and func[2] in ("post", "get", "put", "patch", "delete", "request"):
-                    if self._is_client(func[1], ctx):
-                        args, raw_kwargs = arguments or self.arguments(call, function)
-                        kwargs, opaque = _expand_kwargs(raw_kwargs)
-                        found.append(self._direct_call(call, func, args, kwargs, opaque, via_partial))
-                        continue
+                if func[0] == "a" and func[2] in CLIENT_METHODS and self._is_client(func[1], ctx):
+                    args, raw_kwargs = arguments or self.arguments(call, function)
+                    kwargs, opaque = _expand_kwargs(raw_kwargs)
+                    splatted = any(key is None for key, _ in raw_kwargs)
+                    found.append(self._direct_call(call, func, args, kwargs, opaque, via_partial, splatted))
+                    continue
                 target = self._helper_target(func, ctx)
                 if target is not None:
                     args, raw_kwargs = arguments or self.arguments(call, function)
@@ -383,6 +383,7 @@ class Resolver:
         kwargs: dict[str, Expr],
         opaque: bool,
         via_partial: bool,
+        splatted: bool = False,
     ) -> ClientCall:
         signature = _CLIENT_SIGNATURES.get(func[2], _DEFAULT_SIGNATURE)
         values = dict(zip(signature, args))
@@ -397,6 +398,8 @@ class Resolver:
             blocker = "the call goes through functools.partial"
         elif opaque:
             blocker = "arguments come from a `**` mapping it cannot see through"
+        elif splatted:
+            blocker = "arguments come from a `**` expansion: rewrite the call by hand"
         elif len(args) > len(signature):
             blocker = "it passes extra positional arguments"
         elif extra:

@@ -402,6 +402,25 @@ def test_a_changed_yaml_file_reports_the_self_calls_it_creates(cli) -> None:
     assert triples(report) == [["SCA001", "responses_api_agents/tutor/app.py", 13]]
 
 
+def test_paths_in_a_nested_sub_project_are_scanned_from_the_outer_root(cli, tmp_path: Path) -> None:
+    gym = tmp_path / "gym"
+    shutil.copytree(FIXTURES / "noqa", gym)
+    nested = gym / "resources_servers" / "scorer"
+    nested.mkdir(parents=True)
+    (nested / "pyproject.toml").write_text("[project]\nname = 'scorer'\n")
+    (nested / "app.py").write_text("def score():\n    return 1\n")
+    agent_files = sorted((gym / "responses_api_agents").rglob("app.py"))
+
+    _, report = scan_json(cli, nested / "app.py", *agent_files)
+
+    assert report["root"] == str(gym.resolve())
+    assert triples(report) == _expected_from(gym)
+
+
+def _expected_from(fixture: Path) -> list[list]:
+    return sorted(json.loads((fixture / "expected.json").read_text()))
+
+
 def test_paths_of_different_projects_are_refused(cli) -> None:
     result = cli("scan", "--no-cache", FIXTURES / "noqa", FIXTURES / "loops-try")
 

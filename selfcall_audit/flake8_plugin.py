@@ -1,0 +1,106 @@
+"""flake8 front end: the whole-project analysis, reported for the one file flake8 hands over.
+
+A self-call is only visible from the whole project (base classes in other files, instance names
+in YAML), so each flake8 process analyses a project root once and answers every file of that
+root from the same report. flake8 applies its own select/ignore, `# noqa` and per-file-ignores
+to the codes we yield; the analysis also honours `# noqa` on any line of a multi-line call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+from . import __version__
+from .config import Settings, load_settings
+from .discovery import find_root
+from .findings import FINDING_CODES, RULES
+from .project import Project, Report
+
+POSSIBLE = "SCA003"
+
+_reports: dict[tuple[Path, bool], Report] = {}
+
+
+class _BufferProject(Project):
+    """A project in which one file is read from the editor's buffer instead of the disk."""
+
+    def __init__(self, root: Path, settings: Settings, rel: str, data: bytes):
+        super().__init__(root, settings)
+        self._buffer = (rel, data)
+
+    def read(self, rel: str) -> bytes | None:
+        if rel == self._buffer[0]:
+            self._bytes[rel] = self._buffer[1]
+            return self._buffer[1]
+        return super().read(rel)
+
+
+def _settings(root: Path, possible: bool) -> Settings:
+    settings = load_settings(root)
+    if not possible:
+        return settings
+    chosen = settings.select or tuple(code for code in FINDING_CODES if RULES[code].default_on)
+    return settings.with_overrides(select=(*chosen, POSSIBLE))
+
+
+def _normalized(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _buffer_differs(path: Path, lines: list[str]) -> bool:
+    """Does flake8 check text other than what is on disk (an unsaved editor buffer on stdin)?"""
+    try:
+        on_disk = path.read_bytes().decode("utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return _normalized(on_disk) != _normalized("".join(lines))
+
+
+class SelfCallChecker:
+    """Reports SCA001/SCA002 (and SCA003 when selected by name or prefix) for flake8."""
+
+    name = "selfcall-audit"
+    version = __version__
+    report_possible: ClassVar[bool] = False
+
+    def __init__(self, tree: ast.AST, filename: str, lines: list[str]) -> None:
+        self.filename = filename
+        self.lines = lines
+
+    @classmethod
+    def parse_options(cls, options: argparse.Namespace) -> None:
+        # SCA003 is off by default, as in `selfcall-audit scan`: yielded only when the user's
+        # --select/--extend-select covers it (flake8's own default-ignore list is dropped as soon
+        # as a config sets `ignore`, so it cannot keep an opt-in rule off on its own).
+        chosen = [*(options.select or ()), *(options.extend_select or ())]
+        cls.report_possible = any(POSSIBLE.startswith(code) for code in chosen)
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        path = Path(self.filename).resolve()
+        if not path.is_file():
+            return
+        root = find_root(path)
+        rel = os.path.relpath(path, root).replace(os.sep, "/")
+        report = self._report(root, rel, path)
+        for finding in report.findings:
+            if finding.path == rel:
+                yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+        for error in report.errors:
+            if error.path == rel:
+                yield 1, 0, f"{error.code} {error.message}", type(self)
+
+    def _report(self, root: Path, rel: str, path: Path) -> Report:
+        if _buffer_differs(path, self.lines):
+            data = "".join(self.lines).encode("utf-8")
+            # No cache: its whole-project results are keyed by what is on disk.
+            settings = _settings(root, self.report_possible).with_overrides(cache_dir="")
+            return _BufferProject(root, settings, rel, data).analyze([root])
+        key = (root, self.report_possible)
+        if key not in _reports:
+            _reports[key] = Project(root, _settings(root, self.report_possible)).analyze([root])
+        return _reports[key]

@@ -1,0 +1,43 @@
+"""GitHub Actions workflow commands: each finding becomes an annotation on the pull request diff."""
+
+from __future__ import annotations
+
+from ..findings import Finding
+from ..project import Report
+
+
+def escape_data(text: str) -> str:
+    """A command's message: `%`, CR and LF are percent-encoded, as the runner decodes them."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A property value: also `:` and `,`, which would otherwise end the value."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _command(kind: str, properties: dict[str, object], message: str) -> str:
+    listed = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+    return f"::{kind} {listed}::{escape_data(message)}"
+
+
+def _annotation(finding: Finding) -> str:
+    lines = [finding.message]
+    lines += [f"= {e.path}:{e.line}: {e.note}" for e in finding.evidence]
+    if finding.fixable:
+        lines.append("= fixable with `selfcall-audit fix`")
+    properties = {
+        "file": finding.path,
+        "line": finding.line,
+        "col": finding.column,
+        "endLine": finding.end_line,
+        "endColumn": finding.end_column,
+        "title": finding.code,
+    }
+    return _command("warning" if finding.code == "SCA003" else "error", properties, "\n".join(lines))
+
+
+def render(report: Report) -> str:
+    lines = [_annotation(f) for f in report.findings]
+    lines += [_command("warning", {"file": e.path, "title": e.code}, e.message) for e in report.errors]
+    return "".join(f"{line}\n" for line in lines)

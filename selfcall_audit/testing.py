@@ -1,0 +1,70 @@
+"""A test for the audited repo's own suite: fail when an agent self-calls, listing every call.
+
+    from selfcall_audit.testing import assert_no_self_calls
+
+    def test_agents_do_not_call_themselves():
+        assert_no_self_calls(".")
+
+Files the audit could not read or parse (SCA900) fail the test too: a self-call in them would go
+unseen. Allow a known one by naming its file, or its file and method, in `allow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .config import load_settings
+from .discovery import find_root
+from .findings import parse_codes
+from .project import Project, Report
+
+
+def allow_key(path: str, agent: str, method: str) -> str:
+    """The `allow` entry for the self-calls of one method: `path::Agent.method`."""
+    return f"{path}::{agent}.{method}"
+
+
+def assert_no_self_calls(
+    root: str | Path = ".",
+    paths: Iterable[str | Path] | None = None,
+    allow: Iterable[str] | None = None,
+    select: str | Iterable[str] | None = None,
+) -> Report:
+    """Raise AssertionError listing each self-call and unreadable file; return the report otherwise.
+
+    root: the project, or any folder or file inside it (its pyproject.toml settings apply).
+    paths: report only on these (relative to the project root); the whole project is still indexed.
+    allow: entries `path::Agent.method` (the self-calls of that method) or `path` (everything
+    reported in that file, including an unreadable-file error); paths relative to the project root.
+    select: rule codes or prefixes, e.g. "SCA001,SCA002" or ["SCA"], replacing the settings' selection.
+    """
+    project_root = find_root(Path(root))
+    settings = load_settings(project_root)
+    if select is not None:
+        codes = parse_codes(select if isinstance(select, str) else ",".join(select))
+        settings = settings.with_overrides(select=codes)
+    scopes = [project_root / p for p in paths] if paths else [project_root]
+    report = Project(project_root, settings).analyze(scopes)
+
+    allowed = set(allow or ())
+    findings = [
+        f
+        for f in report.findings
+        if f.path not in allowed and allow_key(f.path, f.agent, f.method) not in allowed
+    ]
+    errors = [e for e in report.errors if e.path not in allowed]
+    if not findings and not errors:
+        return report
+    lines = []
+    if findings:
+        noun = "self-call" if len(findings) == 1 else "self-calls"
+        lines.append(f"{len(findings)} agent {noun} found by selfcall-audit:")
+        for f in findings:
+            lines.append(f"  {f.path}:{f.line}:{f.column}: {f.code} {f.message}")
+            lines.append(f"      allow with: {allow_key(f.path, f.agent, f.method)!r}")
+        lines.append("Migrate them with `selfcall-audit fix`.")
+    if errors:
+        lines.append(f"{len(errors)} file(s) could not be analysed, so self-calls in them would go unseen:")
+        lines += [f"  {e.path}: {e.code} {e.message}" for e in errors]
+    raise AssertionError("\n".join(lines))

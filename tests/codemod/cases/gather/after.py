@@ -1,0 +1,17 @@
+import asyncio
+
+from fastapi import Request
+from selfcall_audit.inprocess import responses_in_process
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from nemo_gym.server_utils import get_response_json
+
+
+class PairAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest) -> dict:
+        first, second = await asyncio.gather(
+            responses_in_process(self, url_path="/v1/responses", json=body.responses_create_params),
+            responses_in_process(self, url_path="/v1/responses", json=body.responses_create_params),
+        )
+        return {"first": await get_response_json(first), "second": await get_response_json(second)}

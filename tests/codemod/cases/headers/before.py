@@ -1,0 +1,21 @@
+from fastapi import Request
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from nemo_gym.server_utils import raise_for_status
+
+
+class ContinuingAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest) -> dict:
+        episode: dict = {}
+        for activation in range(1, 3):
+            response = await self.server_client.post(
+                server_name=self.config.name,
+                url_path="/v1/responses",
+                json=body.responses_create_params,
+                cookies=request.cookies,
+                headers={"x-ng-agent-activation": str(activation)},
+            )
+            await raise_for_status(response)
+            episode = await response.json()
+        return episode

@@ -1,0 +1,27 @@
+from fastapi import Request
+from selfcall_audit.inprocess import responses_in_process
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from nemo_gym.server_utils import raise_for_status
+
+
+class MixedAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest) -> dict:
+        response = await responses_in_process(
+            self,
+            url_path="/v1/responses",
+            json=body.responses_create_params,
+        )
+        await raise_for_status(response)
+        return await response.json()
+
+    async def run_with_deadline(self, request: Request, body: BaseRunRequest) -> dict:
+        response = await self.server_client.post(
+            server_name=self.config.name,
+            url_path="/v1/responses",
+            json=body.responses_create_params,
+            timeout=5,
+        )
+        await raise_for_status(response)
+        return await response.json()

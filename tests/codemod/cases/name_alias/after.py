@@ -1,0 +1,16 @@
+from fastapi import Request
+from selfcall_audit.inprocess import responses_in_process
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from nemo_gym.server_utils import get_response_json, raise_for_status
+
+
+class NamedAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest) -> dict:
+        started = len(body.responses_create_params.input)
+
+        response = await responses_in_process(self, url_path="/v1/responses", json=body.responses_create_params)
+        await raise_for_status(response)
+        episode = await get_response_json(response)
+        return {"turns": len(episode["output"]) - started, "response": episode}

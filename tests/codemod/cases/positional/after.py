@@ -1,0 +1,15 @@
+from fastapi import Request
+from selfcall_audit.inprocess import responses_in_process
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from nemo_gym.server_utils import raise_for_status
+
+RESPONSES = "/v1/responses"
+
+
+class TerseAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest) -> dict:
+        response = await responses_in_process(self, url_path=RESPONSES, json=body.responses_create_params)
+        await raise_for_status(response)
+        return await response.json()

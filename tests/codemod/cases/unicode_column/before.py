@@ -1,0 +1,12 @@
+"""Non-ASCII text before the call on its line: positions are counted in characters, not bytes."""
+
+from fastapi import Request
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class ÉchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest) -> dict:
+        étiquette, réponse = "café", await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body.responses_create_params)
+        return {"étiquette": étiquette, "réponse": await réponse.json()}

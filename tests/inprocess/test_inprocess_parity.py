@@ -1,0 +1,472 @@
+"""Parity of ``responses_in_process`` with a real HTTP self-call through uvicorn.
+
+Every comparison runs the same call both ways inside the agents' own event loop and compares
+the results field by field, after replacing what is random by design (session ids, signed
+session cookies, model response ids).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import re
+import sys
+from http.cookies import Morsel, SimpleCookie
+from typing import Any
+
+import aiohttp
+import pytest
+from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError
+from inprocess_harness import (
+    AGENT_CLASSES,
+    CALLER_VAR,
+    HANDLER_VAR,
+    SESSION_ID_KEY,
+    Agent,
+    Host,
+    describe_cookies,
+    get_response_json,
+    raise_for_status,
+)
+
+from selfcall_audit.inprocess import InProcessResponse, responses_in_process
+
+MODES = ("http", "inprocess")
+_RANDOM = [
+    (re.compile(r"eyJ[A-Za-z0-9+/=]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+"), "<signed-session>"),
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+    (re.compile(r"resp_[0-9a-f]{8}"), "<resp-id>"),
+]
+
+
+def normalize(value: Any) -> Any:
+    """Replace what differs between any two calls (either path) by placeholders."""
+    text = json.dumps(value, sort_keys=True)
+    for pattern, placeholder in _RANDOM:
+        text = pattern.sub(placeholder, text)
+    return json.loads(text)
+
+
+def session_of(cookie_value: str) -> dict[str, Any]:
+    """Decode the data of a Starlette session cookie (base64 JSON, then timestamp and signature)."""
+    data = cookie_value.strip('"').split(".")[0]
+    return json.loads(base64.b64decode(data + "=" * (-len(data) % 4)))
+
+
+async def attempt(action: Any) -> Any:
+    """The result of a read, or the error it raised (type and message)."""
+    try:
+        return {"value": await action}
+    except Exception as error:
+        return {"raised": f"{type(error).__name__}: {error}"}
+
+
+async def describe(response: Any) -> dict[str, Any]:
+    """Everything agent code can read off a self-call response, in the order agent code reads it."""
+    nemo_error = None
+    try:
+        await raise_for_status(response)
+    except aiohttp.ClientResponseError as error:
+        nemo_error = {
+            "status": error.status,
+            "message": error.message,
+            "content": error.response_content.decode(),
+        }
+    read = await attempt(response.read())
+    error = None
+    try:
+        response.raise_for_status()
+    except aiohttp.ClientResponseError as raised:
+        error = {"status": raised.status, "message": raised.message, "url": str(raised.request_info.real_url)}
+    return {
+        "status": response.status,
+        "reason": response.reason,
+        "ok": response.ok,
+        "headers": [
+            (k.lower(), v) for k, v in response.headers.items() if k.lower() not in ("date", "server")
+        ],
+        "cookies": describe_cookies(response.cookies),
+        "content_type": response.content_type,
+        "charset": response.charset,
+        "url": str(response.url),
+        "nemo_raise_for_status": nemo_error,
+        "read": {"value": read["value"].decode()} if "value" in read else read,
+        "text": await attempt(response.text()),
+        "json": await attempt(response.json(content_type=None)),
+        "json_strict": await attempt(response.json()),
+        "raise_for_status": error,
+    }
+
+
+async def both_ways(agent: Agent, **call: Any) -> dict[str, dict[str, Any]]:
+    """The same self-call over HTTP and in-process, each described; the caller's args are reused."""
+    return {mode: await describe(await agent.self_call(mode, **call)) for mode in MODES}
+
+
+def run_rollout(host: Host, agent_name: str, modes: tuple[str, ...] = MODES, **body: Any) -> dict[str, Any]:
+    """POST /run to the agent over HTTP once per self-call mode; return the results by mode."""
+
+    async def go() -> dict[str, Any]:
+        results = {}
+        async with aiohttp.ClientSession() as session:
+            for mode in modes:
+                url = host.agents[agent_name].server_client.urls[host.agents[agent_name].config.name]
+                async with session.post(f"{url}/run", json={**body, "mode": mode}) as response:
+                    assert response.status == 200, await response.text()
+                    results[mode] = await response.json()
+        return results
+
+    return host.run(go())
+
+
+PATHS = {
+    "plain": {},
+    "rollout": {"rollout_id": "task-7.r-1"},
+    "capture": {"rollout_id": "task-7.r-1", "capture": True},
+}
+EXPECTED_PATH = {
+    "plain": "/v1/responses",
+    "rollout": "/ng-rollout/task-7.r-1/v1/responses",
+    "capture": "/ng-rollout/task-7.r-1/training-token-capture/v1/responses",
+}
+TAKES_REQUEST = {"FullAgent", "RequestBodyAgent", "ExtrasAgent", "TypedDictAgent"}
+SETS_COOKIES = {"FullAgent", "ExtrasAgent", "TypedDictAgent", "AnnotatedAgent"}
+
+
+@pytest.mark.parametrize("path_kind", list(PATHS))
+@pytest.mark.parametrize("agent_cls", AGENT_CLASSES, ids=lambda cls: cls.__name__)
+def test_multi_step_rollouts_match(host: Host, agent_cls: type[Agent], path_kind: str) -> None:
+    name = agent_cls.__name__
+    body = {
+        "responses_create_params": {"input": "add things tools=2", "metadata": {"k": "v"}},
+        "task": f"task-{name}-{path_kind}",
+        "turns": 2,
+        "activation": True,
+        **PATHS[path_kind],
+    }
+    results = run_rollout(host, name, **body)
+
+    assert normalize(results["http"]) == normalize(results["inprocess"])
+    for mode, result in results.items():
+        first, second = result["turns"]
+        assert first["status"] == (201 if name == "AnnotatedAgent" else 200), mode
+        if name == "SyncAgent":
+            assert first["json"]["output"] == [
+                {"type": "message", "echo": {"input": "add things tools=2", "metadata": {"k": "v"}}}
+            ]
+            continue
+        assert len(first["json"]["output"]) == 5, mode  # two tool calls, their outputs, the answer
+        assert first["json"]["output"][-1]["content"] == 'done after 2: {"total":3}', mode
+        # Only a handler that copies the resources cookie onto its response keeps the session alive.
+        assert result["verify"]["session_known"] is (name in SETS_COOKIES and name in TAKES_REQUEST), mode
+        agent_cookie = f"{name}___{name.lower()}_instance"
+        assert agent_cookie in first["cookies"], mode
+        if name in SETS_COOKIES:
+            assert first["cookies"]["model_affinity"]["value"].startswith("m-"), mode
+        if name not in TAKES_REQUEST:
+            continue
+        seen = first["json"]["observed"]
+        assert seen["path"] == EXPECTED_PATH[path_kind], mode
+        assert seen["model_path"] == EXPECTED_PATH[path_kind], mode
+        assert seen["path_params"] == ({"rollout_id": "task-7.r-1"} if path_kind != "plain" else {}), mode
+        assert seen["activation"] == "1" and second["json"]["observed"]["activation"] == "2", mode
+        assert seen["raw_body"] == {"input": "add things tools=2", "metadata": {"k": "v"}}, mode
+        assert ("_trajectory" in first["json"]) is (path_kind != "plain"), mode
+        # The agent's own session cookie from turn 1 carries the same session into turn 2.
+        assert seen["session_id"] == second["json"]["observed"]["session_id"], mode
+        assert session_of(first["cookies"][agent_cookie]["value"]) == {SESSION_ID_KEY: seen["session_id"]}
+
+
+def test_extra_parameters_bind_alike(host: Host) -> None:
+    agent = host.agents["ExtrasAgent"]
+    calls = [
+        {
+            "url_path": "/v1/responses?verbose=true",
+            "json": {"input": "x"},
+            "headers": {"X-NG-Agent-Activation": "3"},
+        },
+        {"url_path": "/ng-rollout/rid-9/v1/responses", "json": {"input": "x"}},
+        {"url_path": "/v1/responses?rollout_id=from-query&verbose=0", "json": {"input": "x"}},
+        {"url_path": "/ng-rollout/a%20b/v1/responses", "json": {"input": "x"}},
+        {"url_path": "/ng-rollout/é-1/v1/responses?verbose=on&note=ü", "json": {"input": "x"}},
+    ]
+
+    async def go() -> list[dict[str, Any]]:
+        return [await both_ways(agent, **call) for call in calls]
+
+    results = host.run(go())
+    for result in results:
+        assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = [result["inprocess"]["json"]["value"]["observed"] for result in results]
+    assert [s["header_param"] for s in seen] == ["3", None, None, None, None]
+    assert [s["verbose"] for s in seen] == [True, False, False, False, True]
+    assert [s["rollout_param"] for s in seen] == [None, "rid-9", "from-query", "a b", "é-1"]
+    assert seen[3]["path"] == "/ng-rollout/a b/v1/responses"
+    assert seen[4]["query"] == {"verbose": "on", "note": "ü"}
+    assert seen[0]["query"] == {"verbose": "true"}
+
+
+COOKIE_FORMS: dict[str, Any] = {
+    "dict": {"b": "2", "a": "1"},
+    "simple_cookie_with_quoted_value": SimpleCookie('a="has space"; b=plain'),
+    "pairs": [("z", "last"), ("a", "first")],
+    "needs_quoting": {"q": "a,b;c"},
+    "empty": {},
+}
+
+
+@pytest.mark.parametrize("form", list(COOKIE_FORMS))
+def test_cookie_header_and_response_cookies_match(host: Host, form: str) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, Any]:
+        return await both_ways(
+            agent, url_path="/v1/responses", json={"input": "x"}, cookies=COOKIE_FORMS[form]
+        )
+
+    result = host.run(go())
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = result["inprocess"]["json"]["value"]["observed"]
+    if form == "simple_cookie_with_quoted_value":
+        assert seen["cookies"] == {"a": "has space", "b": "plain"}
+        assert seen["cookie_header"] == 'a="has space"; b=plain'
+    if form == "empty":
+        assert seen["cookie_header"] is None
+
+
+def test_cookie_jar_of_morsels_is_sent_like_a_mapping(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+    jar = SimpleCookie("a=1; b=2")
+    morsels: list[Morsel[str]] = list(jar.values())
+
+    async def go() -> tuple[Any, Any]:
+        as_jar = await responses_in_process(
+            agent, url_path="/v1/responses", json={"input": "x"}, cookies=morsels
+        )
+        over_http = await agent.self_call("http", url_path="/v1/responses", json={"input": "x"}, cookies=jar)
+        return await get_response_json(as_jar), await get_response_json(over_http)
+
+    in_process, over_http = host.run(go())
+    assert in_process["observed"]["cookie_header"] == over_http["observed"]["cookie_header"] == "a=1; b=2"
+
+
+def test_received_cookies_are_not_echoed_back(host: Host) -> None:
+    """Over HTTP a response carries only Set-Cookie headers: what the handler set, plus the
+    agent's own session cookie; cookies the handler merely received do not come back."""
+    agent = host.agents["RequestBodyAgent"]
+
+    async def go() -> dict[str, Any]:
+        return await both_ways(agent, url_path="/v1/responses", json={"input": "x"}, cookies={"keep": "me"})
+
+    result = host.run(go())
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    assert list(result["inprocess"]["cookies"]) == ["RequestBodyAgent___requestbodyagent_instance"]
+    assert result["inprocess"]["json"]["value"]["observed"]["cookies"] == {"keep": "me"}
+
+
+def test_session_cookie_is_interchangeable_between_paths(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def session_seen(mode: str, cookies: Any) -> tuple[str, Any]:
+        response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "x"}, cookies=cookies)
+        return (await get_response_json(response))["observed"]["session_id"], response.cookies
+
+    async def go() -> list[str]:
+        first, cookies = await session_seen("inprocess", None)
+        second, cookies = await session_seen("http", cookies)
+        third, _ = await session_seen("inprocess", cookies)
+        return [first, second, third]
+
+    ids = host.run(go())
+    assert len(set(ids)) == 1 and re.fullmatch(r"[0-9a-f-]{36}", ids[0])
+
+
+ERROR_CALLS = {
+    "handler_exception": {"json": {"input": "raise:value"}},
+    "http_exception": {"json": {"input": "raise:http"}},
+    "inner_server_error": {"json": {"input": "model-error"}},
+    "inner_error_without_content": {"json": {"input": "raise:inner-plain"}},
+    "invalid_body": {"json": {"input": 5, "surprise": True}},
+    "missing_body": {"json": None},
+    "handler_own_cancellation": {"json": {"input": "raise:cancelled"}},
+}
+# Python 3.10 cannot tell a handler's own CancelledError from the caller's cancellation.
+NEEDS_CANCELLING = pytest.mark.skipif(sys.version_info < (3, 11), reason="needs Task.cancelling()")
+ERROR_CASES = [
+    pytest.param(case, marks=NEEDS_CANCELLING) if case == "handler_own_cancellation" else case
+    for case in ERROR_CALLS
+]
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_errors_match(host: Host, case: str) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, Any]:
+        return await both_ways(agent, url_path="/v1/responses", **ERROR_CALLS[case])
+
+    result = host.run(go())
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    got = result["inprocess"]
+    expected_status = {"http_exception": 409, "invalid_body": 422, "missing_body": 422}.get(case, 500)
+    assert got["status"] == expected_status and not got["ok"]
+    assert got["raise_for_status"]["status"] == expected_status
+    # NeMo's raise_for_status read the body and released the response: later reads fail alike.
+    assert got["read"] == got["text"] == {"raised": "ClientConnectionError: Connection closed"}
+    text = got["nemo_raise_for_status"]["content"]
+    body = {
+        "handler_exception": "\"ValueError('the handler failed')\"",
+        "http_exception": '{"detail":{"why":"conflict"}}',
+        "inner_server_error": '"Hit an exception in FullAgent___fullagent_instance calling an inner server: '
+        'b\'{\\"error\\":\\"model overloaded\\"}\'"',
+        "inner_error_without_content": "Internal Server Error",
+        "handler_own_cancellation": "\"RuntimeError('No response returned.')\"",
+    }.get(case)
+    if body is not None:
+        assert text == body
+    if case == "http_exception":
+        assert ("x-why", "conflict") in got["headers"]
+    if case == "invalid_body":
+        assert [e["loc"] for e in json.loads(text)["detail"]] == [
+            ["body", "input", "str"],
+            ["body", "input", "list[dict[str,any]]"],
+            ["body", "surprise"],
+        ]
+    if case == "missing_body":
+        assert json.loads(text) == {
+            "detail": [{"type": "missing", "loc": ["body"], "msg": "Field required", "input": None}]
+        }
+
+
+@pytest.mark.parametrize(
+    ("case", "cause"),
+    [
+        ("handler_exception", ValueError),
+        ("http_exception", HTTPException),
+        ("inner_server_error", aiohttp.ClientResponseError),
+        ("invalid_body", RequestValidationError),
+        pytest.param("handler_own_cancellation", RuntimeError, marks=NEEDS_CANCELLING),
+    ],
+)
+def test_raise_for_status_keeps_the_handler_error_as_cause(host: Host, case: str, cause: type) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> BaseException:
+        response = await responses_in_process(agent, url_path="/v1/responses", **ERROR_CALLS[case])
+        with pytest.raises(aiohttp.ClientResponseError) as raised:
+            response.raise_for_status()
+        return raised.value
+
+    error = host.run(go())
+    assert isinstance(error.__cause__, cause)
+
+
+def test_cancelling_the_caller_cancels_the_handler(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> tuple[dict[str, bool], dict[str, bool]]:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(
+                responses_in_process(agent, url_path="/v1/responses", json={"input": "sleep:wait_for"}), 0.05
+            )
+        after_wait_for = dict(agent.probes["sleep:wait_for"])
+        task = asyncio.ensure_future(
+            responses_in_process(agent, url_path="/v1/responses", json={"input": "sleep:cancel"})
+        )
+        await asyncio.sleep(0.02)
+        assert agent.probes["sleep:cancel"] == {"started": True, "cancelled": False, "finished": False}
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return after_wait_for, dict(agent.probes["sleep:cancel"])
+
+    for probe in host.run(go()):
+        assert probe == {"started": True, "cancelled": True, "finished": True}
+
+
+def test_context_variables_are_copied_not_shared(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def one(mode: str, value: str) -> tuple[str, str]:
+        CALLER_VAR.set(value)
+        response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "tools=1"})
+        return (await get_response_json(response))["observed"]["caller_var"], HANDLER_VAR.get()
+
+    async def go() -> dict[str, list[tuple[str, str]]]:
+        return {mode: await asyncio.gather(*(one(mode, f"caller-{i}") for i in range(8))) for mode in MODES}
+
+    results = host.run(go())
+    # In-process the handler sees its caller's context (a copy of it); over HTTP it sees the
+    # server's. Either way what the handler sets never leaks into the caller.
+    assert results["inprocess"] == [(f"caller-{i}", "default") for i in range(8)]
+    assert results["http"] == [("default", "default")] * 8
+
+
+def test_concurrent_rollouts_keep_their_sessions(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+    url = agent.server_client.urls[agent.config.name]
+
+    async def rollout(session: aiohttp.ClientSession, mode: str, i: int) -> dict[str, Any]:
+        body = {
+            "responses_create_params": {"input": f"rollout {i} tools={i % 4}"},
+            "task": f"concurrent-{i}",
+            "rollout_id": f"c-{i}",
+            "turns": 2,
+            "mode": mode,
+        }
+        async with session.post(f"{url}/run", json=body) as response:
+            return await response.json()
+
+    async def go() -> dict[str, list[dict[str, Any]]]:
+        async with aiohttp.ClientSession() as session:
+            return {
+                mode: await asyncio.gather(*(rollout(session, mode, i) for i in range(24))) for mode in MODES
+            }
+
+    results = host.run(go())
+    assert normalize(results["http"]) == normalize(results["inprocess"])
+    for i, result in enumerate(results["inprocess"]):
+        tools = i % 4
+        assert result["verify"] == {
+            "task": f"concurrent-{i}",
+            "session_known": True,
+            "total": 2 * tools * (tools + 1) // 2,
+        }
+        assert result["turns"][0]["json"]["observed"]["path_params"] == {"rollout_id": f"c-{i}"}
+
+
+@pytest.mark.parametrize(("modes", "self_calls"), [(("inprocess",), 0), (("http",), 3)])
+def test_only_http_self_calls_reach_the_server(host: Host, modes: tuple[str, ...], self_calls: int) -> None:
+    agent, server = host.agents["FullAgent"], host.uvicorn["FullAgent"]
+    served, sent = server.server_state.total_requests, agent.server_client.requests[agent.config.name]
+    run_rollout(
+        host, "FullAgent", modes, responses_create_params={"input": "tools=1"}, task="sockets", turns=3
+    )
+    assert server.server_state.total_requests - served == 1 + self_calls  # the /run itself, then self-calls
+    assert agent.server_client.requests[agent.config.name] - sent == self_calls
+
+
+def test_caller_body_is_never_mutated(host: Host) -> None:
+    agent = host.agents["TypedDictAgent"]
+    nested = {"input": [{"role": "user", "content": "tools=1", "extra": {"list": [1, 2]}}], "model": "m"}
+
+    async def go() -> None:
+        for mode in MODES:
+            body = copy.deepcopy(nested)
+            response = await agent.self_call(mode, url_path="/v1/responses", json=body)
+            assert response.status == 200
+            assert body == nested, mode
+
+    host.run(go())
+
+
+def test_in_process_response_type(host: Host) -> None:
+    async def go() -> Any:
+        return await responses_in_process(host.agents["SyncAgent"], url_path="/v1/responses", json={"a": 1})
+
+    response = host.run(go())
+    assert isinstance(response, InProcessResponse)
+    assert repr(response).startswith("<InProcessResponse(http://127.0.0.1:")

@@ -1,0 +1,244 @@
+"""The flake8 plugin, run as users run it: the real `flake8` command on small fake repos."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfcall_audit import flake8_plugin
+from selfcall_audit.flake8_plugin import SelfCallChecker
+from selfcall_audit.project import Project
+
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        response = await self.server_client.post(
+            server_name=self.config.name,
+            url_path="/v1/responses",
+            json=body,
+        )
+        return await response.json()
+
+    async def aggregate(self, body):
+        return await self.server_client.post(server_name=self.config.name, url_path="/run", json=body)
+
+    async def maybe(self, body):
+        return await self.server_client.post(server_name=pick(), url_path="/v1/responses", json=body)
+"""
+
+# A self-call only a YAML config in another folder reveals: `peer` is this very instance.
+PEER_AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class DuelAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        reply = await self.server_client.post(
+            server_name=self.config.peer.name, url_path="/v1/responses", json=body
+        )
+        return await reply.json()
+"""
+PEER_CONFIG = """\
+duel_solo:
+  responses_api_agents:
+    duel_agent:
+      entrypoint: app.py
+      peer:
+        type: responses_api_agents
+        name: duel_solo
+"""
+
+ECHO = "responses_api_agents/echo/app.py"
+DUEL = "responses_api_agents/duel_agent/app.py"
+
+
+def make_repo(root: Path, files: dict[str, str]) -> Path:
+    (root / "pyproject.toml").write_text('[project]\nname = "fake-gym"\nversion = "0"\n')
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def flake8(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    # --isolated: no user or project flake8 config; only what the test passes.
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", *args],
+        cwd=repo,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def sca_lines(output: str) -> list[str]:
+    return [line.removeprefix("./") for line in output.splitlines() if ": SCA" in line]
+
+
+def codes_at(output: str) -> list[tuple[str, int, str]]:
+    found = []
+    for line in sca_lines(output):
+        path, row, _col, rest = line.split(":", 3)
+        found.append((path, int(row), rest.split()[0]))
+    return found
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(
+        tmp_path,
+        {
+            ECHO: AGENT,
+            DUEL: PEER_AGENT,
+            "responses_api_agents/duel_agent/configs/solo.yaml": PEER_CONFIG,
+            "tests/test_echo.py": AGENT,  # test code: excluded, as by `selfcall-audit scan`
+        },
+    )
+
+
+def test_plugin_is_registered_with_flake8(repo: Path) -> None:
+    result = flake8(repo, "--version")
+    assert "selfcall-audit" in result.stdout
+
+
+def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> None:
+    scan = subprocess.run(
+        [sys.executable, "-m", "selfcall_audit.cli", "scan", "--format", "concise", "--no-cache", "."],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    expected = sorted(line for line in scan.stdout.splitlines() if line)
+    assert len(expected) == 3  # SCA001 + SCA002 in echo, SCA001 in duel (bound by the YAML)
+
+    serial = flake8(repo, "--select", "SCA001,SCA002", ".")
+    parallel = flake8(repo, "--select", "SCA001,SCA002", "--jobs", "2", ".")
+
+    assert serial.returncode == 1
+    assert sorted(sca_lines(serial.stdout)) == expected
+    assert sorted(sca_lines(parallel.stdout)) == expected
+
+
+def test_one_file_is_checked_against_the_whole_project(repo: Path) -> None:
+    result = flake8(repo, "--select", "SCA", DUEL)
+
+    assert codes_at(result.stdout) == [(DUEL, 6, "SCA001")]
+    assert "routes `peer` back to itself" in result.stdout
+
+
+def test_test_code_is_excluded_as_in_scan(repo: Path) -> None:
+    result = flake8(repo, "--select", "SCA", "tests/test_echo.py")
+
+    assert result.returncode == 0, result.stdout
+
+
+def test_possible_self_calls_are_off_unless_selected(repo: Path) -> None:
+    default = codes_at(flake8(repo, ECHO).stdout)
+    # Setting `ignore` drops flake8's default-ignore list: SCA003 must still stay off.
+    with_ignore = codes_at(flake8(repo, "--ignore", "E501,W", ECHO).stdout)
+    selected = codes_at(flake8(repo, "--extend-select", "SCA003", ECHO).stdout)
+
+    assert [code for _, _, code in default] == ["SCA001", "SCA002"]
+    assert [code for _, _, code in with_ignore] == ["SCA001", "SCA002"]
+    assert [code for _, _, code in selected] == ["SCA001", "SCA002", "SCA003"]
+    assert (ECHO, 17, "SCA003") in selected
+
+
+def test_select_and_ignore_apply_to_sca_codes(repo: Path) -> None:
+    only_other_routes = codes_at(flake8(repo, "--select", "SCA002", ECHO).stdout)
+    ignored = codes_at(flake8(repo, "--extend-ignore", "SCA001", ECHO).stdout)
+
+    assert only_other_routes == [(ECHO, 14, "SCA002")]
+    assert ignored == [(ECHO, 14, "SCA002")]
+
+
+def test_extend_ignore_s_meant_for_bandit_also_silences_sca(repo: Path) -> None:
+    # Documented pitfall: flake8 matches codes by prefix, and `S` covers `SCA`.
+    assert sca_lines(flake8(repo, "--extend-ignore", "S", ECHO).stdout) == []
+    numbered = codes_at(flake8(repo, "--extend-ignore", "S1,S2,S3,S4,S5,S6,S7", ECHO).stdout)
+    assert [code for _, _, code in numbered] == ["SCA001", "SCA002"]
+
+
+def test_per_file_ignores(repo: Path) -> None:
+    result = flake8(repo, "--select", "SCA001,SCA002", f"--per-file-ignores={ECHO}:SCA001", ".")
+
+    assert codes_at(result.stdout) == [(DUEL, 6, "SCA001"), (ECHO, 14, "SCA002")]
+
+
+@pytest.mark.parametrize(
+    ("comment_line", "comment", "reported"),
+    [
+        (6, "  # noqa", False),  # flake8's own noqa, on the reported line
+        (6, "  # noqa: SCA001", False),
+        (10, "  # noqa: SCA001", False),  # the closing line of the call: the analysis' noqa
+        (8, "  # noqa:SCA001", False),  # a middle line, no space after the colon
+        (6, "  # noqa: E501", True),  # another code does not hide it
+        (6, "  # noqa: SCA002", True),
+    ],
+)
+def test_noqa_on_any_line_of_the_call(
+    tmp_path: Path, comment_line: int, comment: str, reported: bool
+) -> None:
+    lines = AGENT.splitlines()
+    lines[comment_line - 1] += comment
+    repo = make_repo(tmp_path, {ECHO: "\n".join(lines) + "\n"})
+
+    result = flake8(repo, "--select", "SCA001", ECHO)
+
+    assert ((ECHO, 6, "SCA001") in codes_at(result.stdout)) is reported
+
+
+def test_a_file_the_analysis_skips_is_reported_as_sca900(repo: Path) -> None:
+    with (repo / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("\n[tool.selfcall-audit]\nmax-file-size = 100\n")
+
+    result = flake8(repo, ECHO)
+
+    assert sca_lines(result.stdout) == [
+        f"{ECHO}:1:1: SCA900 skipped: {len(AGENT):,} bytes is over the max-file-size limit of 100"
+    ]
+
+
+def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -> None:
+    buffer = "# two lines added\n# and not saved yet\n" + AGENT
+
+    result = flake8(repo, "--select", "SCA", "--stdin-display-name", ECHO, "-", stdin=buffer)
+    unchanged = flake8(repo, "--select", "SCA", "--stdin-display-name", ECHO, "-", stdin=AGENT)
+    on_disk = flake8(repo, "--select", "SCA", ECHO)  # the buffer left nothing behind in the cache
+
+    assert codes_at(result.stdout) == [(ECHO, 8, "SCA001"), (ECHO, 16, "SCA002"), (ECHO, 19, "SCA003")]
+    assert codes_at(unchanged.stdout) == [(ECHO, 6, "SCA001"), (ECHO, 14, "SCA002"), (ECHO, 17, "SCA003")]
+    assert codes_at(on_disk.stdout) == codes_at(unchanged.stdout)
+
+
+def test_the_project_is_analysed_once_per_process(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flake8_plugin, "_reports", {})
+    monkeypatch.setattr(SelfCallChecker, "report_possible", False)
+    calls = []
+    analyze = Project.analyze
+
+    def counting(self: Project, *args, **kwargs):
+        calls.append(self.root)
+        return analyze(self, *args, **kwargs)
+
+    monkeypatch.setattr(Project, "analyze", counting)
+
+    def check(rel: str) -> list[tuple[int, int, str]]:
+        source = (repo / rel).read_text()
+        checker = SelfCallChecker(ast.parse(source), str(repo / rel), source.splitlines(keepends=True))
+        return [(line, col, text.split()[0]) for line, col, text, _ in checker.run()]
+
+    assert check(ECHO) == [(6, 25, "SCA001"), (14, 21, "SCA002")]  # flake8 columns are 0-based
+    assert check(DUEL) == [(6, 22, "SCA001")]
+    assert check("responses_api_agents/duel_agent/configs/../app.py") == [(6, 22, "SCA001")]
+    assert calls == [repo.resolve()]
