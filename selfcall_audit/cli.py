@@ -69,6 +69,29 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _prepare(
+    paths: tuple[Path, ...],
+    config_file: Path | None,
+    exclude: tuple[str, ...],
+    include_tests: bool | None,
+    no_cache: bool,
+    jobs: int | None,
+    **overrides: Any,
+) -> tuple[Path, Settings]:
+    """The project root and its settings with the common options applied."""
+    root = _root(paths)
+    settings = _settings(
+        root,
+        config_file,
+        exclude=exclude,
+        include_tests=include_tests,
+        jobs=jobs,
+        cache_dir="" if no_cache else None,
+        **overrides,
+    )
+    return root, settings
+
+
 def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
     try:
         settings = load_settings(root, config_file)
@@ -220,17 +243,16 @@ def scan(
     Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
     internal error.
     """
-    root = _root(paths)
-    settings = _settings(
-        root,
+    root, settings = _prepare(
+        paths,
         config_file,
-        exclude=exclude,
-        include_tests=include_tests,
+        exclude,
+        include_tests,
+        no_cache,
+        jobs,
         strict=strict,
         select=_codes(select),
         ignore=_codes(ignore),
-        jobs=jobs,
-        cache_dir=None if not no_cache else "",
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if sys.stdout.isatty() else "concise")
@@ -329,15 +351,7 @@ def agents(
     output_format: str,
 ) -> None:
     """List every agent class: its file, bases, YAML instance names and self-calls."""
-    root = _root(paths)
-    settings = _settings(
-        root,
-        config_file,
-        exclude=exclude,
-        include_tests=include_tests,
-        jobs=jobs,
-        cache_dir=None if not no_cache else "",
-    )
+    root, settings = _prepare(paths, config_file, exclude, include_tests, no_cache, jobs)
     report = _run_analysis(
         paths, settings, root, show_progress=not quiet and sys.stderr.isatty(), inventory=True
     )
@@ -412,15 +426,7 @@ def fix(
     """
     from .codemod import Helper, plan_fix
 
-    root = _root(paths)
-    settings = _settings(
-        root,
-        config_file,
-        exclude=exclude,
-        include_tests=include_tests,
-        jobs=jobs,
-        cache_dir=None if not no_cache else "",
-    )
+    root, settings = _prepare(paths, config_file, exclude, include_tests, no_cache, jobs)
     try:
         helper = Helper.parse(helper_spec or settings.helper)
     except ValueError as exc:
