@@ -36,7 +36,7 @@ def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None
 def render(report: Report, width: int | None = None, color: bool = False) -> str:
     buffer = StringIO()
     console = Console(
-        file=buffer, width=width or 100, force_terminal=color, no_color=not color, highlight=False
+        file=buffer, width=width or 120, force_terminal=color, no_color=not color, highlight=False
     )
     for finding in report.findings:
         header = Text()
@@ -46,14 +46,16 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
         header.append(f" {finding.message}")
         if finding.fixable:
             header.append(" [fixable]", style="cyan")
-        console.print(header)
+        console.print(header, soft_wrap=True)
         frame = _frame(report, finding.path, finding.line, finding.end_line)
         if frame is not None:
             console.print(frame)
         for evidence in finding.evidence:
-            console.print(Text(f"  = {evidence.path}:{evidence.line}: {evidence.note}", style="dim"))
+            console.print(
+                Text(f"  = {evidence.path}:{evidence.line}: {evidence.note}", style="dim"), soft_wrap=True
+            )
         if finding.fix_blocker:
-            console.print(Text(f"  = not fixable: {finding.fix_blocker}", style="dim"))
+            console.print(Text(f"  = not fixable: {finding.fix_blocker}", style="dim"), soft_wrap=True)
         console.print()
 
     if report.findings:
@@ -67,10 +69,10 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
         console.print(table)
 
     for error in report.errors:
-        console.print(Text(f"{error.path}: {error.code} {error.message}", style="yellow"))
+        console.print(Text(f"{error.path}: {error.code} {error.message}", style="yellow"), soft_wrap=True)
 
     fixable = sum(f.fixable for f in report.findings)
-    files = f"{report.files_scanned} files ({report.files_parsed} parsed), {report.agent_count} agents"
+    files = f"{report.files_scanned} files, {report.agent_count} agents"
     if report.findings:
         noun = "self-call" if len(report.findings) == 1 else "self-calls"
         summary = f"Found {len(report.findings)} {noun} in {files}"
@@ -80,5 +82,5 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
         summary = f"No self-calls in {files}"
     if report.errors:
         summary += f"; {len(report.errors)} file(s) could not be analysed"
-    console.print(Text(f"{summary} ({report.seconds:.2f}s).", style="bold"))
+    console.print(Text(f"{summary} ({report.seconds:.2f}s).", style="bold"), soft_wrap=True)
     return buffer.getvalue()
