@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 
 from .config import Settings
-from .facts import CLIENT_METHODS, SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
+from .facts import CLIENT_METHODS, ROUTE_METHODS, SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
 from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
@@ -298,15 +298,7 @@ class Resolver:
     def _registered_route(self, call: CallFact, function: FunctionFacts, ctx: _Ctx) -> list[str]:
         """`app.post("/path")(handler)`, `app.add_api_route("/path", ...)`: a route the agent serves."""
         func = call.func
-        if func[0] != "a" or func[2] not in (
-            "post",
-            "get",
-            "put",
-            "patch",
-            "delete",
-            "api_route",
-            "add_api_route",
-        ):
+        if func[0] != "a" or func[2] not in ROUTE_METHODS:
             return []
         args, raw_kwargs = self.arguments(call, function)
         kwargs, _ = _expand_kwargs(raw_kwargs)
@@ -634,7 +626,7 @@ class Resolver:
         definite_self = all(v == "self" for v in verdicts)
         main = self.settings.route.split("?")[0]
         if definite_self:
-            if "self" in verdicts and servers[0][0] == "self":
+            if any(kind == "self" for kind, _ in servers):
                 evidence.extend(
                     Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent")
                     for i in running[:3]
