@@ -76,7 +76,8 @@ def fingerprints(report: Report) -> list[str]:
         )
         occurrence = seen[identity]
         seen[identity] += 1
-        digest = hashlib.sha256("\0".join((*identity, str(occurrence))).encode("utf-8"))
+        # surrogateescape: a file name that is not UTF-8 comes from the file system as lone surrogates
+        digest = hashlib.sha256("\0".join((*identity, str(occurrence))).encode("utf-8", "surrogateescape"))
         result.append(digest.hexdigest()[:20])
     return result
 

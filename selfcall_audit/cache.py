@@ -134,7 +134,8 @@ class FactsCache:
     def facts(self, path: str, key: str) -> ModuleFacts | None:
         try:
             found = self._get("facts", key)
-            return _decode(found) if found is not None else None
+            decoded = _decode(found) if found is not None else None
+            return decoded if isinstance(decoded, ModuleFacts) else None  # damaged: computed afresh
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
@@ -144,7 +145,9 @@ class FactsCache:
     def yaml(self, path: str, key: str) -> list[Node] | None:
         try:
             found = self._get("yaml", key)
-            return [_decode_yaml(doc, path) for doc in found] if found is not None else None
+            if not isinstance(found, list) or not all(isinstance(doc, dict) for doc in found):
+                return None  # not there yet, or damaged: parsed afresh
+            return [_decode_yaml(doc, path) for doc in found]
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 

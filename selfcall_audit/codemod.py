@@ -19,6 +19,7 @@ import stat
 import sys
 import tempfile
 import tokenize
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -717,7 +718,9 @@ def rewrite_source(
         return source, outcomes, removed_aliases
     result = new_module.bytes
     try:
-        ast.parse(result)
+        with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
+            warnings.simplefilter("ignore", SyntaxWarning)
+            ast.parse(result)
         cst.parse_module(result)
     except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
         raise CodemodError(f"the rewritten file would not parse ({exc}); it was left as it was") from exc

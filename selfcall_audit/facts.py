@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 
 Expr = tuple
@@ -719,7 +720,9 @@ def extract(path: str, source: bytes) -> ModuleFacts:
     if b"\0" in source:
         raise FactsError("binary file: it contains null bytes, so it is not Python source")
     try:
-        tree = ast.parse(source, filename=path, type_comments=False)
+        with warnings.catch_warnings():  # `"\d"` and the like: the audited code's business, not our output
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=path, type_comments=False)
     except SyntaxError as exc:
         raise FactsError(_syntax_error_message(exc)) from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .cache import FactsCache, code_version, content_key
 from .config import Settings
-from .discovery import FileSet, discover, in_scope
+from .discovery import FileSet, UnreadableFile, discover, in_scope, read_file
 from .facts import FactsError, ModuleFacts, extract
 from .findings import AgentInfo, Finding, InputError, code_selected
 from .gym_config import AgentInstance, ConfigSet, Node, parse_yaml
@@ -81,8 +81,6 @@ class Project:
         """The file's bytes, read once; None, with an SCA900 entry saying why, when they cannot be had."""
         if rel in self._bytes:
             return self._bytes[rel]
-        from .discovery import UnreadableFile, read_file
-
         try:
             data = read_file(self.root / rel, self.settings.max_file_size)
         except UnreadableFile as exc:
@@ -232,6 +230,7 @@ class Project:
 
     def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
         settings = self.settings
+        self.errors.update(files.errors)
         index = Index(set(files.modules), self._facts)
         index.agent_bases = frozenset(settings.agent_bases)
         instances = self._instances(files)
@@ -280,7 +279,10 @@ class Project:
         files in scope configure, and the modules importing (transitively) a module in scope.
         None when that grows so large that the whole-project prefilter is cheaper."""
         targets = [rel for rel in sources if in_scope(rel, scopes)]
-        targets += [i.entrypoint for i in instances if i.entrypoint and in_scope(i.where.path, scopes)]
+        listed = set(sources)
+        targets += [
+            i.entrypoint for i in instances if i.entrypoint in listed and in_scope(i.where.path, scopes)
+        ]
         seen = set(targets)
         frontier = [rel for rel in targets if rel.endswith(".py")]
         while frontier:

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,7 @@ from selfcall_audit.gym_config import AgentInstance, ConfigFileError, ConfigSet,
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
+NOT_COPIED = shutil.ignore_patterns(".selfcall_audit_cache")  # a cache left in a fixture by a local run
 
 GOOD = "responses_api_agents/good_agent/app.py"
 GOOD_SOURCE = """\
@@ -110,7 +112,7 @@ BAD_INPUTS = {
         ("syntax error at line 2",),
     ),
     "undecodable bytes, no coding declaration": (
-        {BAD: AGENT_IMPORT + "NAME = '" + "caf" + "'\n"},  # completed below with a Latin-1 byte
+        {BAD: (AGENT_IMPORT + "NAME = 'caf\xe9'\n").encode("latin-1")},
         BAD,
         ("cannot decode the source at line 2", "utf-8"),
     ),
@@ -200,9 +202,6 @@ BAD_INPUTS = {
         ("YAML nested more than 100 levels deep",),
     ),
 }
-BAD_INPUTS["undecodable bytes, no coding declaration"][0][BAD] = (AGENT_IMPORT + "NAME = 'caf\xe9'\n").encode(
-    "latin-1"
-)
 
 
 @pytest.mark.parametrize("case", BAD_INPUTS, ids=list(BAD_INPUTS))
@@ -240,6 +239,21 @@ def test_findings_exit_1_with_or_without_sca900(cli, tmp_path: Path) -> None:
     assert errors(broken_report) == {BAD: "syntax error at line 1, column 5: invalid syntax"}
 
 
+def test_python_warnings_about_scanned_code_are_not_printed(cli, command, tmp_path: Path) -> None:
+    """`"\\d"` is a warning in the audited code (a SyntaxWarning on stderr since Python 3.12), not in the scan."""
+    noisy = SPREAD_SELF_CALL + 'PATTERN = "\\d+"\nSAME = 1 is 1\nODD = "a"[1, 2]\n'
+    root = make_project(tmp_path / "repo", {BAD: noisy})
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exit_code, report = scan(cli, root)
+    done = command("scan", root, "--format", "json", "--no-cache")
+
+    assert [str(w.message) for w in caught] == []
+    assert (exit_code, done.returncode, done.stderr) == (1, 1, "")
+    assert located(report) == [["SCA001", BAD, 6, 26], GOOD_FINDING] == located(json.loads(done.stdout))
+
+
 # encodings and line endings: findings at the right place ------------------------------------------
 
 
@@ -248,31 +262,34 @@ def _range(report: dict, path: str) -> tuple[int, int, int, int]:
     return finding["line"], finding["column"], finding["end_line"], finding["end_column"]
 
 
+# How the file is stored, and how many lines it gains in front of the code.
 ENCODED = {
-    "UTF-8 BOM": lambda text: b"\xef\xbb\xbf" + text.encode(),
-    "CRLF line endings": lambda text: text.replace("\n", "\r\n").encode(),
-    "old Mac CR line endings": lambda text: text.replace("\n", "\r").encode(),
-    "BOM and CRLF": lambda text: b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode(),
-    "Latin-1 with a coding declaration": lambda text: (
-        ("# -*- coding: latin-1 -*-\n" + text)
-        .replace("json=body", "json={'caf\xe9': body}")
-        .encode("latin-1")
+    "UTF-8 BOM": (lambda text: b"\xef\xbb\xbf" + text.encode(), 0),
+    "CRLF line endings": (lambda text: text.replace("\n", "\r\n").encode(), 0),
+    "old Mac CR line endings": (lambda text: text.replace("\n", "\r").encode(), 0),
+    "BOM and CRLF": (lambda text: b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode(), 0),
+    "Latin-1 with a coding declaration": (
+        lambda text: (
+            ("# -*- coding: latin-1 -*-\n" + text)
+            .replace("json=body", "json={'caf\xe9': body}")
+            .encode("latin-1")
+        ),
+        1,
     ),
 }
 
 
 @pytest.mark.parametrize("variant", ENCODED)
 def test_bom_crlf_and_declared_encodings_keep_lines_and_columns(cli, tmp_path: Path, variant: str) -> None:
+    encode, shift = ENCODED[variant]
     plain = make_project(tmp_path / "plain", {BAD: SPREAD_SELF_CALL})
-    odd = make_project(tmp_path / "odd", {BAD: ENCODED[variant](SPREAD_SELF_CALL)})
+    odd = make_project(tmp_path / "odd", {BAD: encode(SPREAD_SELF_CALL)})
 
     _, plain_report = scan(cli, plain)
     _, odd_report = scan(cli, odd)
 
     assert _range(plain_report, BAD) == (6, 26, 10, 10)
-    shift = 1 if b"coding: latin-1" in (odd / BAD).read_bytes() else 0  # the declaration is one more line
-    line, column, end_line, end_column = _range(plain_report, BAD)
-    assert _range(odd_report, BAD) == (line + shift, column, end_line + shift, end_column)
+    assert _range(odd_report, BAD) == (6 + shift, 26, 10 + shift, 10)
     assert odd_report["errors"] == []
 
 
@@ -316,11 +333,10 @@ def test_the_default_size_limit_is_2_000_000_bytes_inclusive(cli, tmp_path: Path
     exit_code, report = scan(cli, root)
 
     assert exit_code == 1
-    assert ["SCA001", at_limit, 6, 22] in located(report)
+    assert located(report) == [["SCA001", at_limit, 6, 22], GOOD_FINDING]  # not the skipped file's
     assert errors(report) == {
         over: "skipped: 2,000,001 bytes is over the max-file-size limit of 2,000,000",
     }
-    assert GOOD_FINDING in located(report)
 
 
 def test_the_max_file_size_setting_applies_to_python_and_yaml(cli, tmp_path: Path) -> None:
@@ -374,10 +390,11 @@ def test_a_local_rebound_hundreds_of_times_does_not_stop_the_scan(cli, tmp_path:
     )
     root = make_project(tmp_path / "repo", {BAD: source})
 
-    exit_code, report = scan(cli, root)
-    warm_exit_code, warm_report = scan(cli, root)  # and again, with facts from the cache
+    cold, warm = (cli("scan", root, "--format", "json") for _ in "12")  # the second from the cache
 
-    assert exit_code == warm_exit_code == 1
+    assert cold.exit_code == warm.exit_code == 1
+    assert cold.stderr == warm.stderr == ""
+    report, warm_report = json.loads(cold.stdout), json.loads(warm.stdout)
     assert report["errors"] == warm_report["errors"] == []
     assert located(report) == located(warm_report) == [["SCA001", BAD, 608, 26], GOOD_FINDING]
 
@@ -395,7 +412,7 @@ def test_a_chain_of_600_rebinding_locals_does_not_stop_the_scan(cli, tmp_path: P
 
     assert exit_code == 1
     assert report["errors"] == []
-    assert GOOD_FINDING in located(report)
+    assert located(report) == [GOOD_FINDING, ["SCA003", BAD, 606, 22]]  # the path is unknown: a possible one
 
 
 # symbolic links and the file listing -------------------------------------------------------------
@@ -628,7 +645,8 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
     assert done.returncode == 1, done.stderr
     assert done.stderr == b""
     assert b"SCA001" in done.stdout and b"SCA900" in done.stdout
-    assert b"caf\xe9.py" in done.stdout or "caf\\udce9.py".encode() in done.stdout  # raw, or escaped in JSON
+    # the name's own bytes, or escaped: in JSON as a lone surrogate, in SARIF's URIs percent-encoded
+    assert any(name in done.stdout for name in (b"caf\xe9.py", b"caf\\udce9.py", b"caf%E9.py"))
 
 
 # everything at once, as a real command ------------------------------------------------------------
@@ -870,7 +888,7 @@ def test_a_scan_makes_no_network_access(cli, tmp_path: Path, monkeypatch) -> Non
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     root = tmp_path / "demo-gym"
-    shutil.copytree(FIXTURES / "demo-gym", root)
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     expected = sorted(json.loads((root / "expected.json").read_text()))
 
     result = cli("scan", root, "--format", "json", "--jobs", "1")
@@ -880,3 +898,97 @@ def test_a_scan_makes_no_network_access(cli, tmp_path: Path, monkeypatch) -> Non
     assert (
         sorted([f["code"], f["path"], f["line"]] for f in json.loads(result.stdout)["findings"]) == expected
     )
+
+
+def test_the_only_command_a_scan_runs_is_git_ls_files(cli, tmp_path: Path, monkeypatch) -> None:
+    root = make_project(tmp_path / "repo", {BAD: SPREAD_SELF_CALL})
+    _git_init(root)
+    commands: list[list[str]] = []
+    real_popen_init = subprocess.Popen.__init__
+
+    def record(self, args, *rest, **kwargs):
+        commands.append([str(a) for a in args])
+        real_popen_init(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", record)
+
+    exit_code, report = scan(cli, root)
+
+    assert exit_code == 1 and len(report["findings"]) == 2
+    assert [command[:2] for command in commands] == [["git", "ls-files"]]
+
+
+# the documented limit of the prefilter --------------------------------------------------------------
+
+
+def test_an_agent_base_named_only_dynamically_is_not_seen(cli, tmp_path: Path) -> None:
+    """Documented limitation: a file is parsed only if it names an agent base or a known agent class;
+    a base reached through a string built at run time is invisible, so its self-call is not reported."""
+    dynamic = (
+        "import nemo_gym.base_responses_api_agent as base\n\n"
+        'Base = getattr(base, "Simple" + "ResponsesAPIAgent")\n\n\n'
+        "class HiddenAgent(Base):\n"
+        "    async def run(self, body):\n"
+        '        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses")\n'
+    )
+    root = make_project(tmp_path / "repo", {BAD: dynamic})
+
+    exit_code, report = scan(cli, root)
+
+    assert (exit_code, located(report), report["errors"]) == (1, [GOOD_FINDING], [])
+    assert report["summary"]["files_parsed"] == 1
+
+
+# the cache is input too ---------------------------------------------------------------------------
+
+
+# Damage a cache can take: cut short, overwritten, or JSON of the wrong shape. (A well-formed entry
+# with other content, such as `[]` for a YAML file, cannot be told from a real one.)
+DAMAGE = [
+    b"",
+    b'{"@": "Modu',
+    b"\x00\xff garbage",
+    b"{}",
+    b"null",
+    b"5",
+    b'"text"',
+    b'{"@": "ModuleFacts", "v": []}',
+    b"[[1]]",
+]
+
+
+@pytest.mark.parametrize("damage", DAMAGE, ids=repr)
+def test_a_damaged_cache_is_recomputed_not_trusted(cli, tmp_path: Path, damage: bytes) -> None:
+    root = tmp_path / "demo-gym"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    cold = cli("scan", root, "--format", "json")
+    entries = [p for p in (root / ".selfcall_audit_cache").rglob("*.json")]
+    assert entries
+    for entry in entries:
+        entry.write_bytes(damage)
+
+    warm = cli("scan", root, "--format", "json")
+
+    assert warm.stderr == "", warm.stderr
+    assert warm.exit_code == cold.exit_code == 1
+    assert json.loads(warm.stdout)["findings"] == json.loads(cold.stdout)["findings"]
+    assert json.loads(warm.stdout)["errors"] == json.loads(cold.stdout)["errors"] == []
+
+
+def test_a_well_formed_but_altered_cache_entry_is_trusted_unless_no_cache(cli, tmp_path: Path) -> None:
+    """Documented limit: entries carry no signature. Emptying the parsed YAML of every config hides
+    the self-calls its instances bind; `--no-cache` reads the files themselves."""
+    root = tmp_path / "demo-gym"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    honest = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)["findings"]
+    cli("scan", root, "--format", "json")
+    cache = root / ".selfcall_audit_cache"
+    for entry in cache.rglob("*.json"):
+        if entry.parent.name == "yaml" or entry.name == "snapshot.json":
+            entry.write_text("[]" if entry.parent.name == "yaml" else "{}")
+
+    altered = json.loads(cli("scan", root, "--format", "json").stdout)["findings"]
+    again = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)["findings"]
+
+    assert len(altered) < len(honest)
+    assert again == honest

@@ -61,7 +61,7 @@ def _descriptor(rule: Rule) -> dict:
 
 
 def _artifact(path: str) -> dict:
-    return {"uri": quote(path), "uriBaseId": SRCROOT}
+    return {"uri": quote(path, errors="surrogateescape"), "uriBaseId": SRCROOT}  # a non-UTF-8 name: its bytes
 
 
 def as_dict(report: Report) -> dict:
