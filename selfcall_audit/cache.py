@@ -3,13 +3,15 @@
 Facts and parsed YAML are pure functions of a file's path and bytes and of the tool version,
 so entries are keyed by a hash of path and bytes, in a folder named after the version. The
 cache is JSON (never pickle: a cache folder in a cloned repo must not be able to run code),
-each entry written atomically so concurrent runs never see half a file, and it ignores itself
-for git the way ruff's cache does.
+signed with a key kept outside the repository (a committed cache folder cannot hide a
+self-call), each entry written atomically so concurrent runs never see half a file, and it
+ignores itself for git the way ruff's cache does.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -99,6 +101,55 @@ def _decode_yaml(value: Any, path: str) -> Any:
     return value
 
 
+@lru_cache(maxsize=1)
+def _signing_key() -> bytes | None:
+    """A random key kept in the user's cache folder, outside any repository: entries signed with
+    it cannot be forged by a cache folder that arrives with a checkout. None: no caching."""
+    home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "selfcall-audit"
+    path = home / "signing-key"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        key = os.urandom(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(key)
+        return key
+    except FileExistsError:  # another run created it first
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _signature(key: bytes, payload: bytes) -> bytes:
+    return hashlib.blake2b(payload, key=key[:64], digest_size=16).hexdigest().encode()
+
+
+def _load(path: Path, key: bytes) -> Any:
+    """An entry's value, or None if it is missing, damaged or not signed with our key."""
+    try:
+        signature, _, payload = path.read_bytes().partition(b"\n")
+        if not hmac.compare_digest(signature, _signature(key, payload)):
+            return None
+        return json.loads(payload)
+    except (OSError, ValueError):
+        return None
+
+
+def _dump(path: Path, key: bytes, value: Any) -> None:
+    payload = json.dumps(value, separators=(",", ":")).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(_signature(key, payload) + b"\n" + payload)
+    os.replace(temp, path)
+
+
 class FactsCache:
     """Per-file results keyed by path and content (facts of Python files, parsed YAML), one
     small JSON file each so a run reads only what it needs; plus the last whole-project result.
@@ -107,9 +158,10 @@ class FactsCache:
     renamed or deleted.
     """
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, key: bytes):
         self.root = folder
         self.folder = folder / f"v{code_version()}"
+        self.key = key
         self._used: set[Path] = set()
         self._new: dict[Path, Any] = {}
         self._imports: dict[str, list[Any]] | None = None
@@ -117,13 +169,16 @@ class FactsCache:
     def _path(self, kind: str, key: str) -> Path:
         return self.folder / kind / f"{key}.json"
 
+    @classmethod
+    def open(cls, folder: Path) -> FactsCache | None:
+        key = _signing_key()
+        return cls(folder, key) if key else None
+
     def _get(self, kind: str, key: str) -> Any:
         path = self._path(kind, key)
-        try:
-            value = json.loads(path.read_bytes())
-        except (OSError, ValueError):
-            return None  # not there yet, or damaged: computed afresh
-        self._used.add(path)
+        value = _load(path, self.key)
+        if value is not None:
+            self._used.add(path)
         return value
 
     def _put(self, kind: str, key: str, value: Any) -> None:
@@ -157,8 +212,8 @@ class FactsCache:
     def snapshot(self, fingerprint: str) -> dict[str, Any] | None:
         """The last whole-project result, if it was computed for exactly these files and settings."""
         try:
-            found = json.loads((self.folder / "snapshot.json").read_bytes())
-            if found.get("fingerprint") != fingerprint:
+            found = _load(self.folder / "snapshot.json", self.key)
+            if found is None or found.get("fingerprint") != fingerprint:
                 return None
             return {
                 "findings": list(_decode(found["findings"])),
@@ -188,11 +243,8 @@ class FactsCache:
     def imports(self) -> dict[str, list[Any]]:
         """path → [size, mtime, import lines]: which files import what, without reading them."""
         if self._imports is None:
-            try:
-                loaded = json.loads((self.folder / "imports.json").read_bytes())
-                self._imports = loaded if isinstance(loaded, dict) else {}
-            except (OSError, ValueError):
-                self._imports = {}
+            loaded = _load(self.folder / "imports.json", self.key)
+            self._imports = loaded if isinstance(loaded, dict) else {}
         return self._imports
 
     def put_import_lines(self, path: str, stat: tuple[int, int], lines: str) -> None:
@@ -206,11 +258,7 @@ class FactsCache:
                 self.root.mkdir(parents=True, exist_ok=True)
                 (self.root / ".gitignore").write_text("# Automatically created by selfcall-audit.\n*\n")
             for path, value in self._new.items():
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(json.dumps(value, separators=(",", ":")).encode())
-                os.replace(temp, path)
+                _dump(path, self.key, value)
             if prune:
                 self._prune()
         except OSError:

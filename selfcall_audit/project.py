@@ -74,7 +74,7 @@ class Project:
         self._facts_memo: dict[str, ModuleFacts | None] = {}
         self._stats: dict[str, tuple[int, int]] = {}
         self.files_parsed = 0
-        self.cache = FactsCache(root / settings.cache_dir) if settings.cache_dir else None
+        self.cache = FactsCache.open(root / settings.cache_dir) if settings.cache_dir else None
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
@@ -238,6 +238,8 @@ class Project:
         if targets is None:
             whole = True
             targets = self._agent_modules(files.sources, index)
+            # Files named one by one (pre-commit's changed files) are always read: their errors show.
+            self.preload([rel for rel in files.sources if rel in scopes])
         resolver = Resolver(
             index,
             settings,

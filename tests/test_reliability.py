@@ -975,20 +975,67 @@ def test_a_damaged_cache_is_recomputed_not_trusted(cli, tmp_path: Path, damage: 
     assert json.loads(warm.stdout)["errors"] == json.loads(cold.stdout)["errors"] == []
 
 
-def test_a_well_formed_but_altered_cache_entry_is_trusted_unless_no_cache(cli, tmp_path: Path) -> None:
-    """Documented limit: entries carry no signature. Emptying the parsed YAML of every config hides
-    the self-calls its instances bind; `--no-cache` reads the files themselves."""
+def test_a_well_formed_but_altered_cache_entry_is_not_trusted(cli, tmp_path: Path) -> None:
+    """Entries are signed with a key outside the repository: well-formed JSON written into the
+    cache folder (say, committed with the checkout) that would hide self-calls is ignored."""
     root = tmp_path / "demo-gym"
     shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     honest = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)["findings"]
     cli("scan", root, "--format", "json")
     cache = root / ".selfcall_audit_cache"
+    forged = 0
     for entry in cache.rglob("*.json"):
         if entry.parent.name == "yaml" or entry.name == "snapshot.json":
-            entry.write_text("[]" if entry.parent.name == "yaml" else "{}")
+            signature, _, _ = entry.read_bytes().partition(b"\n")
+            entry.write_bytes(signature + b"\n" + (b"[]" if entry.parent.name == "yaml" else b"{}"))
+            forged += 1
+    assert forged
 
     altered = json.loads(cli("scan", root, "--format", "json").stdout)["findings"]
-    again = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)["findings"]
 
-    assert len(altered) < len(honest)
-    assert again == honest
+    assert altered == honest
+
+
+# which files a scan reads ---------------------------------------------------------------------------
+
+
+def test_a_broken_file_that_cannot_matter_is_not_read_by_a_whole_project_scan(cli, tmp_path: Path) -> None:
+    """The prefilter reads only files that can hold a self-call: a broken module that names no
+    agent is not parsed, so it is no SCA900 entry (documented in the README's limits)."""
+    root = make_project(tmp_path / "p", {"tools/broken.py": "def helper(:\n"})
+
+    _, report = scan(cli, root)
+
+    assert errors(report) == {}
+    assert located(report) == [GOOD_FINDING]
+
+
+@pytest.mark.parametrize("fillers", [0, 80], ids=["few files", "more files than a scoped run follows"])
+def test_a_broken_file_named_on_the_command_line_is_always_read(cli, tmp_path: Path, fillers: int) -> None:
+    files = {f"tools/filler_{n}.py": f"VALUE = {n}\n" for n in range(fillers)}
+    root = make_project(tmp_path / "p", {**files, "tools/broken.py": "def helper(:\n"})
+    named = [root / rel for rel in (*files, "tools/broken.py", GOOD)]
+
+    _, report = scan(cli, *named)
+
+    assert_only_error(report, "tools/broken.py", "syntax error")
+
+
+def test_without_a_writable_key_folder_the_scan_runs_without_a_cache(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "p", {})
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the key folder would go")
+    env = {**os.environ, "XDG_CACHE_HOME": str(blocked)}
+
+    result = subprocess.run(
+        [sys.executable, "-m", "selfcall_audit.cli", "scan", str(root), "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
+    assert located(json.loads(result.stdout)) == [GOOD_FINDING]
+    assert not (root / ".selfcall_audit_cache").exists()
