@@ -96,8 +96,8 @@ RULES: dict[str, Rule] = {
                 "that config, may be missed. It is reported as an error entry, not a finding: it does "
                 "not change the exit code unless `--strict` is given."
             ),
-            bad="def run(self:\n    ...",
-            good="def run(self):\n    ...",
+            bad="async def run(self, body:\n    return await self.responses(body)",
+            good="async def run(self, body):\n    return await self.responses(body)",
         ),
     )
 }
