@@ -1,0 +1,510 @@
+"""selfcall-audit against its peers on the same tree, measured side by side in one run.
+
+Every measured command runs as a subprocess, as users run it, from the tree's root:
+
+- selfcall-audit **cold**: ``scan --format json`` after removing ``.selfcall_audit_cache``
+  (a first run: it parses and writes the cache);
+- selfcall-audit **warm**: the same command with the cache present and nothing changed;
+- selfcall-audit **one file**: one agent file gets a new trailing comment, then
+  ``scan --format json <that file>`` runs as the pre-commit hook would; the file is restored after;
+- **semgrep** with a self-call rule written by this script (keyword arguments in any order,
+  and the ``config = self.config`` alias);
+- **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
+- **flake8** ``--select SCA``: our plugin, through flake8.
+
+A peer that is not installed is skipped with a note. Tools are looked up in this interpreter's
+scripts folder first, then on PATH (so a pyenv shim's start-up is not counted). Rounds are
+interleaved, each command once per round, after one unmeasured round that warms the OS file
+cache for every tool; the table shows the median, fastest and slowest of ``--repeat`` rounds and
+the peak RSS (the largest resident set of the command's process or any child it waited for).
+
+On a generated tree (``gen_tree.py``), every selfcall-audit and flake8 run must report exactly
+the generator's ``expected.json`` (the one-file run: that file's share); elsewhere they must
+agree with the first cold run. A mismatch is printed and the exit code is 1.
+
+``--repo PATH`` measures a copy of an existing tree (the benchmark edits a file and writes
+caches; the original is never touched); ``--scaling 1000,5000,20000`` generates trees of those
+sizes and prints the cold scan's time, time per file and peak memory for each. The last lines
+are ``key=value`` pairs for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gen_tree import EXPECTED_FILE, generate
+
+CACHE_DIR = ".selfcall_audit_cache"
+FLAKE8_LINE = re.compile(r"^(?:\./)?(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>SCA\d{3}) ")
+SEMGREP_RULE = """\
+rules:
+  - id: agent-self-call
+    languages: [python]
+    severity: ERROR
+    message: a server posts to itself over HTTP
+    pattern-either:
+      - pattern: $X.server_client.post(..., server_name=self.config.name, ..., url_path=$PATH, ...)
+      - pattern: |
+          $CONFIG = self.config
+          ...
+          $X.server_client.post(..., server_name=$CONFIG.name, ..., url_path=$PATH, ...)
+"""
+# Targets of the performance issue: selfcall-audit cold at least 3x faster than semgrep, warm
+# and one-file within 2x of ruff warm; DESIGN's absolute targets for a 1,600-file tree.
+TARGET_COLD_SPEEDUP = 3.0
+TARGET_VS_RUFF = 2.0
+TARGET_SECONDS = {"sca_cold": 1.0, "sca_warm": 0.3, "sca_one_file": 0.3}
+
+
+def find_tool(name: str) -> str | None:
+    search = os.pathsep.join((sysconfig.get_path("scripts"), os.environ.get("PATH", "")))
+    return shutil.which(name, path=search)
+
+
+@dataclass
+class Outcome:
+    seconds: float
+    max_rss_kb: int
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(command: list[str], cwd: Path) -> Outcome:
+    """Run a command, timing it from start to exit and reading its peak RSS from wait4()."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return Outcome(
+            seconds,
+            usage.ru_maxrss,
+            process.returncode,
+            out.read().decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace"),
+        )
+
+
+class BenchmarkError(Exception):
+    """A measured command failed: the benchmark cannot go on."""
+
+
+@dataclass
+class Measure:
+    """One command, measured once per round; `check` reads its output and returns a findings count."""
+
+    key: str
+    label: str
+    command: list[str]
+    ok_codes: tuple[int, ...] = (0, 1)
+    before: Callable[[], None] = lambda: None
+    after: Callable[[], None] = lambda: None
+    check: Callable[[Outcome], int | None] = lambda outcome: None
+    seconds: list[float] = field(default_factory=list)
+    max_rss_kb: int = 0
+    findings: int | None = None
+
+    def once(self, cwd: Path, record: bool) -> None:
+        self.before()
+        try:
+            outcome = run(self.command, cwd)
+        finally:
+            self.after()
+        if outcome.returncode not in self.ok_codes:
+            tail = (outcome.stderr or outcome.stdout).strip().splitlines()[-15:]
+            raise BenchmarkError(f"{self.label} exited {outcome.returncode}:\n  " + "\n  ".join(tail))
+        self.findings = self.check(outcome)
+        if record:
+            self.seconds.append(outcome.seconds)
+            self.max_rss_kb = max(self.max_rss_kb, outcome.max_rss_kb)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+
+def triples(report: dict) -> list[list]:
+    return sorted([f["code"], f["path"], f["line"]] for f in report["findings"])
+
+
+class Checker:
+    """Compares every selfcall-audit run with the expected findings (or with the cold run)."""
+
+    def __init__(self, expected: list[list] | None):
+        self.expected = sorted(expected) if expected is not None else None
+        self.reference: list[list] | None = self.expected
+        self.problems: list[str] = []
+        self.files_parsed: int | None = None
+
+    def whole(self, label: str) -> Callable[[Outcome], int]:
+        def check(outcome: Outcome) -> int:
+            report = json.loads(outcome.stdout)
+            self.files_parsed = report["summary"]["files_parsed"]
+            found = triples(report)
+            if self.reference is None:
+                self.reference = found
+            self._compare(label, found, self.reference)
+            return len(found)
+
+        return check
+
+    def one_file(self, label: str, rel: str) -> Callable[[Outcome], int]:
+        def check(outcome: Outcome) -> int:
+            found = [t for t in triples(json.loads(outcome.stdout)) if t[1] == rel]
+            self._compare(label, found, [t for t in self.reference or [] if t[1] == rel])
+            return len(found)
+
+        return check
+
+    def flake8(self, label: str) -> Callable[[Outcome], int]:
+        """flake8 prints `./path:line:column: CODE message`; a crash shows as missing findings."""
+
+        def check(outcome: Outcome) -> int:
+            found = sorted(
+                [match["code"], match["path"], int(match["line"])]
+                for match in map(FLAKE8_LINE.match, outcome.stdout.splitlines())
+                if match
+            )
+            errors = outcome.stderr.strip().splitlines()
+            self._compare(label, found, self.reference or [], errors[-1] if errors else "")
+            return len(found)
+
+        return check
+
+    def _compare(self, label: str, found: list[list], wanted: list[list], stderr: str = "") -> None:
+        if found == wanted:
+            return
+        missing = [t for t in wanted if t not in found]
+        extra = [t for t in found if t not in wanted]
+        problem = (
+            f"{label}: {len(found)} findings, {len(wanted)} wanted; "
+            f"{len(missing)} missing {missing[:5]}, {len(extra)} extra {extra[:5]}"
+        )
+        self.problems.append(problem + (f"; stderr ends: {stderr}" if stderr else ""))
+
+    @property
+    def exact(self) -> bool:
+        return not self.problems
+
+
+def one_file_target(root: Path, expected: list[list] | None, sca: str) -> str:
+    """An agent module with a self-call: the file a pre-commit run would be handed."""
+    if expected:
+        paths = [t[1] for t in expected]
+        singles = [p for p in paths if p.endswith("/app.py") and paths.count(p) == 1]
+        return (singles or paths)[0]
+    outcome = run([sca, "scan", "--format", "json"], root)
+    findings = json.loads(outcome.stdout)["findings"] if outcome.returncode in (0, 1) else []
+    if findings:
+        return findings[0]["path"]
+    candidates = sorted(root.glob("responses_api_agents/*/app.py")) or sorted(root.rglob("*.py"))
+    if not candidates:
+        raise BenchmarkError(f"no Python file under {root}")
+    return candidates[0].relative_to(root).as_posix()
+
+
+class Toucher:
+    """Appends a different comment to one file before each run and restores it after."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.original = path.read_bytes()
+        self.stat = path.stat()
+        self.count = 0
+
+    def touch(self) -> None:
+        self.count += 1
+        self.path.write_bytes(self.original + f"# touched by the benchmark ({self.count})\n".encode())
+
+    def restore(self) -> None:
+        self.path.write_bytes(self.original)
+        os.utime(self.path, ns=(self.stat.st_atime_ns, self.stat.st_mtime_ns))
+
+
+def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[list[Measure], list[str]]:
+    """The commands to compare, and a note for each peer that is not installed."""
+    scan = [sca, "scan", "--format", "json"]
+    target = one_file_target(root, checker.expected, sca)
+    toucher = Toucher(root / target)
+    found: list[Measure] = [
+        Measure(
+            "sca_cold",
+            "selfcall-audit cold",
+            scan,
+            before=lambda: shutil.rmtree(root / CACHE_DIR, ignore_errors=True),
+            check=checker.whole("selfcall-audit cold"),
+        ),
+        Measure("sca_warm", "selfcall-audit warm", scan, check=checker.whole("selfcall-audit warm")),
+        Measure(
+            "sca_one_file",
+            "selfcall-audit one file",
+            [*scan, target],
+            before=toucher.touch,
+            after=toucher.restore,
+            check=checker.one_file("selfcall-audit one file", target),
+        ),
+    ]
+    notes = [f"one-file target: {target}"]
+    semgrep = find_tool("semgrep")
+    if semgrep:
+        rule = workdir / "selfcall.semgrep.yaml"
+        rule.write_text(SEMGREP_RULE, encoding="utf-8")
+        command = [semgrep, "scan", "--config", str(rule), "--metrics", "off", "--disable-version-check"]
+        found.append(
+            Measure(
+                "semgrep",
+                "semgrep (self-call rule)",
+                [*command, "--json", "--quiet", "."],
+                check=lambda outcome: len(json.loads(outcome.stdout)["results"]),
+            )
+        )
+    else:
+        notes.append("skipped semgrep: not installed (pip install semgrep)")
+    ruff = find_tool("ruff")
+    if ruff:
+        found.append(Measure("ruff_cold", "ruff check cold", [ruff, "check", "--no-cache", "."]))
+        found.append(Measure("ruff_warm", "ruff check warm", [ruff, "check", "."]))
+    else:
+        notes.append("skipped ruff: not installed (pip install ruff)")
+    flake8 = find_tool("flake8")
+    if flake8:
+        found.append(
+            Measure(
+                "flake8",
+                "flake8 --select SCA",
+                [flake8, "--select", "SCA", "."],
+                check=checker.flake8("flake8 --select SCA"),
+            )
+        )
+    else:
+        notes.append("skipped flake8: not installed (pip install flake8)")
+    return found, notes
+
+
+def print_table(rows: list[list[str]], header: list[str]) -> None:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print(
+            "  ".join(
+                cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))
+            )
+        )
+
+
+def machine() -> str:
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{os.cpu_count()} CPUs, load average {load} (other work on the machine slows every tool alike)"
+
+
+def describe(root: Path) -> tuple[int, bool]:
+    """Number of .py files (outside tool folders) and whether the tree is a git checkout."""
+    skipped = {".git", CACHE_DIR, ".ruff_cache", "__pycache__"}
+    count = 0
+    for _, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in skipped]
+        count += sum(name.endswith(".py") for name in filenames)
+    return count, (root / ".git").exists()
+
+
+def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat: int, sca: str) -> int:
+    files, git = describe(root)
+    checker = Checker(expected)
+    commands, notes = measures(root, workdir, checker, sca)
+    print(f"tree: {files} .py files, {'a git checkout' if git else 'not a git checkout'}; {repeat} rounds")
+    print(machine())
+    for note in notes:
+        print(note)
+    for round_ in range(repeat + 1):
+        for measure in commands:
+            measure.once(root, record=round_ > 0)
+
+    rows = []
+    for m in commands:
+        target = TARGET_SECONDS.get(m.key)
+        rows.append(
+            [
+                m.label,
+                f"{m.median:.3f}",
+                f"{min(m.seconds):.3f}",
+                f"{max(m.seconds):.3f}",
+                f"{m.max_rss_kb / 1024:.0f}",
+                "-" if m.findings is None else str(m.findings),
+                f"<= {target}" if target else "",
+            ]
+        )
+    print()
+    print_table(rows, ["command", "median s", "min s", "max s", "peak MB", "findings", "target s"])
+
+    by_key = {m.key: m for m in commands}
+    values: dict[str, str] = {"files": str(files), "git": "yes" if git else "no", "repeat": str(repeat)}
+    values.update({f"{m.key}_s": f"{m.median:.4f}" for m in commands})
+    values.update({f"{m.key}_peak_mb": f"{m.max_rss_kb / 1024:.1f}" for m in commands})
+    ratios = []
+    if "semgrep" in by_key:
+        ratios.append(
+            (
+                "cold_speedup_vs_semgrep",
+                by_key["semgrep"].median / by_key["sca_cold"].median,
+                ">=",
+                TARGET_COLD_SPEEDUP,
+            )
+        )
+    if "ruff_warm" in by_key:
+        ruff_warm = by_key["ruff_warm"].median
+        ratios.append(("warm_vs_ruff_warm", by_key["sca_warm"].median / ruff_warm, "<=", TARGET_VS_RUFF))
+        ratios.append(
+            ("one_file_vs_ruff_warm", by_key["sca_one_file"].median / ruff_warm, "<=", TARGET_VS_RUFF)
+        )
+    print()
+    for key, ratio, sense, target in ratios:
+        met = ratio >= target if sense == ">=" else ratio <= target
+        print(f"{key}: {ratio:.2f}x (target {sense} {target:g}x: {'met' if met else 'NOT met'})")
+        values[key] = f"{ratio:.3f}"
+    findings = by_key["sca_cold"].findings
+    values["findings"] = str(findings)
+    if expected is not None:
+        values["expected"] = str(len(expected))
+    values["exact" if expected is not None else "consistent"] = "yes" if checker.exact else "no"
+    for problem in checker.problems:
+        print(f"MISMATCH {problem}")
+    print()
+    for key, value in values.items():
+        print(f"{key}={value}")
+    return 0 if checker.exact else 1
+
+
+def scaling(sizes: list[int], workdir: Path, repeat: int, seed: int, git: bool, sca: str) -> int:
+    print(f"cold scans of generated trees, median of {repeat} rounds{' (git checkouts)' if git else ''}")
+    print(machine())
+    rows, values, exact = [], {}, True
+    for size in sizes:
+        tree = workdir / f"tree-{size}"
+        expected = generate(tree, size, seed, git)
+        checker = Checker(expected)
+        measure = Measure(
+            "sca_cold",
+            f"selfcall-audit cold ({size} files)",
+            [sca, "scan", "--format", "json"],
+            before=lambda tree=tree: shutil.rmtree(tree / CACHE_DIR, ignore_errors=True),
+            check=checker.whole(f"cold scan of {size} files"),
+        )
+        for round_ in range(repeat + 1):
+            measure.once(tree, record=round_ > 0)
+        exact = exact and checker.exact
+        for problem in checker.problems:
+            print(f"MISMATCH {problem}")
+        per_file_ms = measure.median / size * 1000
+        peak_mb = measure.max_rss_kb / 1024
+        rows.append(
+            [
+                str(size),
+                str(checker.files_parsed),
+                f"{measure.median:.3f}",
+                f"{per_file_ms:.3f}",
+                f"{peak_mb:.0f}",
+                f"{measure.findings}/{len(expected)}",
+                "yes" if checker.exact else "no",
+            ]
+        )
+        values.update(
+            {
+                f"scaling_{size}_cold_s": f"{measure.median:.4f}",
+                f"scaling_{size}_ms_per_file": f"{per_file_ms:.4f}",
+                f"scaling_{size}_peak_mb": f"{peak_mb:.1f}",
+                f"scaling_{size}_files_parsed": str(checker.files_parsed),
+                f"scaling_{size}_findings": str(measure.findings),
+                f"scaling_{size}_expected": str(len(expected)),
+            }
+        )
+        shutil.rmtree(tree)
+    print()
+    print_table(rows, ["py files", "parsed", "cold s", "ms/file", "peak MB", "found/expected", "exact"])
+    values["scaling_exact"] = "yes" if exact else "no"
+    print()
+    for key, value in values.items():
+        print(f"{key}={value}")
+    return 0 if exact else 1
+
+
+QUICK_FILES = 40
+QUICK_REPEAT = 2
+
+
+def positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def sizes(text: str) -> list[int]:
+    return [positive(size) for size in text.split(",")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="selfcall-audit against semgrep, ruff and flake8 on the same tree, side by side.",
+        epilog="Details: the module docstring, and benchmarks/README.md.",
+    )
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--repo", type=Path, help="measure a copy of this tree instead of a generated one")
+    where.add_argument(
+        "--scaling", type=sizes, metavar="SIZES", help="comma-separated tree sizes (.py files) for cold scans"
+    )
+    parser.add_argument(
+        "--files", type=positive, help="size of the generated tree in .py files (default 1600)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated trees (default 0)")
+    parser.add_argument("--git", action="store_true", help="make generated trees git checkouts")
+    parser.add_argument("--repeat", type=positive, help="measured rounds per command (default 5)")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"a {QUICK_FILES}-file tree and {QUICK_REPEAT} rounds"
+    )
+    args = parser.parse_args(argv)
+    repeat = args.repeat or (QUICK_REPEAT if args.quick else 5)
+    files = args.files or (QUICK_FILES if args.quick else 1600)
+
+    sca = find_tool("selfcall-audit")
+    if sca is None:
+        print("selfcall-audit is not installed: pip install -e .", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="scan-bench-") as temp:
+        workdir = Path(temp)
+        try:
+            if args.scaling:
+                return scaling(args.scaling, workdir, repeat, args.seed, args.git, sca)
+            root = workdir / "tree"
+            if args.repo:
+                print(f"copying {args.repo} (the benchmark edits a file and writes caches in its copy)")
+                shutil.copytree(
+                    args.repo, root, symlinks=True, ignore=shutil.ignore_patterns(CACHE_DIR, ".ruff_cache")
+                )
+                expected = None
+            else:
+                expected = generate(root, files, args.seed, args.git)
+                print(f"generated {files} .py files with {len(expected)} self-calls ({EXPECTED_FILE})")
+            return side_by_side(root, workdir, expected, repeat, sca)
+        except BenchmarkError as exc:
+            print(f"benchmark failed: {exc}", file=sys.stderr)
+            return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
