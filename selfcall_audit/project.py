@@ -373,11 +373,13 @@ def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
 
 
 def _extract_all(items: list[tuple[str, bytes]], jobs: int) -> Iterable[tuple[str, ModuleFacts | str]]:
-    """Parse in worker processes when there are enough files to repay starting them."""
+    """Parse in worker processes when there are enough files to repay starting them (and when
+    this process may start any: flake8 runs plugins in daemonic workers, which may not)."""
     workers = jobs or os.cpu_count() or 1
     if (
         workers < 2
         or len(items) < _PARALLEL_MIN_FILES
+        or multiprocessing.current_process().daemon
         or "fork" not in multiprocessing.get_all_start_methods()
     ):
         return map(_extract_job, items)

@@ -242,3 +242,18 @@ def test_the_project_is_analysed_once_per_process(repo: Path, monkeypatch: pytes
     assert check(DUEL) == [(6, 22, "SCA001")]
     assert check("responses_api_agents/duel_agent/configs/../app.py") == [(6, 22, "SCA001")]
     assert calls == [repo.resolve()]
+
+
+def test_many_files_in_flake8s_parallel_workers(tmp_path: Path) -> None:
+    """flake8 checks files in daemonic worker processes, which may not start processes of their
+    own: a project with enough agents to parse in parallel must still be analysed there."""
+    agents = {
+        f"responses_api_agents/echo_{n}/app.py": AGENT.replace("EchoAgent", f"Echo{n}Agent")
+        for n in range(40)
+    }
+    repo = make_repo(tmp_path, agents)
+
+    result = flake8(repo, "--select", "SCA001", "--jobs", "2", ".")
+
+    assert "Traceback" not in result.stderr, result.stderr
+    assert sorted(codes_at(result.stdout)) == sorted((path, 6, "SCA001") for path in agents)
