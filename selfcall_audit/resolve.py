@@ -235,11 +235,19 @@ class Resolver:
     def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
         """YAML instances whose served class runs the code of `ref`.
 
-        Only entrypoint modules that name `ref` or one of its subclasses are loaded: a one-file
-        run must not decode every agent of the project.
+        A scoped run loads only the entrypoint modules that name `ref` or one of its subclasses:
+        a one-file run must not decode every agent of the project.
         """
         if ref in self._running:
             return self._running[ref]
+        if self.find_subclasses is None:  # a whole-project run: map every entrypoint once
+            for instance in self.instances:
+                for served in self.served_classes(instance):
+                    for owner in self.index.mro(served):
+                        self._running.setdefault(owner, [])
+                        if instance not in self._running[owner]:
+                            self._running[owner].append(instance)
+            return self._running.setdefault(ref, [])
         names = {ref.name, *(c.name for c in self._descendants(ref))}
         entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
         loaded: set[str] = set()
