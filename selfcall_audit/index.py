@@ -132,6 +132,24 @@ class Index:
             return None
         return ("external", f"{imp.module}.{imp.name}")
 
+    def origin(self, path: str, expr: Expr) -> str | None:
+        """The file a name or `module.name` comes from, by the importing module's own import
+        statements: no other module is parsed to find out (re-exports are not followed)."""
+        if expr[0] == "g":
+            path, expr = expr[1], ("n", expr[2])
+        module = self.module(path)
+        if module is None:
+            return None
+        if expr[0] == "a" and expr[1][0] == "n":
+            imports = [i for i in module.imports if i.local == expr[1][1] and i.name is None]
+            return self.module_path(imports[-1].module, path) if imports else None
+        if expr[0] != "n":
+            return None
+        if expr[1] in self._names(path, module):
+            return path
+        imports = [i for i in module.imports if i.local == expr[1] and i.name is not None]
+        return self.module_path(imports[-1].module, path, imports[-1].level) if imports else None
+
     def lookup_dotted(self, path: str, expr: Expr) -> tuple[str, object] | None:
         """Resolve `name` or `mod.attr.attr` in a module's namespace."""
         if expr[0] == "n":

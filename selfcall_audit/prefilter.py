@@ -11,6 +11,9 @@ import re
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
+# A module without any of these can hold no function that calls a server client.
+POSTER_TOKENS = (b"server_client", b"server_name", b".post(", b".request(")
+
 
 def mentions_any(data: bytes | None, tokens: Iterable[bytes]) -> bool:
     return data is not None and any(token in data for token in tokens)
@@ -91,7 +94,7 @@ def _import_line_pattern(names: frozenset[str]) -> re.Pattern[bytes] | None:
     alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
     if not alternatives:
         return None
-    return re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*(?<![\w.])(?:" + alternatives + rb")\b")
+    return re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*(?<!\w)(?:" + alternatives + rb")\b")
 
 
 def _import_line(names: set[str]) -> Callable[[bytes], bool]:

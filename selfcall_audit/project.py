@@ -234,19 +234,13 @@ class Project:
         index = Index(set(files.modules), self._facts)
         index.agent_bases = frozenset(settings.agent_bases)
         instances = self._instances(files)
-        targets = None if whole else self._scoped_modules(files.sources, scopes, instances)
+        resolver = Resolver(index, settings, instances, self._subclass_finder(files.sources), self.read)
+        targets = None if whole else self._scoped_modules(files.sources, scopes, instances, resolver)
         if targets is None:
-            whole = True
             targets = self._agent_modules(files.sources, index)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
-        resolver = Resolver(
-            index,
-            settings,
-            instances,
-            find_subclasses=None if whole else self._subclass_finder(files.sources),
-            read=self.read,
-        )
+            resolver = Resolver(index, settings, instances, find_subclasses=None, read=self.read)
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
@@ -275,16 +269,23 @@ class Project:
         )
 
     def _scoped_modules(
-        self, sources: tuple[str, ...], scopes: tuple[str, ...], instances: list[AgentInstance]
+        self,
+        sources: tuple[str, ...],
+        scopes: tuple[str, ...],
+        instances: list[AgentInstance],
+        resolver: Resolver,
     ) -> list[str] | None:
-        """What a whole run would report on for `scopes`: the files in scope, the agents that YAML
-        files in scope configure, and the modules importing (transitively) a module in scope.
-        None when that grows so large that the whole-project prefilter is cheaper."""
+        """What a whole run would report on for `scopes`: the files in scope, the modules whose
+        classes run in the instances that YAML files in scope configure, and the modules importing
+        (transitively) a module in scope. None when that grows so large that the whole-project
+        prefilter is cheaper."""
         targets = [rel for rel in sources if in_scope(rel, scopes)]
+        for instance in instances:
+            if in_scope(instance.where.path, scopes):
+                for served in resolver.served_classes(instance):
+                    targets += [owner.path for owner in resolver.index.mro(served)]
         listed = set(sources)
-        targets += [
-            i.entrypoint for i in instances if i.entrypoint in listed and in_scope(i.where.path, scopes)
-        ]
+        targets = [rel for rel in dict.fromkeys(targets) if rel in listed]
         seen = set(targets)
         frontier = [rel for rel in targets if rel.endswith(".py")]
         while frontier:
@@ -318,12 +319,14 @@ class Project:
         # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
         return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)]
 
-    def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], None]:
-        """Parse the files that name a class, so that subclasses defined there become known."""
+    def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], list[str]]:
+        """The files that name a class: subclasses of it may be defined there."""
 
-        def find(name: str) -> None:
+        def find(name: str) -> list[str]:
             named = word_matcher([name])
-            self.preload([rel for rel in sources if rel not in self._facts_memo and named(self.read(rel))])
+            found = [rel for rel in sources if named(self.read(rel))]
+            self.preload(found)
+            return found
 
         return find
 

@@ -20,7 +20,7 @@ from .facts import CLIENT_METHODS, ROUTE_METHODS, SELF, UNKNOWN, CallFact, Expr,
 from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
-from .prefilter import word_matcher
+from .prefilter import POSTER_TOKENS, mentions_any, word_matcher
 
 HOLE: Expr = ("?",)
 PREFIX: Expr = ("prefix",)
@@ -133,7 +133,7 @@ class Resolver:
         index: Index,
         settings: Settings,
         instances: list[AgentInstance],
-        find_subclasses: Callable[[str], None] | None = None,
+        find_subclasses: Callable[[str], list[str]] | None = None,
         read: Callable[[str], bytes | None] | None = None,
     ):
         self.index = index
@@ -189,7 +189,8 @@ class Resolver:
     def agents_using(self, ref: ClassRef) -> list[ClassRef]:
         """Agent classes whose MRO contains `ref` (itself first when it is one)."""
         if not self.index.is_agent(ref) and self.find_subclasses and self._makes_client_calls(ref):
-            self.find_subclasses(ref.name)  # a mixin: its agents may live in files not parsed yet
+            for path in self.find_subclasses(ref.name):  # a mixin: its agents may live elsewhere
+                self.index.module(path)
             self._children = None
         found: list[ClassRef] = []
         stack = [ref]
@@ -426,10 +427,17 @@ class Resolver:
                     return FunctionRef(owner.path, owner.name, func[2]), True
             return None
         if func[0] in ("n", "g", "a"):
+            origin = self.index.origin(ctx.path, func)
+            if origin and not origin.endswith("__init__.py") and not self._may_post(origin):
+                return None  # a function in a module that never calls a server client
             found_name = self.index.lookup_dotted(ctx.path, func)
             if found_name and found_name[0] == "function":
                 return found_name[1], False  # type: ignore[return-value]
         return None
+
+    def _may_post(self, path: str) -> bool:
+        """Could a module hold a helper that posts? Decided on its bytes, before parsing it."""
+        return self.read is None or mentions_any(self.read(path), POSTER_TOKENS)
 
     def _forwarding(self, target: FunctionRef) -> tuple[FunctionFacts, list[ClientCall]] | None:
         """A helper's client calls whose target or route come from its parameters."""

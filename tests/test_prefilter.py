@@ -1,0 +1,115 @@
+"""The prefilter: which files a scan parses, decided on bytes, and the matchers it uses."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selfcall_audit.prefilter import importers, word_matcher
+
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from notes import remember
+
+
+class NoteAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        remember(self.config.name, "/v1/responses")
+        response = await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        return await response.json()
+"""
+NOTES = """\
+def remember(name, path):
+    return f"{name}{path}"
+"""
+FILLER = """\
+class Unrelated:
+    def method(self, value):
+        return value
+"""
+
+
+def _project(root: Path) -> Path:
+    files = {
+        "pyproject.toml": "[project]\nname = 'p'\n",
+        "responses_api_agents/note/app.py": AGENT,
+        "responses_api_agents/note/notes.py": NOTES,
+        **{f"lib/filler_{n}.py": FILLER for n in range(20)},
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_only_files_that_can_matter_are_parsed(cli, tmp_path: Path) -> None:
+    """The agent is parsed; the fillers name no agent, and the helper module it calls never calls
+    a server client, so neither is parsed."""
+    root = _project(tmp_path)
+
+    report = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)
+
+    assert [(f["code"], f["path"], f["line"]) for f in report["findings"]] == [
+        ("SCA001", "responses_api_agents/note/app.py", 8)
+    ]
+    assert report["summary"]["files_parsed"] == 1
+    assert report["summary"]["files_scanned"] == 22
+
+
+names = st.lists(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True), min_size=1, max_size=12)
+texts = st.lists(
+    st.one_of(
+        st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True), st.sampled_from([" ", ".", "(", "\n"])
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(names=names, text=texts)
+def test_word_matcher_agrees_with_a_plain_word_search(names: list[str], text: str) -> None:
+    expected = any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
+
+    assert word_matcher(names)(text.encode()) is expected
+
+
+def test_importers_by_dotted_tail_and_by_sibling_name() -> None:
+    files = [
+        ("a/x.py", b"from pkg.constants import ROUTE\n"),
+        ("pkg/y.py", b"from .constants import ROUTE\n"),
+        ("pkg/z.py", b"import constants\n"),
+        ("b/w.py", b"import constants\n"),  # another folder's `constants`
+        ("c/v.py", b"ROUTE = 'pkg.constants'\n"),  # not an import line
+    ]
+
+    assert importers(["pkg/constants.py"], files) == ["a/x.py", "pkg/y.py", "pkg/z.py"]
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _findings(cli, *args: object) -> list[tuple]:
+    report = json.loads(cli("scan", *args, "--format", "json", "--no-cache").stdout)
+    return sorted(
+        (f["code"], f["path"], f["line"], tuple(e["path"] for e in f["evidence"])) for f in report["findings"]
+    )
+
+
+def test_a_scan_of_one_file_reports_what_the_whole_scan_reports_for_it(cli) -> None:
+    """Pre-commit passes the changed files only: for each file of each fixture repo, scanning just
+    that file gives the findings of the whole-project scan whose call or evidence is in it."""
+    checked = 0
+    for fixture in sorted(p for p in FIXTURES.iterdir() if (p / "expected.json").exists()):
+        whole = _findings(cli, fixture)
+        for path in sorted(fixture.rglob("*")):
+            rel = path.relative_to(fixture).as_posix()
+            if path.suffix not in (".py", ".yaml") or "tests/" in rel or rel.startswith("tests"):
+                continue
+            expected = [f for f in whole if f[1] == rel or rel in f[3]]
+            assert _findings(cli, path) == expected, rel
+            checked += 1
+    assert checked > 90
