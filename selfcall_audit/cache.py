@@ -2,21 +2,21 @@
 
 Facts and parsed YAML are pure functions of a file's path and bytes and of the tool version,
 so entries are keyed by a hash of path and bytes, in a folder named after the version. The
-cache is JSON (never pickle: a cache folder in a cloned repo must not be able to run code),
-signed with a key kept outside the repository (a committed cache folder cannot hide a
-self-call), each entry written atomically so concurrent runs never see half a file, and it
-ignores itself for git the way ruff's cache does.
+entries hold plain data only (marshal of tuples and strings, never pickle: a cache cannot run
+code), signed with a key kept outside the repository and checked before anything is loaded (a
+cache folder committed with a checkout cannot hide a self-call), each entry written atomically
+so concurrent runs never see half a file; the folder ignores itself for git as ruff's does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import json
+import marshal
 import os
 import shutil
 import tempfile
-from dataclasses import fields, is_dataclass
+from dataclasses import fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 from . import __version__
 from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
 from .findings import AgentInfo, Evidence, Finding
-from .gym_config import AgentInstance, Node, ServerRef, Where  # noqa: F401 - decoded by name
+from .gym_config import AgentInstance, Node, ServerRef, Where
 
 
 @lru_cache(maxsize=1)
@@ -37,22 +37,6 @@ def code_version() -> str:
     return f"{__version__}-{digest.hexdigest()}"
 
 
-_TYPES = {
-    cls.__name__: cls
-    for cls in (
-        Binding,
-        CallFact,
-        ClassFacts,
-        FunctionFacts,
-        Import,
-        ModuleFacts,
-        Finding,
-        Evidence,
-        AgentInfo,
-    )
-}
-
-
 def content_key(path: str, data: bytes) -> str:
     """Results depend on the bytes and on the path they are reported under."""
     digest = hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=16)
@@ -61,25 +45,59 @@ def content_key(path: str, data: bytes) -> str:
     return digest.hexdigest()
 
 
+_CACHED = (
+    *(Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts),
+    *(Finding, Evidence, AgentInfo, AgentInstance, ServerRef, Where),
+)
+_TYPES = {cls.__name__: cls for cls in _CACHED}
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _CACHED}
+# Fields holding cached dataclasses (a "*" suffix: a tuple of them); every other field is plain
+# data (strings, numbers, and the nested tuples of symbolic expressions) stored as it is.
+_NESTED = {
+    ModuleFacts: {
+        "imports": "Import*",
+        "constants": "Binding*",
+        "classes": "ClassFacts*",
+        "functions": "FunctionFacts*",
+    },
+    ClassFacts: {"constants": "Binding*", "instance_attrs": "Binding*", "methods": "FunctionFacts*"},
+    FunctionFacts: {"calls": "CallFact*"},
+    Finding: {"evidence": "Evidence*"},
+    AgentInstance: {"where": "Where", "refs": "ServerRef*"},
+    ServerRef: {"where": "Where"},
+}
+
+
 def _encode(value: Any) -> Any:
-    """Dataclasses become {"@": name, "v": [fields...]}; tuples become lists."""
-    if is_dataclass(value):
-        return {"@": type(value).__name__, "v": [_encode(getattr(value, f.name)) for f in fields(value)]}
-    if type(value) is tuple:
-        return [_encode(item) for item in value]
+    """A dataclass becomes (name, *fields); tuples of dataclasses are encoded item by item."""
+    names = _FIELDS.get(type(value))
+    if names is not None:
+        return (type(value).__name__, *(_encode(getattr(value, name)) for name in names))
+    if type(value) is tuple and value and type(value[0]) in _FIELDS:
+        return tuple(_encode(item) for item in value)
     return value
 
 
-def _decode(value: Any) -> Any:
-    kind = type(value)
-    if kind is list:
-        return tuple(map(_decode, value))
-    if kind is dict:
-        return _TYPES[value["@"]](*map(_decode, value["v"]))
-    return value
+def _decode(value: tuple, expected: str | None = None) -> Any:
+    """The inverse of `_encode` for one dataclass, checked against the type the schema expects."""
+    cls = _TYPES[value[0]]
+    if expected is not None and cls.__name__ != expected:
+        raise TypeError(f"{cls.__name__} where {expected} was expected")
+    nested = _NESTED.get(cls, {})
+    args = []
+    for name, item in zip(_FIELDS[cls], value[1:], strict=True):
+        spec = nested.get(name)
+        if spec is None:
+            args.append(item)
+        elif spec.endswith("*"):
+            args.append(tuple(_decode(element, spec[:-1]) for element in item))
+        else:
+            args.append(_decode(item, spec))
+    return cls(*args)
 
 
 def _encode_yaml(value: Any) -> Any:
+    """A mapping becomes a dict {"k": keys, "v": values, "w": lines}; lists stay lists."""
     if isinstance(value, Node):
         return {
             "k": list(value),
@@ -93,8 +111,8 @@ def _encode_yaml(value: Any) -> Any:
 
 def _decode_yaml(value: Any, path: str) -> Any:
     if isinstance(value, dict):
-        node = Node(zip(value["k"], (_decode_yaml(v, path) for v in value["v"])))
-        node.where = {k: Where(path, line) for k, line in zip(value["k"], value["w"])}
+        node = Node(zip(value["k"], (_decode_yaml(v, path) for v in value["v"]), strict=True))
+        node.where = {k: Where(path, line) for k, line in zip(value["k"], value["w"], strict=True)}
         return node
     if isinstance(value, list):
         return [_decode_yaml(item, path) for item in value]
@@ -131,18 +149,19 @@ def _signature(key: bytes, payload: bytes) -> bytes:
 
 
 def _load(path: Path, key: bytes) -> Any:
-    """An entry's value, or None if it is missing, damaged or not signed with our key."""
+    """An entry's value, or None if it is missing, damaged or not signed with our key. Only bytes
+    this tool wrote reach `marshal` (it is not meant for data from elsewhere)."""
     try:
         signature, _, payload = path.read_bytes().partition(b"\n")
         if not hmac.compare_digest(signature, _signature(key, payload)):
             return None
-        return json.loads(payload)
-    except (OSError, ValueError):
+        return marshal.loads(payload)
+    except (OSError, ValueError, EOFError, TypeError):
         return None
 
 
 def _dump(path: Path, key: bytes, value: Any) -> None:
-    payload = json.dumps(value, separators=(",", ":")).encode()
+    payload = marshal.dumps(value, 4)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as handle:
@@ -167,7 +186,7 @@ class FactsCache:
         self._imports: dict[str, list[Any]] | None = None
 
     def _path(self, kind: str, key: str) -> Path:
-        return self.folder / kind / f"{key}.json"
+        return self.folder / kind / f"{key}.dat"
 
     @classmethod
     def open(cls, folder: Path) -> FactsCache | None:
@@ -189,8 +208,7 @@ class FactsCache:
     def facts(self, path: str, key: str) -> ModuleFacts | None:
         try:
             found = self._get("facts", key)
-            decoded = _decode(found) if found is not None else None
-            return decoded if isinstance(decoded, ModuleFacts) else None  # damaged: computed afresh
+            return _decode(found, "ModuleFacts") if found is not None else None
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
@@ -212,28 +230,32 @@ class FactsCache:
     def snapshot(self, fingerprint: str) -> dict[str, Any] | None:
         """The last whole-project result, if it was computed for exactly these files and settings."""
         try:
-            found = _load(self.folder / "snapshot.json", self.key)
+            found = _load(self.folder / "snapshot.dat", self.key)
             if found is None or found.get("fingerprint") != fingerprint:
                 return None
             return {
-                "findings": list(_decode(found["findings"])),
+                "findings": [_decode(f, "Finding") for f in found["findings"]],
                 "suppressed": found["suppressed"],
                 "errors": dict(found["errors"]),
                 "files_scanned": found["files_scanned"],
                 "agent_count": found["agent_count"],
-                "agents": list(_decode(found["agents"])) if found["agents"] is not None else None,
+                "agents": [_decode(a, "AgentInfo") for a in found["agents"]]
+                if found["agents"] is not None
+                else None,
             }
         except (OSError, AttributeError, KeyError, TypeError, ValueError, IndexError):
             return None
 
     def put_snapshot(self, fingerprint: str, result: dict[str, Any]) -> None:
-        encoded = {key: _encode(tuple(v) if isinstance(v, list) else v) for key, v in result.items()}
-        self._new[self.folder / "snapshot.json"] = {"fingerprint": fingerprint, **encoded}
+        encoded = {key: _encode(tuple(v)) if isinstance(v, list) else v for key, v in result.items()}
+        self._new[self.folder / "snapshot.dat"] = {"fingerprint": fingerprint, **encoded}
 
     def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, str]] | None:
         try:
             found = self._get("instances", key)
-            return (list(_decode(found["instances"])), dict(found["errors"])) if found is not None else None
+            if found is None:
+                return None
+            return [_decode(i, "AgentInstance") for i in found["instances"]], dict(found["errors"])
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
@@ -243,13 +265,13 @@ class FactsCache:
     def imports(self) -> dict[str, list[Any]]:
         """path → [size, mtime, import lines]: which files import what, without reading them."""
         if self._imports is None:
-            loaded = _load(self.folder / "imports.json", self.key)
+            loaded = _load(self.folder / "imports.dat", self.key)
             self._imports = loaded if isinstance(loaded, dict) else {}
         return self._imports
 
     def put_import_lines(self, path: str, stat: tuple[int, int], lines: str) -> None:
         self.imports()[path] = [*stat, lines]
-        self._new[self.folder / "imports.json"] = self._imports
+        self._new[self.folder / "imports.dat"] = self._imports
 
     def save(self, prune: bool) -> None:
         """Write new entries atomically; `prune` (a whole-project run) drops unused ones."""
@@ -270,6 +292,6 @@ class FactsCache:
             if old != self.folder and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
         for kind in ("facts", "yaml", "instances"):
-            for entry in (self.folder / kind).glob("*.json"):
+            for entry in (self.folder / kind).glob("*.dat"):
                 if entry not in self._used:
                     entry.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import json
+import marshal
 import os
 import shutil
 import signal
@@ -962,7 +963,7 @@ def test_a_damaged_cache_is_recomputed_not_trusted(cli, tmp_path: Path, damage: 
     root = tmp_path / "demo-gym"
     shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     cold = cli("scan", root, "--format", "json")
-    entries = [p for p in (root / ".selfcall_audit_cache").rglob("*.json")]
+    entries = [p for p in (root / ".selfcall_audit_cache").rglob("*.dat")]
     assert entries
     for entry in entries:
         entry.write_bytes(damage)
@@ -976,18 +977,20 @@ def test_a_damaged_cache_is_recomputed_not_trusted(cli, tmp_path: Path, damage: 
 
 
 def test_a_well_formed_but_altered_cache_entry_is_not_trusted(cli, tmp_path: Path) -> None:
-    """Entries are signed with a key outside the repository: well-formed JSON written into the
-    cache folder (say, committed with the checkout) that would hide self-calls is ignored."""
+    """Entries are signed with a key outside the repository: well-formed entries written into the
+    cache folder (say, committed with the checkout) that would hide self-calls are ignored."""
     root = tmp_path / "demo-gym"
     shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     honest = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)["findings"]
     cli("scan", root, "--format", "json")
     cache = root / ".selfcall_audit_cache"
+    # What an entry would hold if every config were empty: no instances, so no YAML-bound self-call.
+    forgeries = {"yaml": [], "instances": {"instances": (), "errors": {}}}
     forged = 0
-    for entry in cache.rglob("*.json"):
-        if entry.parent.name == "yaml" or entry.name == "snapshot.json":
+    for entry in cache.rglob("*.dat"):
+        if entry.parent.name in forgeries or entry.name == "snapshot.dat":
             signature, _, _ = entry.read_bytes().partition(b"\n")
-            entry.write_bytes(signature + b"\n" + (b"[]" if entry.parent.name == "yaml" else b"{}"))
+            entry.write_bytes(signature + b"\n" + marshal.dumps(forgeries.get(entry.parent.name, {}), 4))
             forged += 1
     assert forged
 
