@@ -1,7 +1,8 @@
 """Content-addressed cache of per-file results in `.selfcall_audit_cache/`.
 
-Facts and parsed YAML are pure functions of a file's path and bytes and of the tool version,
-so entries are keyed by a hash of path and bytes, in a folder named after the version. The
+Facts are a pure function of a file's path and bytes and of the tool version, so they are
+keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
+index of import lines and the last whole-project result are keyed by the files' stats. The
 entries hold plain data only (marshal of tuples and strings, never pickle: a cache cannot run
 code), signed with a key kept outside the repository and checked before anything is loaded (a
 cache folder committed with a checkout cannot hide a self-call), each entry written atomically
@@ -16,15 +17,17 @@ import marshal
 import os
 import shutil
 import tempfile
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__
-from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
 from .findings import AgentInfo, Evidence, Finding
-from .gym_config import AgentInstance, Node, ServerRef, Where
+
+if TYPE_CHECKING:
+    from .facts import ModuleFacts
+    from .gym_config import AgentInstance
 
 
 @lru_cache(maxsize=1)
@@ -45,47 +48,73 @@ def content_key(path: str, data: bytes) -> str:
     return digest.hexdigest()
 
 
-_CACHED = (
-    *(Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts),
-    *(Finding, Evidence, AgentInfo, AgentInstance, ServerRef, Where),
-)
-_TYPES = {cls.__name__: cls for cls in _CACHED}
-_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _CACHED}
-# Fields holding cached dataclasses (a "*" suffix: a tuple of them); every other field is plain
-# data (strings, numbers, and the nested tuples of symbolic expressions) stored as it is.
-_NESTED = {
-    ModuleFacts: {
-        "imports": "Import*",
-        "constants": "Binding*",
-        "classes": "ClassFacts*",
-        "functions": "FunctionFacts*",
-    },
-    ClassFacts: {"constants": "Binding*", "instance_attrs": "Binding*", "methods": "FunctionFacts*"},
-    FunctionFacts: {"calls": "CallFact*"},
-    Finding: {"evidence": "Evidence*"},
-    AgentInstance: {"where": "Where", "refs": "ServerRef*"},
-    ServerRef: {"where": "Where"},
-}
+class _Schema(NamedTuple):
+    """Cached dataclasses by name, their fields, and the fields that hold cached dataclasses
+    (a "*" suffix: a tuple of them); every other field is plain data, stored as it is."""
+
+    types: dict[str, type]
+    fields: dict[type, tuple[str, ...]]
+    nested: dict[type, dict[str, str]]
+
+
+def _schema_of(classes: tuple[type, ...], nested: dict[type, dict[str, str]]) -> _Schema:
+    return _Schema(
+        {cls.__name__: cls for cls in classes},
+        {cls: tuple(f.name for f in fields(cls)) for cls in classes},
+        nested,
+    )
+
+
+_REPORT_SCHEMA = _schema_of((Finding, Evidence, AgentInfo), {Finding: {"evidence": "Evidence*"}})
+
+
+@lru_cache(maxsize=1)
+def _analysis_schema() -> _Schema:
+    """Built on first use: a run answered from the snapshot never imports the analysis modules."""
+    from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
+    from .gym_config import AgentInstance, ServerRef, Where
+
+    return _schema_of(
+        (Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts, AgentInstance, ServerRef, Where),
+        {
+            ModuleFacts: {
+                "imports": "Import*",
+                "constants": "Binding*",
+                "classes": "ClassFacts*",
+                "functions": "FunctionFacts*",
+            },
+            ClassFacts: {"constants": "Binding*", "instance_attrs": "Binding*", "methods": "FunctionFacts*"},
+            FunctionFacts: {"calls": "CallFact*"},
+            AgentInstance: {"where": "Where", "refs": "ServerRef*"},
+            ServerRef: {"where": "Where"},
+        },
+    )
+
+
+def _schema_for(cls_or_name: type | str) -> _Schema:
+    known = _REPORT_SCHEMA.types if isinstance(cls_or_name, str) else _REPORT_SCHEMA.fields
+    return _REPORT_SCHEMA if cls_or_name in known else _analysis_schema()
 
 
 def _encode(value: Any) -> Any:
     """A dataclass becomes (name, *fields); tuples of dataclasses are encoded item by item."""
-    names = _FIELDS.get(type(value))
-    if names is not None:
-        return (type(value).__name__, *(_encode(getattr(value, name)) for name in names))
-    if type(value) is tuple and value and type(value[0]) in _FIELDS:
-        return tuple(_encode(item) for item in value)
-    return value
+    if type(value) is tuple:
+        return tuple(_encode(item) for item in value) if value and is_dataclass(value[0]) else value
+    if not is_dataclass(value):
+        return value
+    names = _schema_for(type(value)).fields[type(value)]
+    return (type(value).__name__, *(_encode(getattr(value, name)) for name in names))
 
 
-def _decode(value: tuple, expected: str | None = None) -> Any:
+def _decode(value: tuple, expected: str) -> Any:
     """The inverse of `_encode` for one dataclass, checked against the type the schema expects."""
-    cls = _TYPES[value[0]]
-    if expected is not None and cls.__name__ != expected:
-        raise TypeError(f"{cls.__name__} where {expected} was expected")
-    nested = _NESTED.get(cls, {})
+    if value[0] != expected:
+        raise TypeError(f"{value[0]} where {expected} was expected")
+    schema = _schema_for(expected)
+    cls = schema.types[expected]
+    nested = schema.nested.get(cls, {})
     args = []
-    for name, item in zip(_FIELDS[cls], value[1:], strict=True):
+    for name, item in zip(schema.fields[cls], value[1:], strict=True):
         spec = nested.get(name)
         if spec is None:
             args.append(item)
@@ -94,29 +123,6 @@ def _decode(value: tuple, expected: str | None = None) -> Any:
         else:
             args.append(_decode(item, spec))
     return cls(*args)
-
-
-def _encode_yaml(value: Any) -> Any:
-    """A mapping becomes a dict {"k": keys, "v": values, "w": lines}; lists stay lists."""
-    if isinstance(value, Node):
-        return {
-            "k": list(value),
-            "v": [_encode_yaml(v) for v in value.values()],
-            "w": [value.where[k].line for k in value],
-        }
-    if isinstance(value, list):
-        return [_encode_yaml(item) for item in value]
-    return value
-
-
-def _decode_yaml(value: Any, path: str) -> Any:
-    if isinstance(value, dict):
-        node = Node(zip(value["k"], (_decode_yaml(v, path) for v in value["v"]), strict=True))
-        node.where = {k: Where(path, line) for k, line in zip(value["k"], value["w"], strict=True)}
-        return node
-    if isinstance(value, list):
-        return [_decode_yaml(item, path) for item in value]
-    return value
 
 
 @lru_cache(maxsize=1)
@@ -170,8 +176,8 @@ def _dump(path: Path, key: bytes, value: Any) -> None:
 
 
 class FactsCache:
-    """Per-file results keyed by path and content (facts of Python files, parsed YAML), one
-    small JSON file each so a run reads only what it needs; plus the last whole-project result.
+    """Facts of Python files keyed by path and content, one small file each so that a run reads
+    only what it needs; the YAML instances; the import-line index; the last whole-project result.
 
     A whole-project run deletes the entries it did not use: those of files since changed,
     renamed or deleted.
@@ -214,18 +220,6 @@ class FactsCache:
 
     def put_facts(self, path: str, key: str, facts: ModuleFacts) -> None:
         self._put("facts", key, _encode(facts))
-
-    def yaml(self, path: str, key: str) -> list[Node] | None:
-        try:
-            found = self._get("yaml", key)
-            if not isinstance(found, list) or not all(isinstance(doc, dict) for doc in found):
-                return None  # not there yet, or damaged: parsed afresh
-            return [_decode_yaml(doc, path) for doc in found]
-        except (KeyError, TypeError, ValueError, IndexError):
-            return None
-
-    def put_yaml(self, path: str, key: str, documents: list[Node]) -> None:
-        self._put("yaml", key, [_encode_yaml(doc) for doc in documents])
 
     def snapshot(self, fingerprint: str) -> dict[str, Any] | None:
         """The last whole-project result, if it was computed for exactly these files and settings."""
@@ -291,7 +285,7 @@ class FactsCache:
         for old in self.root.glob("v*"):
             if old != self.folder and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)
-        for kind in ("facts", "yaml", "instances"):
+        for kind in ("facts", "instances"):
             for entry in (self.folder / kind).glob("*.dat"):
                 if entry not in self._used:
                     entry.unlink(missing_ok=True)

@@ -243,8 +243,10 @@ class _FunctionWalker:
         merged: Env = {}
         for name in {n for env in ends for n in env}:
             seen = [env[name] for env in ends if name in env]
-            line = seen[-1][1]
-            merged[name] = (_merge([value for value, _ in seen]), line)
+            if all(binding is seen[0] for binding in seen):  # untouched by every branch
+                merged[name] = seen[0]
+            else:
+                merged[name] = (_merge([value for value, _ in seen]), seen[-1][1])
         self.env = merged
 
     def stmt(self, node: ast.stmt) -> None:

@@ -10,16 +10,19 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .cache import FactsCache, code_version, content_key
 from .config import Settings
 from .discovery import FileSet, UnreadableFile, discover, in_scope, read_file
-from .facts import FactsError, ModuleFacts, extract
 from .findings import AgentInfo, Finding, InputError, code_selected
-from .gym_config import AgentInstance, ConfigSet, Node, parse_yaml
-from .index import ClassRef, Index
 from .prefilter import import_lines, importers, mentions_any, word_matcher
-from .resolve import Resolver
+
+if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
+    from .facts import ModuleFacts
+    from .gym_config import AgentInstance, Node
+    from .index import ClassRef, Index
+    from .resolve import Resolver
 
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
 _PARALLEL_MIN_FILES = 24
@@ -126,16 +129,10 @@ class Project:
                     self.cache.put_facts(rel, keys[rel], result)
 
     def _parse_yaml(self, rel: str) -> list[Node]:
+        from .gym_config import parse_yaml
+
         data = self.read(rel)
-        if data is None:
-            return []
-        key = content_key(rel, data)
-        cached = self.cache.yaml(rel, key) if self.cache else None
-        if cached is None:
-            cached = parse_yaml(rel, data)
-            if self.cache:
-                self.cache.put_yaml(rel, key, cached)
-        return cached
+        return [] if data is None else parse_yaml(rel, data)
 
     # pipeline ----------------------------------------------------------------------------
     def analyze(self, paths: Iterable[Path] = (), inventory: bool = False) -> Report:
@@ -204,6 +201,8 @@ class Project:
         if stored is not None:
             instances, errors = stored
         else:
+            from .gym_config import ConfigSet
+
             configs = ConfigSet(self._parse_yaml, lambda rel: (self.root / rel).exists())
             instances = configs.instances(
                 tuple(rel for rel in files.configs if mentions_any(self.read(rel), _CONFIG_TOKENS))
@@ -229,6 +228,9 @@ class Project:
             yield rel, lines
 
     def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
+        from .index import ClassRef, Index
+        from .resolve import Resolver
+
         settings = self.settings
         self.errors.update(files.errors)
         index = Index(set(files.modules), self._facts)
@@ -299,6 +301,8 @@ class Project:
 
     def _agent_modules(self, sources: tuple[str, ...], index: Index) -> list[str]:
         """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so far."""
+        from .index import ClassRef
+
         pending = [rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))]
         known: set[str] = set()
         parsed: list[str] = []
@@ -331,6 +335,8 @@ class Project:
         return find
 
     def _inventory(self, index: Index, resolver: Resolver, instances: list) -> list[AgentInfo]:
+        from .index import ClassRef
+
         agents = []
         for module in index.parsed():
             for klass in module.classes:
@@ -368,6 +374,8 @@ def _base_tokens(settings: Settings) -> tuple[bytes, ...]:
 
 
 def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
+    from .facts import FactsError, extract
+
     rel, data = item
     try:
         return rel, extract(rel, data)

@@ -1,0 +1,71 @@
+"""The cache: a warm run answers from it without loading the analysis, and never goes stale."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NOT_COPIED = shutil.ignore_patterns(".selfcall_audit_cache")
+
+WARM_RUN = """\
+import sys
+from pathlib import Path
+
+from selfcall_audit.config import load_settings
+from selfcall_audit.project import Project
+
+root = Path(sys.argv[1])
+report = Project(root, load_settings(root)).analyze([root])
+loaded = sorted(m for m in sys.modules if m.startswith(("selfcall_audit.", "yaml", "libcst")))
+print(len(report.findings), report.files_parsed, *loaded)
+"""
+
+
+def _run(root: Path) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", WARM_RUN, str(root)], capture_output=True, text=True, check=True
+    )
+    return result.stdout.split()
+
+
+def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    expected = len(json.loads((root / "expected.json").read_text()))
+
+    cold = _run(root)
+    warm = _run(root)
+
+    assert cold[0] == warm[0] == str(expected)
+    assert int(cold[1]) > 0 and warm[1] == "0"
+    assert "selfcall_audit.facts" in cold and "yaml" in cold
+    for module in (
+        "selfcall_audit.facts",
+        "selfcall_audit.resolve",
+        "selfcall_audit.gym_config",
+        "yaml",
+        "libcst",
+    ):
+        assert module not in warm
+
+
+def test_a_changed_file_is_analysed_again(cli, tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    app = root / "responses_api_agents" / "simple_agent" / "app.py"
+
+    def findings() -> list[tuple[str, int]]:
+        report = json.loads(cli("scan", root, "--format", "json").stdout)
+        return [
+            (f["path"], f["line"]) for f in report["findings"] if f["path"].endswith("simple_agent/app.py")
+        ]
+
+    before = findings()
+    app.write_text("# a new first line\n" + app.read_text())
+
+    assert findings() == [(path, line + 1) for path, line in before]
+    assert before
