@@ -175,9 +175,10 @@ class Project:
 
     def _stat_all(self, files: FileSet) -> dict[str, tuple[int, int]]:
         stats = {}
+        prefix = f"{self.root}{os.sep}"
         for rel in sorted(files.modules | set(files.configs)):
             try:
-                stat = os.stat(self.root / rel)
+                stat = os.stat(prefix + rel)
             except OSError:
                 continue
             stats[rel] = (stat.st_size, stat.st_mtime_ns)
