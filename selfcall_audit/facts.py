@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 Expr = tuple
@@ -133,6 +134,23 @@ class FactsError(Exception):
     """The file cannot be turned into facts (syntax error, nesting too deep)."""
 
 
+_LEAVES = frozenset({"s", "n", "p", "k", "?", "self", "l", "g"})
+
+
+def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """The same expression with `fn` applied to each sub-expression; leaves stay as they are."""
+    kind = expr[0]
+    if kind in _LEAVES:
+        return expr
+    if kind == "a":
+        return ("a", fn(expr[1]), expr[2])
+    if kind == "c":
+        return ("c", fn(expr[1]), tuple(map(fn, expr[2])), tuple((k, fn(v)) for k, v in expr[3]))
+    if kind == "d":
+        return ("d", tuple((k, fn(v)) for k, v in expr[1]))
+    return (kind, tuple(map(fn, expr[1])))
+
+
 def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
     """Replace ("l", index) references by the bound values (shared, so memory stays linear).
 
@@ -150,21 +168,7 @@ def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
             if key not in memo:
                 memo[key] = walk(table[node[1]], depth)
             return memo[key]
-        if kind in ("s", "n", "p", "k", "?", "self", "g"):
-            return node
-        depth += 1
-        if kind == "a":
-            return ("a", walk(node[1], depth), node[2])
-        if kind == "c":
-            return (
-                "c",
-                walk(node[1], depth),
-                tuple(walk(a, depth) for a in node[2]),
-                tuple((k, walk(v, depth)) for k, v in node[3]),
-            )
-        if kind == "d":
-            return ("d", tuple((k, walk(v, depth)) for k, v in node[1]))
-        return (kind, tuple(walk(part, depth) for part in node[1]))
+        return map_children(node, lambda child: walk(child, depth + 1))
 
     return walk(expr, 0)
 
@@ -186,22 +190,7 @@ def _prune(expr: Expr, depth: int = 0) -> Expr:
     """Cut what lies deeper than any name or route expression resolution follows."""
     if depth >= _MAX_DEPTH:
         return UNKNOWN
-    kind = expr[0]
-    if kind in ("s", "n", "p", "k", "?", "self", "l"):
-        return expr
-    depth += 1
-    if kind == "a":
-        return ("a", _prune(expr[1], depth), expr[2])
-    if kind == "c":
-        return (
-            "c",
-            _prune(expr[1], depth),
-            tuple(_prune(a, depth) for a in expr[2]),
-            tuple((k, _prune(v, depth)) for k, v in expr[3]),
-        )
-    if kind == "d":
-        return ("d", tuple((k, _prune(v, depth)) for k, v in expr[1]))
-    return (kind, tuple(_prune(part, depth) for part in expr[1]))
+    return map_children(expr, lambda child: _prune(child, depth + 1))
 
 
 Env = dict[str, tuple[Expr, int]]

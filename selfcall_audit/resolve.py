@@ -16,7 +16,17 @@ from dataclasses import dataclass, field, replace
 from itertools import product
 
 from .config import Settings
-from .facts import CLIENT_METHODS, ROUTE_METHODS, SELF, UNKNOWN, CallFact, Expr, FunctionFacts, inline
+from .facts import (
+    CLIENT_METHODS,
+    ROUTE_METHODS,
+    SELF,
+    UNKNOWN,
+    CallFact,
+    Expr,
+    FunctionFacts,
+    inline,
+    map_children,
+)
 from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
@@ -78,20 +88,7 @@ def _qualify(expr: Expr, bindings: dict[str, Expr], callee_path: str) -> Expr:
         return bindings.get(expr[1], UNKNOWN)
     if kind == "n":
         return ("g", callee_path, expr[1])
-    if kind == "a":
-        return ("a", _qualify(expr[1], bindings, callee_path), expr[2])
-    if kind == "c":
-        return (
-            "c",
-            _qualify(expr[1], bindings, callee_path),
-            tuple(_qualify(a, bindings, callee_path) for a in expr[2]),
-            tuple((k, _qualify(v, bindings, callee_path)) for k, v in expr[3]),
-        )
-    if kind in ("j", "or"):
-        return (kind, tuple(_qualify(p, bindings, callee_path) for p in expr[1]))
-    if kind == "d":
-        return ("d", tuple((k, _qualify(v, bindings, callee_path)) for k, v in expr[1]))
-    return expr
+    return map_children(expr, lambda child: _qualify(child, bindings, callee_path))
 
 
 def _expand_kwargs(kwargs: tuple[tuple[str | None, Expr], ...]) -> tuple[dict[str, Expr], bool]:
