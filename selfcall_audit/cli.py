@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ from .config import ConfigError, Settings, load_settings
 from .discovery import find_root
 from .findings import FINDING_CODES, RULES, parse_codes
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_FINDINGS, EXIT_ERROR = 1, 2  # 0 (clean) is the normal exit
 
 _EPILOG = """\b
 Examples:
@@ -64,32 +66,46 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "-v", "--verbose", is_flag=True, help="Print timings and tracebacks of internal errors."
         ),
     ]
+
+    @functools.wraps(func)
+    def with_common(**kwargs: Any) -> Any:
+        common = _Common(**{name: kwargs.pop(name) for name in _COMMON_NAMES})
+        return func(common, **kwargs)
+
     for option in reversed(options):
-        func = option(func)
-    return func
+        with_common = option(with_common)
+    return with_common
 
 
-def _prepare(
-    paths: tuple[Path, ...],
-    config_file: Path | None,
-    exclude: tuple[str, ...],
-    include_tests: bool | None,
-    no_cache: bool,
-    jobs: int | None,
-    **overrides: Any,
-) -> tuple[Path, Settings]:
-    """The project root and its settings with the common options applied."""
-    root = _root(paths)
-    settings = _settings(
-        root,
-        config_file,
-        exclude=exclude,
-        include_tests=include_tests,
-        jobs=jobs,
-        cache_dir="" if no_cache else None,
-        **overrides,
-    )
-    return root, settings
+@dataclass(frozen=True)
+class _Common:
+    """The options every analysing command takes."""
+
+    paths: tuple[Path, ...]
+    config_file: Path | None
+    exclude: tuple[str, ...]
+    include_tests: bool | None
+    no_cache: bool
+    jobs: int | None
+    quiet: bool
+    verbose: bool
+
+    def prepare(self, **overrides: Any) -> tuple[Path, Settings]:
+        """The project root and its settings with these options applied."""
+        root = _root(self.paths)
+        settings = _settings(
+            root,
+            self.config_file,
+            exclude=self.exclude,
+            include_tests=self.include_tests,
+            jobs=self.jobs,
+            cache_dir="" if self.no_cache else None,
+            **overrides,
+        )
+        return root, settings
+
+
+_COMMON_NAMES = tuple(f.name for f in fields(_Common))
 
 
 def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
@@ -220,14 +236,7 @@ def main() -> None:
     help="Record the current findings in FILE as the baseline, and exit 0.",
 )
 def scan(
-    paths: tuple[Path, ...],
-    config_file: Path | None,
-    exclude: tuple[str, ...],
-    include_tests: bool | None,
-    no_cache: bool,
-    jobs: int | None,
-    quiet: bool,
-    verbose: bool,
+    common: _Common,
     output_format: str | None,
     select: str | None,
     ignore: str | None,
@@ -243,21 +252,15 @@ def scan(
     Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
     internal error.
     """
-    root, settings = _prepare(
-        paths,
-        config_file,
-        exclude,
-        include_tests,
-        no_cache,
-        jobs,
+    root, settings = common.prepare(
         strict=strict,
         select=_codes(select),
         ignore=_codes(ignore),
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if sys.stdout.isatty() else "concise")
-    show_progress = output_format == "text" and not quiet and sys.stderr.isatty()
-    report = _run_analysis(paths, settings, root, show_progress)
+    show_progress = output_format == "text" and not common.quiet and sys.stderr.isatty()
+    report = _run_analysis(common.paths, settings, root, show_progress)
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
         return
@@ -265,7 +268,7 @@ def scan(
     if baseline is not None:
         from .baseline import apply_baseline, notes_for
 
-        report, hidden = apply_baseline(report, baseline[1], paths or (root,), settings)
+        report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
         notes = notes_for(report, hidden, baseline[0])
 
     from .report import renderer
@@ -274,14 +277,14 @@ def scan(
         from .report.text import render as render_text
 
         out = render_text(report, width=_width(), color=sys.stdout.isatty())
-        if quiet:
+        if common.quiet:
             out = out.split("\n\n")[0] + "\n" if report.findings else ""
     else:
         out = renderer(output_format)(report)
     click.echo(out, nl=False)
-    if notes and not quiet:
+    if notes and not common.quiet:
         click.echo("\n".join(notes), err=True)
-    if verbose:
+    if common.verbose:
         click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
     if report.findings or (settings.strict and report.errors):
         sys.exit(EXIT_FINDINGS)
@@ -340,21 +343,13 @@ def _width() -> int | None:
     "--format", "output_format", type=click.Choice(["text", "json"]), default="text", help="Output format."
 )
 def agents(
-    paths: tuple[Path, ...],
-    config_file: Path | None,
-    exclude: tuple[str, ...],
-    include_tests: bool | None,
-    no_cache: bool,
-    jobs: int | None,
-    quiet: bool,
-    verbose: bool,
+    common: _Common,
     output_format: str,
 ) -> None:
     """List every agent class: its file, bases, YAML instance names and self-calls."""
-    root, settings = _prepare(paths, config_file, exclude, include_tests, no_cache, jobs)
-    report = _run_analysis(
-        paths, settings, root, show_progress=not quiet and sys.stderr.isatty(), inventory=True
-    )
+    root, settings = common.prepare()
+    show_progress = not common.quiet and sys.stderr.isatty()
+    report = _run_analysis(common.paths, settings, root, show_progress, inventory=True)
     counts: dict[tuple[str, str], int] = {}
     for finding in report.findings:
         counts[(finding.path, finding.agent)] = counts.get((finding.path, finding.agent), 0) + 1
@@ -403,14 +398,7 @@ def agents(
     "selfcall_audit.inprocess:responses_in_process).",
 )
 def fix(
-    paths: tuple[Path, ...],
-    config_file: Path | None,
-    exclude: tuple[str, ...],
-    include_tests: bool | None,
-    no_cache: bool,
-    jobs: int | None,
-    quiet: bool,
-    verbose: bool,
+    common: _Common,
     show_diff: bool,
     check: bool,
     helper_spec: str | None,
@@ -426,15 +414,15 @@ def fix(
     """
     from .codemod import Helper, plan_fix
 
-    root, settings = _prepare(paths, config_file, exclude, include_tests, no_cache, jobs)
+    root, settings = common.prepare()
     try:
         helper = Helper.parse(helper_spec or settings.helper)
     except ValueError as exc:
         raise UsageError(f"{'--helper' if helper_spec else 'the `helper` setting'}: {exc}") from None
     dry_run = show_diff or check
-    progress = _LazyProgress(not quiet and sys.stderr.isatty())
+    progress = _LazyProgress(not common.quiet and sys.stderr.isatty())
     try:
-        plan = plan_fix(root, settings, paths or (root,), helper, progress)
+        plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
     finally:
         progress.close()
     if not dry_run:
@@ -446,7 +434,7 @@ def fix(
     if show_diff:
         click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
     rewritten = plan.rewritten
-    if not quiet:
+    if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
         for _, outcome in rewritten:
             say(f"{outcome.finding.path}:{outcome.finding.line}: {verb} self-call to {helper.name}")
@@ -463,7 +451,7 @@ def fix(
         say(f"{error.path}:1:1: {error.code} {error.message}")
     for error in plan.errors:
         click.echo(f"selfcall-audit: {error}", err=True)
-    if not quiet:
+    if not common.quiet:
         done = "Nothing to rewrite"
         if rewritten:
             files = _plural(len({file.path for file, _ in rewritten}), "file")
@@ -475,7 +463,7 @@ def fix(
             else "none left to fix by hand"
         )
         say(f"{done}; {left}.")
-    if verbose:
+    if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.errors:
         sys.exit(EXIT_ERROR)

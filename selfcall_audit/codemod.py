@@ -529,15 +529,6 @@ def _imported_name(module: cst.Module, helper: Helper) -> str | None:
     return None
 
 
-def _imports_helper(node: cst.CSTNode, helper: Helper, local: str) -> bool:
-    if not isinstance(node, cst.ImportFrom) or _module_name(node) != helper.module:
-        return False
-    return any(
-        _dotted_name(alias.name) == helper.name and (alias.evaluated_alias or helper.name) == local
-        for alias in (node.names if not isinstance(node.names, cst.ImportStar) else ())
-    )
-
-
 def _is_import_line(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body

@@ -170,13 +170,10 @@ class Resolver:
         )
 
     # classes and instances ---------------------------------------------------------------
-    def all_classes(self) -> list[ClassRef]:
-        return [ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes]
-
     def children(self) -> dict[ClassRef, list[ClassRef]]:
         if self._children is None:
             children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
-            for ref in self.all_classes():
+            for ref in (ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes):
                 for base in self.index.bases(ref):
                     if isinstance(base, ClassRef):
                         children[base].append(ref)
