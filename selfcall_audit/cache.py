@@ -17,8 +17,9 @@ import marshal
 import os
 import shutil
 import tempfile
-from dataclasses import fields, is_dataclass
-from functools import lru_cache
+from collections.abc import Iterable
+from dataclasses import fields
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -96,32 +97,54 @@ def _schema_for(cls_or_name: type | str) -> _Schema:
     return _REPORT_SCHEMA if cls_or_name in known else _analysis_schema()
 
 
-def _encode(value: Any) -> Any:
-    """A dataclass becomes (name, *fields); tuples of dataclasses are encoded item by item."""
-    if type(value) is tuple:
-        return tuple(_encode(item) for item in value) if value and is_dataclass(value[0]) else value
-    if not is_dataclass(value):
-        return value
-    names = _schema_for(type(value)).fields[type(value)]
-    return (type(value).__name__, *(_encode(getattr(value, name)) for name in names))
+@cache
+def _plan(name: str) -> tuple[type, tuple[tuple[str, str | None, bool], ...]]:
+    """The class named `name` and, per field: its name, the class name a nested value has (None
+    for plain data) and whether the field is a tuple of them; worked out once per class."""
+    schema = _schema_for(name)
+    cls = schema.types[name]
+    nested = schema.nested.get(cls, {})
+    steps = []
+    for field_name in schema.fields[cls]:
+        spec = nested.get(field_name)
+        steps.append((field_name, spec and spec.rstrip("*"), bool(spec and spec.endswith("*"))))
+    return cls, tuple(steps)
+
+
+def _encode(value: Any) -> tuple:
+    """A dataclass becomes (name, *fields), nested dataclasses likewise."""
+    name = type(value).__name__
+    encoded: list[Any] = [name]
+    for field_name, nested, many in _plan(name)[1]:
+        item = getattr(value, field_name)
+        if nested is None:
+            encoded.append(item)
+        elif many:
+            encoded.append(tuple(_encode(element) for element in item))
+        else:
+            encoded.append(_encode(item))
+    return tuple(encoded)
+
+
+def _encode_all(values: Iterable[Any]) -> tuple:
+    return tuple(_encode(value) for value in values)
 
 
 def _decode(value: tuple, expected: str) -> Any:
     """The inverse of `_encode` for one dataclass, checked against the type the schema expects."""
     if value[0] != expected:
         raise TypeError(f"{value[0]} where {expected} was expected")
-    schema = _schema_for(expected)
-    cls = schema.types[expected]
-    nested = schema.nested.get(cls, {})
+    cls, steps = _plan(expected)
+    if len(value) != len(steps) + 1:
+        raise ValueError(f"{expected} with {len(value) - 1} fields where {len(steps)} were expected")
     args = []
-    for name, item in zip(schema.fields[cls], value[1:], strict=True):
-        spec = nested.get(name)
-        if spec is None:
+    for (_, nested, many), item in zip(steps, value[1:]):
+        if nested is None:
             args.append(item)
-        elif spec.endswith("*"):
-            args.append(tuple(_decode(element, spec[:-1]) for element in item))
+        elif many:
+            args.append(tuple(_decode(element, nested) for element in item))
         else:
-            args.append(_decode(item, spec))
+            args.append(_decode(item, nested))
     return cls(*args)
 
 
@@ -241,7 +264,7 @@ class FactsCache:
             return None
 
     def put_snapshot(self, fingerprint: str, result: dict[str, Any]) -> None:
-        encoded = {key: _encode(tuple(v)) if isinstance(v, list) else v for key, v in result.items()}
+        encoded = {key: _encode_all(v) if isinstance(v, list) else v for key, v in result.items()}
         self._new[self.folder / "snapshot.dat"] = {"fingerprint": fingerprint, **encoded}
 
     def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, str]] | None:
@@ -254,7 +277,7 @@ class FactsCache:
             return None
 
     def put_instances(self, key: str, instances: list[AgentInstance], errors: dict[str, str]) -> None:
-        self._put("instances", key, {"instances": _encode(tuple(instances)), "errors": errors})
+        self._put("instances", key, {"instances": _encode_all(instances), "errors": errors})
 
     def imports(self) -> dict[str, list[Any]]:
         """path → [size, mtime, import lines]: which files import what, without reading them."""

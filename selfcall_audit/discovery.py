@@ -36,6 +36,8 @@ ALWAYS_SKIPPED_DIRS = frozenset(
 )
 SOURCE_SUFFIXES = (".py",)
 CONFIG_SUFFIXES = (".yaml", ".yml")
+READ_SUFFIXES = SOURCE_SUFFIXES + CONFIG_SUFFIXES
+_READ_SUFFIXES = tuple(s.encode() for s in READ_SUFFIXES)
 
 
 def find_root(start: Path) -> Path:
@@ -61,13 +63,17 @@ def _git_files(root: Path) -> list[str] | None:
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
-    names = {name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name}
+    names = {
+        name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name.endswith(_READ_SUFFIXES)
+    }
     # The index still lists files deleted in the work tree: they are not part of what is scanned.
-    return sorted(name for name in names if os.path.lexists(root / name))
+    prefix = f"{root}{os.sep}"
+    return sorted(name for name in names if os.path.lexists(prefix + name))
 
 
 def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
-    """Every file under the root, following symbolic links that stay inside it, each folder once."""
+    """Every Python and YAML file under the root, following symbolic links that stay inside it, each
+    folder once."""
     found: list[str] = []
     seen_dirs: set[tuple[int, int]] = set()
     real_root = os.path.realpath(root)
@@ -95,8 +101,9 @@ def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
         )
         rel_dir = os.path.relpath(dirpath, root)
         for name in filenames:
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            found.append(rel.replace(os.sep, "/"))
+            if name.endswith(READ_SUFFIXES):
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+                found.append(rel.replace(os.sep, "/"))
     return sorted(found)
 
 
@@ -109,8 +116,8 @@ def _stays_inside(folder: str, real_root: str) -> bool:
 
 
 def list_project_files(root: Path) -> tuple[list[str], dict[str, str]]:
-    """Every file of the project, as root-relative POSIX paths (git's view when it is a checkout),
-    and the folders that could not be listed, with the reason."""
+    """Every Python and YAML file of the project, as root-relative POSIX paths (git's view when it
+    is a checkout), and the folders that could not be listed, with the reason."""
     errors: dict[str, str] = {}
     files = _git_files(root)
     return (files if files is not None else _walk_files(root, errors)), errors

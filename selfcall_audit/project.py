@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +18,8 @@ from .findings import AgentInfo, Finding, InputError, code_selected
 from .prefilter import import_lines, importers, mentions_any, word_matcher
 
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
+    from concurrent.futures import Executor
+
     from .facts import ModuleFacts
     from .gym_config import AgentInstance, Node
     from .index import ClassRef, Index
@@ -78,6 +79,8 @@ class Project:
         self._stats: dict[str, tuple[int, int]] = {}
         self.files_parsed = 0
         self.cache = FactsCache.open(root / settings.cache_dir) if settings.cache_dir else None
+        self._pool: Executor | None = None
+        self._pool_size = 0
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
@@ -114,9 +117,7 @@ class Project:
             else:
                 misses.append((rel, data, key))
         keys = {rel: key for rel, _, key in misses}
-        for done, (rel, result) in enumerate(
-            _extract_all([(r, d) for r, d, _ in misses], self.settings.jobs)
-        ):
+        for done, (rel, result) in enumerate(self._extract([(r, d) for r, d, _ in misses])):
             if self.progress:
                 self.progress(rel, done + 1, len(misses))
             self.files_parsed += 1
@@ -128,11 +129,30 @@ class Project:
                 if self.cache:
                     self.cache.put_facts(rel, keys[rel], result)
 
-    def _parse_yaml(self, rel: str) -> list[Node]:
-        from .gym_config import parse_yaml
+    def _workers(self, batch: int) -> Executor | None:
+        """The worker processes, started for the first batch large enough to repay them (and only
+        where this process may start any: flake8 runs plugins in daemonic workers, which may not);
+        once started, every batch of two or more files is shared out."""
+        if self._pool is not None:
+            return self._pool if batch >= 2 else None
+        workers = self.settings.jobs or os.cpu_count() or 1
+        if workers < 2 or batch < _PARALLEL_MIN_FILES:
+            return None
+        import multiprocessing  # only now: it costs a warm run more than the rest of its imports
+        from concurrent.futures import ProcessPoolExecutor
 
-        data = self.read(rel)
-        return [] if data is None else parse_yaml(rel, data)
+        if multiprocessing.current_process().daemon or "fork" not in multiprocessing.get_all_start_methods():
+            return None
+        self._pool_size = min(workers, batch // (_PARALLEL_MIN_FILES // 2))
+        self._pool = ProcessPoolExecutor(self._pool_size, mp_context=multiprocessing.get_context("fork"))
+        return self._pool
+
+    def _extract(self, items: list[tuple[str, bytes]]) -> Iterable[tuple[str, ModuleFacts | str]]:
+        pool = self._workers(len(items))
+        if pool is None:
+            return map(_extract_job, items)
+        chunks = max(1, len(items) // (self._pool_size * 4))
+        return list(pool.map(_extract_job, items, chunksize=chunks))
 
     # pipeline ----------------------------------------------------------------------------
     def analyze(self, paths: Iterable[Path] = (), inventory: bool = False) -> Report:
@@ -150,7 +170,12 @@ class Project:
         if stored is not None and (stored["agents"] is not None or not inventory):
             result = Analysis(**stored)
         else:
-            result = self._analyze(files, scopes, whole, inventory)
+            try:
+                result = self._analyze(files, scopes, whole, inventory)
+            finally:
+                if self._pool is not None:
+                    self._pool.shutdown(cancel_futures=True)
+                    self._pool = None
             if self.cache:
                 if whole and fingerprint:
                     self.cache.put_snapshot(fingerprint, vars(result))
@@ -195,24 +220,26 @@ class Project:
             digest.update(f"{rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
 
-    def _instances(self, files: FileSet) -> list[AgentInstance]:
-        """Server instances of every YAML config, reused while no config file changes."""
+    def _instances(self, files: FileSet, background: bool) -> Callable[[], list[AgentInstance]]:
+        """Server instances of every YAML config, reused while no config file changes; worked out
+        by a worker process while this one parses, when `background` and the workers pay."""
         key = self._fingerprint(files, files.configs) if self.cache else None
         stored = self.cache.instances(key) if self.cache and key else None
         if stored is not None:
-            instances, errors = stored
-        else:
-            from .gym_config import ConfigSet
+            self.errors.update(stored[1])
+            return lambda: stored[0]
+        job = (self.root, files.configs, self.settings.max_file_size)
+        pool = self._workers(len(files.sources)) if background else None
+        pending = pool.submit(_instances_job, *job) if pool else None
 
-            configs = ConfigSet(self._parse_yaml, lambda rel: (self.root / rel).exists())
-            instances = configs.instances(
-                tuple(rel for rel in files.configs if mentions_any(self.read(rel), _CONFIG_TOKENS))
-            )
-            errors = configs.errors
+        def result() -> list[AgentInstance]:
+            instances, errors = pending.result() if pending else _instances_job(*job)
+            self.errors.update(errors)
             if self.cache and key:
                 self.cache.put_instances(key, instances, errors)
-        self.errors.update(errors)
-        return instances
+            return instances
+
+        return functools.cache(result)
 
     def _import_lines(self, sources: Iterable[str]) -> Iterable[tuple[str, bytes | None]]:
         """Each file's import lines, from a stat-keyed index so unchanged files are not read."""
@@ -236,14 +263,16 @@ class Project:
         self.errors.update(files.errors)
         index = Index(set(files.modules), self._facts)
         index.agent_bases = frozenset(settings.agent_bases)
-        instances = self._instances(files)
-        resolver = Resolver(index, settings, instances, self._subclass_finder(files.sources), self.read)
-        targets = None if whole else self._scoped_modules(files.sources, scopes, instances, resolver)
+        instances = self._instances(files, background=whole)
+        targets = None
+        if not whole:
+            resolver = Resolver(index, settings, instances(), self._subclass_finder(files.sources), self.read)
+            targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
         if targets is None:
             targets = self._agent_modules(files.sources, index)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
-            resolver = Resolver(index, settings, instances, find_subclasses=None, read=self.read)
+            resolver = Resolver(index, settings, instances(), find_subclasses=None, read=self.read)
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
@@ -268,7 +297,7 @@ class Project:
                 for klass in module.classes
                 if _is_agent_class(index, ClassRef(rel, klass.name))
             ),
-            agents=self._inventory(index, resolver, instances) if inventory else None,
+            agents=self._inventory(index, resolver, instances()) if inventory else None,
         )
 
     def _scoped_modules(
@@ -384,21 +413,27 @@ def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
         return rel, str(exc)
 
 
-def _extract_all(items: list[tuple[str, bytes]], jobs: int) -> Iterable[tuple[str, ModuleFacts | str]]:
-    """Parse in worker processes when there are enough files to repay starting them (and when
-    this process may start any: flake8 runs plugins in daemonic workers, which may not)."""
-    workers = jobs or os.cpu_count() or 1
-    if (
-        workers < 2
-        or len(items) < _PARALLEL_MIN_FILES
-        or multiprocessing.current_process().daemon
-        or "fork" not in multiprocessing.get_all_start_methods()
-    ):
-        return map(_extract_job, items)
-    workers = min(workers, len(items) // (_PARALLEL_MIN_FILES // 2))
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
-    with pool:
-        return list(pool.map(_extract_job, items, chunksize=max(1, len(items) // (workers * 4))))
+def _instances_job(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[list[AgentInstance], dict]:
+    """The instances the configs define, and the files that could not be read or parsed."""
+    from .gym_config import ConfigSet, parse_yaml
+
+    errors: dict[str, str] = {}
+
+    @functools.cache
+    def read(rel: str) -> bytes | None:
+        try:
+            return read_file(root / rel, max_size)
+        except UnreadableFile as exc:
+            errors[rel] = str(exc)
+            return None
+
+    def parse(rel: str) -> list[Node]:
+        data = read(rel)
+        return [] if data is None else parse_yaml(rel, data)
+
+    config_set = ConfigSet(parse, lambda rel: (root / rel).exists())
+    instances = config_set.instances(tuple(rel for rel in configs if mentions_any(read(rel), _CONFIG_TOKENS)))
+    return instances, {**errors, **config_set.errors}
 
 
 def _selected(code: str, settings: Settings) -> bool:

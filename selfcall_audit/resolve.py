@@ -146,6 +146,7 @@ class Resolver:
         self._children: dict[ClassRef, list[ClassRef]] | None = None
         self._inlined: dict[int, tuple[CallFact, ...]] = {}
         self._running: dict[ClassRef, list[AgentInstance]] = {}
+        self._mapped_all = False
 
     def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
         """The function's calls; their callees with local bindings substituted."""
@@ -236,13 +237,15 @@ class Resolver:
         if ref in self._running:
             return self._running[ref]
         if self.find_subclasses is None:  # a whole-project run: map every entrypoint once
-            for instance in self.instances:
-                for served in self.served_classes(instance):
-                    for owner in self.index.mro(served):
-                        self._running.setdefault(owner, [])
-                        if instance not in self._running[owner]:
-                            self._running[owner].append(instance)
-            return self._running.setdefault(ref, [])
+            if not self._mapped_all:
+                self._mapped_all = True
+                running: dict[ClassRef, dict[AgentInstance, None]] = {}
+                for instance in self.instances:
+                    for served in self.served_classes(instance):
+                        for owner in self.index.mro(served):
+                            running.setdefault(owner, {})[instance] = None
+                self._running.update((owner, list(found)) for owner, found in running.items())
+            return self._running.get(ref, [])
         names = {ref.name, *(c.name for c in self._descendants(ref))}
         entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
         loaded: set[str] = set()
