@@ -11,12 +11,8 @@ so concurrent runs never see half a file; the folder ignores itself for git as r
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import marshal
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import fields
 from functools import cache, lru_cache
@@ -24,6 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__
+
+try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - an interpreter without it
+    from hashlib import blake2b
 from .findings import AgentInfo, Evidence, Finding
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 def code_version() -> str:
     """The version plus a hash of the analysis code: a development install whose extraction or
     resolution changed must not reuse results of the old code."""
-    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    digest = blake2b(__version__.encode(), digest_size=8)
     for source in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(source.read_bytes())
     return f"{__version__}-{digest.hexdigest()}"
@@ -43,7 +44,7 @@ def code_version() -> str:
 
 def content_key(path: str, data: bytes) -> str:
     """Results depend on the bytes and on the path they are reported under."""
-    digest = hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=16)
+    digest = blake2b(path.encode("utf-8", "surrogateescape"), digest_size=16)
     digest.update(b"\0")
     digest.update(data)
     return digest.hexdigest()
@@ -174,7 +175,13 @@ def _signing_key() -> bytes | None:
 
 
 def _signature(key: bytes, payload: bytes) -> bytes:
-    return hashlib.blake2b(payload, key=key[:64], digest_size=16).hexdigest().encode()
+    return blake2b(payload, key=key[:64], digest_size=16).hexdigest().encode()
+
+
+def _same(key: bytes, a: bytes, b: bytes) -> bool:
+    """A comparison whose time tells nothing about where the inputs differ (hmac's double-MAC way:
+    hmac itself would load OpenSSL)."""
+    return blake2b(a, key=key[:64]).digest() == blake2b(b, key=key[:64]).digest()
 
 
 def _load(path: Path, key: bytes) -> Any:
@@ -182,7 +189,7 @@ def _load(path: Path, key: bytes) -> Any:
     this tool wrote reach `marshal` (it is not meant for data from elsewhere)."""
     try:
         signature, _, payload = path.read_bytes().partition(b"\n")
-        if not hmac.compare_digest(signature, _signature(key, payload)):
+        if not _same(key, signature, _signature(key, payload)):
             return None
         return marshal.loads(payload)
     except (OSError, ValueError, EOFError, TypeError):
@@ -190,6 +197,8 @@ def _load(path: Path, key: bytes) -> Any:
 
 
 def _dump(path: Path, key: bytes, value: Any) -> None:
+    import tempfile
+
     payload = marshal.dumps(value, 4)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -305,6 +314,8 @@ class FactsCache:
         self._new.clear()
 
     def _prune(self) -> None:
+        import shutil
+
         for old in self.root.glob("v*"):
             if old != self.folder and old.is_dir():
                 shutil.rmtree(old, ignore_errors=True)

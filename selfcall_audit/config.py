@@ -7,15 +7,20 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 BASE_MODULES = ("nemo_gym.base_responses_api_agent", "nemo_gym.agents.base_responses_api_agent")
 BASE_CLASSES = ("SimpleResponsesAPIAgent", "BaseResponsesAPIAgent")
 
 DEFAULT_TEST_PATTERNS = ("tests/", "test_*.py", "*_test.py", "conftest.py")
+
+
+def _toml() -> Any:
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return tomllib
+    import tomli  # pragma: no cover - exercised on 3.10 only
+
+    return tomli
 
 
 class ConfigError(Exception):
@@ -102,8 +107,11 @@ def load_settings(root: Path, config_file: Path | None = None) -> Settings:
             raise ConfigError(f"config file not found: {config_file}")
         return Settings()
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+        if config_file is None and "selfcall-audit" not in text:
+            return Settings(config_file=str(path))  # no table of ours: not worth a TOML parser
+        data = _toml().loads(text)
+    except (OSError, ValueError) as exc:  # ValueError: undecodable text, TOMLDecodeError
         raise ConfigError(f"cannot read {path.name}: {exc}") from exc
     table = data.get("tool", {}).get("selfcall-audit")
     if table is None and path.name != "pyproject.toml":

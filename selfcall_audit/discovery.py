@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -50,25 +51,39 @@ def find_root(start: Path) -> Path:
     return folder
 
 
+_GIT_LISTING = ("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+_started: dict[Path, subprocess.Popen[bytes]] = {}
+
+
+def start_listing(root: Path) -> None:
+    """Start git's listing of a checkout now, so it runs while the caller loads what it needs."""
+    if root not in _started and (root / ".git").exists():
+        with contextlib.suppress(OSError):
+            _started[root] = subprocess.Popen(
+                _GIT_LISTING, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+            )
+
+
 def _git_files(root: Path) -> list[str] | None:
-    if not (root / ".git").exists():
+    start_listing(root)
+    process = _started.pop(root, None)
+    if process is None:
         return None
     try:
-        out = subprocess.run(
-            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            cwd=root,
-            capture_output=True,
-            timeout=30,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+        out, _ = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
         return None
-    names = {
-        name.decode("utf-8", "surrogateescape") for name in out.split(b"\0") if name.endswith(_READ_SUFFIXES)
-    }
-    # The index still lists files deleted in the work tree: they are not part of what is scanned.
-    prefix = f"{root}{os.sep}"
-    return sorted(name for name in names if os.path.lexists(prefix + name))
+    if process.returncode != 0:
+        return None
+    return sorted(
+        {
+            name.decode("utf-8", "surrogateescape")
+            for name in out.split(b"\0")
+            if name.endswith(_READ_SUFFIXES)
+        }
+    )
 
 
 def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
@@ -115,12 +130,26 @@ def _stays_inside(folder: str, real_root: str) -> bool:
     return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-def list_project_files(root: Path) -> tuple[list[str], dict[str, str]]:
+def list_project_files(root: Path) -> tuple[dict[str, tuple[int, int] | None], dict[str, str]]:
     """Every Python and YAML file of the project, as root-relative POSIX paths (git's view when it
-    is a checkout), and the folders that could not be listed, with the reason."""
+    is a checkout) with its size and modification time (None when it cannot be had: reading it
+    will say why), and the folders that could not be listed, with the reason."""
     errors: dict[str, str] = {}
-    files = _git_files(root)
-    return (files if files is not None else _walk_files(root, errors)), errors
+    names = _git_files(root)
+    if names is None:
+        names = _walk_files(root, errors)
+    prefix = f"{root}{os.sep}"
+    listed: dict[str, tuple[int, int] | None] = {}
+    for name in names:
+        try:
+            stat_result = os.stat(prefix + name)
+        except OSError:
+            # git's index still lists files deleted in the work tree: they are not scanned.
+            if os.path.lexists(prefix + name):
+                listed[name] = None
+            continue
+        listed[name] = (stat_result.st_size, stat_result.st_mtime_ns)
+    return listed, errors
 
 
 class UnreadableFile(Exception):
@@ -198,6 +227,7 @@ class FileSet:
     configs: tuple[str, ...]  # YAML files that may define server instances
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
     errors: dict[str, str] = field(default_factory=dict)  # folders that could not be listed: SCA900
+    stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # size and mtime of listed files
 
 
 def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]) -> FileSet:
@@ -209,6 +239,7 @@ def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_glo
     modules: set[str] = set()
     globs = tuple(config_globs)
     listed, errors = list_project_files(root)
+    stats = {rel: stat for rel, stat in listed.items() if stat is not None}
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
             modules.add(rel)
@@ -216,7 +247,7 @@ def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_glo
                 sources.append(rel)
         elif rel.endswith(CONFIG_SUFFIXES) and matches_any(rel, globs) and not matches_any(rel, exclude):
             configs.append(rel)
-    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors)
+    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats)
 
 
 def in_scope(rel_path: str, scopes: tuple[str, ...]) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -11,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cache import FactsCache, code_version, content_key
+from .cache import FactsCache, blake2b, code_version, content_key
 from .config import Settings
 from .discovery import FileSet, UnreadableFile, discover, in_scope, read_file
 from .findings import AgentInfo, Finding, InputError, code_selected
@@ -164,7 +163,7 @@ class Project:
         files = discover(
             self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs
         )
-        self._stats = self._stat_all(files) if self.cache else {}
+        self._stats = files.stats
         fingerprint = self._fingerprint(files) if self.cache else None
         stored = self.cache.snapshot(fingerprint) if self.cache and fingerprint else None
         if stored is not None and (stored["agents"] is not None or not inventory):
@@ -198,20 +197,9 @@ class Project:
             suppressed=result.suppressed,
         )
 
-    def _stat_all(self, files: FileSet) -> dict[str, tuple[int, int]]:
-        stats = {}
-        prefix = f"{self.root}{os.sep}"
-        for rel in sorted(files.modules | set(files.configs)):
-            try:
-                stat = os.stat(prefix + rel)
-            except OSError:
-                continue
-            stats[rel] = (stat.st_size, stat.st_mtime_ns)
-        return stats
-
     def _fingerprint(self, files: FileSet, only: Iterable[str] | None = None) -> str | None:
         """What a result depends on: tool, settings, and each file's size and modification time."""
-        digest = hashlib.blake2b(digest_size=16)
+        digest = blake2b(digest_size=16)
         digest.update(repr((code_version(), _analysis_settings(self.settings), files.sources)).encode())
         for rel in sorted(files.modules | set(files.configs)) if only is None else only:
             if rel not in self._stats:
