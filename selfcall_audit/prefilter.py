@@ -56,12 +56,26 @@ def word_matcher(names: Iterable[str]) -> Callable[[bytes | None], bool]:
     )
 
 
-_IMPORT_LINE = re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*")
-
-
 def import_lines(data: bytes | None) -> bytes:
-    """Just the import statements' first lines: all `importers` looks at."""
-    return b"\n".join(_IMPORT_LINE.findall(data or b""))
+    """Just the lines that start an import statement (`from`/`import` after indentation): all
+    `importers` looks at. Found by searching for the two words, many times faster than a
+    multi-line regex over every file."""
+    if not data:
+        return b""
+    starts = set()
+    for word in (b"import", b"from"):
+        after = len(word)
+        at = data.find(word)
+        while at != -1:
+            start = data.rfind(b"\n", 0, at) + 1
+            if data[at + after : at + after + 1] in (b" ", b"\t") and not data[start:at].strip(b" \t"):
+                starts.add(start)
+            at = data.find(word, at + after)
+    lines = []
+    for start in sorted(starts):
+        end = data.find(b"\n", start)
+        lines.append(data[start : len(data) if end == -1 else end])
+    return b"\n".join(lines)
 
 
 def importers(modules: Iterable[str], files: Iterable[tuple[str, bytes | None]]) -> list[str]:

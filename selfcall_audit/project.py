@@ -229,19 +229,21 @@ class Project:
 
         return functools.cache(result)
 
-    def _import_lines(self, sources: Iterable[str]) -> Iterable[tuple[str, bytes | None]]:
+    def _import_lines(self, sources: Iterable[str]) -> list[tuple[str, bytes | None]]:
         """Each file's import lines, from a stat-keyed index so unchanged files are not read."""
         index = self.cache.imports() if self.cache else {}
+        found = []
         for rel in sources:
             stat = self._stats.get(rel)
             entry = index.get(rel)
             if entry is not None and stat is not None and (entry[0], entry[1]) == stat:
-                yield rel, entry[2].encode("utf-8", "surrogateescape")
+                found.append((rel, entry[2].encode("utf-8", "surrogateescape")))
                 continue
             lines = import_lines(self.read(rel))
             if self.cache and stat is not None:
                 self.cache.put_import_lines(rel, stat, lines.decode("utf-8", "surrogateescape"))
-            yield rel, lines
+            found.append((rel, lines))
+        return found
 
     def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
         from .index import ClassRef, Index
@@ -258,6 +260,8 @@ class Project:
             targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
         if targets is None:
             targets = self._agent_modules(files.sources, index)
+            if self.cache:  # every file was read: index its imports for the one-file runs to come
+                self._import_lines(files.sources)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
             resolver = Resolver(index, settings, instances(), find_subclasses=None, read=self.read)

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfcall_audit.prefilter import importers, word_matcher
+from selfcall_audit.prefilter import import_lines, importers, word_matcher
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -75,6 +75,27 @@ def test_word_matcher_agrees_with_a_plain_word_search(names: list[str], text: st
     expected = any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
 
     assert word_matcher(names)(text.encode()) is expected
+
+
+source_lines = st.lists(
+    st.tuples(
+        st.sampled_from(["", "    ", "\t", " # ", "x = "]),
+        st.sampled_from(["from", "import", "fromage", "imports", "From", ""]),
+        st.sampled_from([" ", "\t", "", "("]),
+        st.sampled_from(["a.b import c", "os", "x \\", "(\n    y,\n)", "", "import"]),
+        st.sampled_from(["\n", "\r\n", ""]),
+    ).map("".join),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(text=source_lines)
+def test_import_lines_are_the_lines_starting_with_from_or_import(text: str) -> None:
+    """The word search finds exactly the lines a line-anchored regex finds, in order."""
+    expected = b"\n".join(re.findall(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*", text.encode()))
+
+    assert import_lines(text.encode()) == expected
 
 
 def test_importers_by_dotted_tail_and_by_sibling_name() -> None:
