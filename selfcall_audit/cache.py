@@ -197,14 +197,17 @@ def _load(path: Path, key: bytes) -> Any:
 
 
 def _dump(path: Path, key: bytes, value: Any) -> None:
-    import tempfile
-
+    """Written under a name of its own, then renamed over the entry: readers see all or nothing."""
     payload = marshal.dumps(value, 4)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(_signature(key, payload) + b"\n" + payload)
-    os.replace(temp, path)
+    temp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        with open(temp, "xb") as handle:
+            handle.write(_signature(key, payload) + b"\n" + payload)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 class FactsCache:
@@ -253,13 +256,15 @@ class FactsCache:
     def put_facts(self, path: str, key: str, facts: ModuleFacts) -> None:
         self._put("facts", key, _encode(facts))
 
-    def snapshot(self, fingerprint: str) -> dict[str, Any] | None:
-        """The last whole-project result, if it was computed for exactly these files and settings."""
+    def snapshot(self, fingerprint: str | None) -> dict[str, Any] | None:
+        """The last whole-project result, if it was computed for exactly these files and settings
+        (any fingerprint: whatever it was computed for, with its "fingerprint")."""
         try:
             found = _load(self.folder / "snapshot.dat", self.key)
-            if found is None or found.get("fingerprint") != fingerprint:
+            if found is None or fingerprint not in (None, found["fingerprint"]):
                 return None
             return {
+                "fingerprint": found["fingerprint"],
                 "findings": [_decode(f, "Finding") for f in found["findings"]],
                 "suppressed": found["suppressed"],
                 "errors": dict(found["errors"]),
@@ -272,9 +277,17 @@ class FactsCache:
         except (OSError, AttributeError, KeyError, TypeError, ValueError, IndexError):
             return None
 
-    def put_snapshot(self, fingerprint: str, result: dict[str, Any]) -> None:
+    def observed(self, fingerprint: str) -> dict[str, Any] | None:
+        """What the run behind the snapshot of this fingerprint saw of each file (see `reuse`)."""
+        found = _load(self.folder / "observed.dat", self.key)
+        if not isinstance(found, dict) or found.get("fingerprint") != fingerprint:
+            return None
+        return found.get("observed")
+
+    def put_snapshot(self, fingerprint: str, result: dict[str, Any], observed: dict[str, Any] | None) -> None:
         encoded = {key: _encode_all(v) if isinstance(v, list) else v for key, v in result.items()}
-        self._new[self.folder / "snapshot.dat"] = {"fingerprint": fingerprint, **encoded}
+        self._new[self.folder / "snapshot.dat"] = {**encoded, "fingerprint": fingerprint}
+        self._new[self.folder / "observed.dat"] = {"fingerprint": fingerprint, "observed": observed}
 
     def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, str]] | None:
         try:

@@ -12,8 +12,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from posixpath import normpath
+from typing import TYPE_CHECKING
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 AGENT_TYPE = "responses_api_agents"
 MISSING = "???"
@@ -42,7 +44,6 @@ _STANDARD_TAGS = frozenset(
         "set",
     )
 )
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ConfigFileError(Exception):
@@ -100,7 +101,7 @@ def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) ->
     depth += 1
     if node.tag not in _STANDARD_TAGS:
         raise ConfigFileError(f"line {node.start_mark.line + 1}: unknown YAML tag {node.tag!r} (not loaded)")
-    if isinstance(node, yaml.MappingNode):
+    if node.id == "mapping":
         result = Node()
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
@@ -117,7 +118,7 @@ def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) ->
             result[key] = _to_python(value_node, path, budget, depth)
             result.where[key] = Where(path, key_node.start_mark.line + 1)
         return result
-    if isinstance(node, yaml.SequenceNode):
+    if node.id == "sequence":
         return [_to_python(item, path, budget, depth) for item in node.value]
     return (
         node.value
@@ -134,8 +135,10 @@ def parse_yaml(path: str, data: bytes) -> list[Node]:
         raise ConfigFileError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if _nesting_bound(text) > _COMPOSER_SAFE_DEPTH:
         raise ConfigFileError(f"YAML nested more than {_MAX_DEPTH} levels deep (not loaded)")
+    import yaml  # here: a run whose instances are cached does not need it
+
     try:
-        documents = list(yaml.compose_all(text, Loader=_Loader))
+        documents = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"invalid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:

@@ -56,6 +56,16 @@ def word_matcher(names: Iterable[str]) -> Callable[[bytes | None], bool]:
     )
 
 
+def names_found(names: Iterable[str]) -> Callable[[bytes | None], frozenset[str]]:
+    """Which of `names` the text holds as whole words: for ASCII names, `word_matcher(some)`
+    answers True exactly when this set meets `some`."""
+    alternatives = _trie(n.encode() for n in set(names) if n)
+    if not alternatives:
+        return lambda data: frozenset()
+    as_word = re.compile(rb"\b(?:" + alternatives + rb")\b")
+    return lambda data: frozenset(m.decode() for m in as_word.findall(data or b""))
+
+
 def import_lines(data: bytes | None) -> bytes:
     """Just the lines that start an import statement (`from`/`import` after indentation): all
     `importers` looks at. Found by searching for the two words, many times faster than a

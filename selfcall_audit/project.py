@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on 
     from .gym_config import AgentInstance, Node
     from .index import ClassRef, Index
     from .resolve import Resolver
+    from .reuse import Observed
 
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
 _PARALLEL_MIN_FILES = 24
@@ -75,6 +76,8 @@ class Project:
         self.errors: dict[str, str] = {}
         self._bytes: dict[str, bytes] = {}
         self._facts_memo: dict[str, ModuleFacts | None] = {}
+        self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
+        self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         self._stats: dict[str, tuple[int, int]] = {}
         self.files_parsed = 0
         self.cache = FactsCache.open(root / settings.cache_dir) if settings.cache_dir else None
@@ -109,7 +112,7 @@ class Project:
             if data is None:
                 self._facts_memo[rel] = None
                 continue
-            key = content_key(rel, data)
+            key = self._keys[rel] = content_key(rel, data)
             cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
                 self._facts_memo[rel] = cached
@@ -165,10 +168,8 @@ class Project:
         )
         self._stats = files.stats
         fingerprint = self._fingerprint(files) if self.cache else None
-        stored = self.cache.snapshot(fingerprint) if self.cache and fingerprint else None
-        if stored is not None and (stored["agents"] is not None or not inventory):
-            result = Analysis(**stored)
-        else:
+        result = self._stored(files, fingerprint, inventory)
+        if result is None:
             try:
                 result = self._analyze(files, scopes, whole, inventory)
             finally:
@@ -177,7 +178,7 @@ class Project:
                     self._pool = None
             if self.cache:
                 if whole and fingerprint:
-                    self.cache.put_snapshot(fingerprint, vars(result))
+                    self.cache.put_snapshot(fingerprint, vars(result), self._observed)
                 self.cache.save(prune=whole)
         findings = [
             f
@@ -196,6 +197,43 @@ class Project:
             seconds=time.perf_counter() - started,
             suppressed=result.suppressed,
         )
+
+    def _stored(self, files: FileSet, fingerprint: str | None, inventory: bool) -> Analysis | None:
+        """The last whole-project result, when it was computed for these very files or still
+        holds for them as they are now (then kept again under their new fingerprint)."""
+        stored = self.cache.snapshot(None) if self.cache and fingerprint else None
+        if stored is None or (stored["agents"] is None and inventory):
+            return None
+        then = stored.pop("fingerprint")
+        if then == fingerprint:
+            return Analysis(**stored)
+        from .reuse import still_holds
+
+        observed = still_holds(
+            self.cache.observed(then),
+            self._setup(files),
+            self._stats,
+            files.sources,
+            unusable={*files.configs, *stored["errors"]},
+            base_tokens=_base_tokens(self.settings),
+            read=self.read,
+            facts_now=self._facts,
+            facts_then=self.cache.facts,
+        )
+        if observed is None:
+            return None
+        result = Analysis(**stored)
+        self.cache.put_snapshot(fingerprint, vars(result), observed)
+        self.cache.save(prune=False)
+        return result
+
+    def _setup(self, files: FileSet) -> str:
+        """What a result depends on besides the files' contents: tool, settings, the file list."""
+        described = (code_version(), _analysis_settings(self.settings), files.sources, files.configs)
+        digest = blake2b(repr(described).encode("utf-8", "surrogateescape"), digest_size=16)
+        for rel in sorted(files.modules):
+            digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        return digest.hexdigest()
 
     def _fingerprint(self, files: FileSet, only: Iterable[str] | None = None) -> str | None:
         """What a result depends on: tool, settings, and each file's size and modification time."""
@@ -259,7 +297,7 @@ class Project:
             resolver = Resolver(index, settings, instances(), self._subclass_finder(files.sources), self.read)
             targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
         if targets is None:
-            targets = self._agent_modules(files.sources, index)
+            targets, named_bases, names = self._agent_modules(files.sources, index)
             if self.cache:  # every file was read: index its imports for the one-file runs to come
                 self._import_lines(files.sources)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
@@ -277,6 +315,19 @@ class Project:
                     suppressed += 1
                 else:
                     findings.append(finding)
+        if self.cache and whole:
+            from .reuse import observe
+
+            self._observed = observe(
+                self._setup(files),
+                self._stats,
+                files.sources,
+                {rel: self._keys[rel] for rel, facts in self._facts_memo.items() if facts is not None},
+                named_bases,
+                names,
+                resolver.posters,
+                self.read,
+            )
         return Analysis(
             findings=sorted(set(findings), key=lambda f: f.sort_key),
             suppressed=suppressed,
@@ -321,11 +372,14 @@ class Project:
         self.preload(targets)
         return targets
 
-    def _agent_modules(self, sources: tuple[str, ...], index: Index) -> list[str]:
-        """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so far."""
+    def _agent_modules(self, sources: tuple[str, ...], index: Index) -> tuple[list[str], list[str], set[str]]:
+        """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so far.
+        The modules to report on, the files that named a base and the agent names searched for."""
         from .index import ClassRef
 
-        pending = [rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))]
+        pending = named_bases = [
+            rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))
+        ]
         known: set[str] = set()
         parsed: list[str] = []
         while pending:
@@ -343,7 +397,7 @@ class Project:
             named = word_matcher(names)
             pending = [rel for rel in sources if rel not in done and named(self._bytes.get(rel))]
         # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
-        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)]
+        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)], named_bases, known
 
     def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], list[str]]:
         """The files that name a class: subclasses of it may be defined there."""

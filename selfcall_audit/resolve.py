@@ -147,6 +147,7 @@ class Resolver:
         self._inlined: dict[int, tuple[CallFact, ...]] = {}
         self._running: dict[ClassRef, list[AgentInstance]] = {}
         self._mapped_all = False
+        self.posters: dict[str, bool] = {}  # files asked whether they could post, and the answer
 
     def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
         """The function's calls; their callees with local bindings substituted."""
@@ -434,7 +435,11 @@ class Resolver:
 
     def _may_post(self, path: str) -> bool:
         """Could a module hold a helper that posts? Decided on its bytes, before parsing it."""
-        return self.read is None or mentions_any(self.read(path), POSTER_TOKENS)
+        if self.read is None:
+            return True
+        if path not in self.posters:
+            self.posters[path] = mentions_any(self.read(path), POSTER_TOKENS)
+        return self.posters[path]
 
     def _forwarding(self, target: FunctionRef) -> tuple[FunctionFacts, list[ClientCall]] | None:
         """A helper's client calls whose target or route come from its parameters."""

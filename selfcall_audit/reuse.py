@@ -1,0 +1,97 @@
+"""Does the last whole-project result still hold after some files changed? Answered without
+analysing again, from what that run saw of each file.
+
+A run is a function of the file list, the settings, the YAML configs, the facts of the files it
+parsed and a few yes/no questions it asked of file bytes: does a file name an agent base class,
+which agent names does it hold as words, could it post to a server client. If every changed file
+gives the answers the last run got (and its facts, when it was parsed, are equal), the run would
+take the same steps to the same findings. Most commits change files no analysis ever parses, or
+change an agent file without changing its facts (a comment, a docstring), so the one-file runs of
+pre-commit are answered as fast as an unchanged tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .cache import content_key
+from .prefilter import POSTER_TOKENS, mentions_any, names_found
+
+if TYPE_CHECKING:
+    from .facts import ModuleFacts
+
+# More changed files than this are analysed again: comparing them would cost as much.
+MAX_CHANGED = 20
+
+Observed = dict[str, Any]  # plain data, kept in the cache beside the snapshot
+
+
+def observe(
+    setup: str,
+    stats: Mapping[str, tuple[int, int]],
+    sources: Collection[str],
+    parsed: Mapping[str, str],
+    named_bases: Collection[str],
+    names: Collection[str],
+    posters: Mapping[str, bool],
+    read: Callable[[str], bytes | None],
+) -> Observed | None:
+    """What a whole run saw: `parsed` maps each parsed file to its content key, `named_bases` are
+    the sources that named an agent base, `names` every agent name the prefilter searched for,
+    `posters` the files asked whether they could post. None when it cannot be trusted later."""
+    if not all(name.isascii() for name in names):
+        return None  # `names_found` answers for word_matcher only with ASCII names
+    found = names_found(names)
+    return {
+        "setup": setup,
+        "stats": dict(stats),
+        "names": tuple(sorted(names)),
+        "parsed": {
+            rel: (key, rel in named_bases, tuple(sorted(found(read(rel)))) if rel in sources else ())
+            for rel, key in parsed.items()
+        },
+        "posters": dict(posters),
+    }
+
+
+def still_holds(
+    observed: Observed | None,
+    setup: str,
+    stats: Mapping[str, tuple[int, int]],
+    sources: Collection[str],
+    unusable: Collection[str],
+    base_tokens: tuple[bytes, ...],
+    read: Callable[[str], bytes | None],
+    facts_now: Callable[[str], ModuleFacts | None],
+    facts_then: Callable[[str, str], ModuleFacts | None],
+) -> Observed | None:
+    """The observations brought up to date when the result they belong to still holds for the
+    files as they are now; else None. `unusable`: the files a new look at cannot vouch for (YAML
+    configs, whose instances are not observed, and files that had errors)."""
+    if observed is None or observed["setup"] != setup:
+        return None
+    then = observed["stats"]
+    changed = [rel for rel in then.keys() | stats.keys() if then.get(rel) != stats.get(rel)]
+    if len(changed) > MAX_CHANGED:
+        return None
+    found = names_found(observed["names"])
+    parsed = dict(observed["parsed"])
+    for rel in changed:
+        data = read(rel) if rel not in unusable else None
+        if data is None:
+            return None
+        asked = observed["posters"].get(rel)
+        if asked is not None and mentions_any(data, POSTER_TOKENS) != asked:
+            return None
+        seen = parsed.get(rel)
+        if rel in sources:
+            answers = (mentions_any(data, base_tokens), tuple(sorted(found(data))))
+            if answers != ((seen[1], seen[2]) if seen else (False, ())):
+                return None
+        if seen is not None and content_key(rel, data) != seen[0]:
+            before, now = facts_then(rel, seen[0]), facts_now(rel)
+            if before is None or now is None or before != now:
+                return None
+            parsed[rel] = (content_key(rel, data), *seen[1:])
+    return {**observed, "stats": dict(stats), "parsed": parsed}

@@ -1,0 +1,156 @@
+"""Reusing the last whole-project result after files changed: only when the same analysis would
+run again. Every scan after a change must report what a scan without any cache reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from responses_api_agents.tutor.transport import send
+
+
+class TutorAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await self.server_client.post(server_name="tutor", url_path="/v1/responses", json=body)
+
+    async def ask(self, body):
+        return await send(self.config.name, "/v1/responses", body)
+"""
+TRANSPORT = """\
+async def send(name, path, body):
+    return {"name": name, "path": path, "body": body}
+"""
+POSTING_TRANSPORT = """\
+async def send(name, path, body):
+    return await CLIENT.server_client.post(server_name=name, url_path=path, json=body)
+"""
+CONFIG = """\
+tutor:
+  responses_api_agents:
+    tutor:
+      entrypoint: app.py
+"""
+FILLER = """\
+def double(value):
+    return 2 * value
+"""
+SUBCLASS = """\
+from responses_api_agents.tutor.app import TutorAgent
+
+
+class StrictTutor(TutorAgent):
+    async def check(self, body):
+        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+"""
+FILES = {
+    "pyproject.toml": "[project]\nname = 'reuse'\n",
+    "nemo_gym/base_responses_api_agent.py": "class SimpleResponsesAPIAgent:\n    pass\n",
+    "responses_api_agents/tutor/app.py": AGENT,
+    "responses_api_agents/tutor/transport.py": TRANSPORT,
+    "responses_api_agents/tutor/configs/tutor.yaml": CONFIG,
+    **{f"lib/filler_{n}.py": FILLER for n in range(3)},
+}
+
+# What a run loaded tells whether it analysed: a reused result needs no resolution.
+RUN = """\
+import json, sys
+from pathlib import Path
+
+from selfcall_audit.config import load_settings
+from selfcall_audit.project import Project
+
+root = Path(sys.argv[1])
+report = Project(root, load_settings(root)).analyze([root])
+print(json.dumps({
+    "findings": [[f.code, f.path, f.line] for f in report.findings],
+    "errors": [[e.path, e.message] for e in report.errors],
+    "resolved": "selfcall_audit.resolve" in sys.modules,
+}))
+"""
+
+
+def _scan(root: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", RUN, str(root)], capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def _uncached(cli, root: Path) -> dict:
+    report = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)
+    return {
+        "findings": [[f["code"], f["path"], f["line"]] for f in report["findings"]],
+        "errors": [[e["path"], e["message"]] for e in report["errors"]],
+    }
+
+
+def _append(rel: str, text: str) -> Callable[[Path], None]:
+    return lambda root: (root / rel).write_text((root / rel).read_text() + text)
+
+
+def _replace(rel: str, old: str, new: str) -> Callable[[Path], None]:
+    def change(root: Path) -> None:
+        text = (root / rel).read_text()
+        assert old in text
+        (root / rel).write_text(text.replace(old, new))
+
+    return change
+
+
+def _write(rel: str, text: str) -> Callable[[Path], None]:
+    return lambda root: (root / rel).write_text(text)
+
+
+# (change, whether the last result still holds)
+CHANGES = {
+    "a module no run parses gains a function": (
+        _append("lib/filler_0.py", "\n\ndef triple(v):\n    return 3 * v\n"),
+        True,
+    ),
+    "an agent gains a comment": (_append("responses_api_agents/tutor/app.py", "# reviewed\n"), True),
+    "a helper the agent calls changes but still cannot post": (
+        _replace("responses_api_agents/tutor/transport.py", '"name": name', '"target": name'),
+        True,
+    ),
+    "the self-call moves down a line": (
+        _replace("responses_api_agents/tutor/app.py", "class Tutor", "\nclass Tutor"),
+        False,
+    ),
+    "the self-call is gone": (_replace("responses_api_agents/tutor/app.py", '"tutor"', '"grader"'), False),
+    "a helper the agent calls starts posting": (
+        _write("responses_api_agents/tutor/transport.py", POSTING_TRANSPORT),
+        False,
+    ),
+    "a module no run parsed subclasses the agent": (_write("lib/filler_2.py", SUBCLASS), False),
+    "the YAML instance is renamed": (
+        _replace("responses_api_agents/tutor/configs/tutor.yaml", "tutor:\n  r", "coach:\n  r"),
+        False,
+    ),
+    "an agent no longer parses": (_append("responses_api_agents/tutor/app.py", "def broken(:\n"), False),
+}
+
+
+@pytest.mark.parametrize("name", CHANGES)
+def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(cli, tmp_path: Path, name: str) -> None:
+    change, holds = CHANGES[name]
+    root = tmp_path / "repo"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    before = _scan(root)
+    assert before["findings"] == [["SCA001", "responses_api_agents/tutor/app.py", 7]]
+
+    change(root)
+    after = _scan(root)
+
+    assert {k: after[k] for k in ("findings", "errors")} == _uncached(cli, root)
+    assert after["resolved"] is not holds
+    if not holds:
+        assert after["findings"] != before["findings"] or after["errors"] != before["errors"]
+    again = _scan(root)  # the result is kept under the files' new state
+    assert again == {**after, "resolved": False}
