@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -270,6 +272,20 @@ def test_exit_codes_of_the_real_command(command) -> None:
     assert usage.returncode == 2
     assert "unknown rule code or prefix 'NOPE'" in usage.stderr
     assert "Traceback" not in usage.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
+    """`scan | true`: the pipe is closed before the report is written."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "selfcall_audit.cli", "scan", "--no-cache", FIXTURES / "loops-try"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    process.wait(timeout=60)
+
+    assert (process.returncode, stderr) == (1, "")
 
 
 # selecting rules -------------------------------------------------------------------------------
