@@ -297,7 +297,7 @@ class Project:
             resolver = Resolver(index, settings, instances(), self._subclass_finder(files.sources), self.read)
             targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
         if targets is None:
-            targets, named_bases, names = self._agent_modules(files.sources, index)
+            targets, rounds, searched = self._agent_modules(files.sources, index)
             if self.cache:  # every file was read: index its imports for the one-file runs to come
                 self._import_lines(files.sources)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
@@ -321,12 +321,10 @@ class Project:
             self._observed = observe(
                 self._setup(files),
                 self._stats,
-                files.sources,
                 {rel: self._keys[rel] for rel, facts in self._facts_memo.items() if facts is not None},
-                named_bases,
-                names,
+                rounds,
+                searched,
                 resolver.posters,
-                self.read,
             )
         return Analysis(
             findings=sorted(set(findings), key=lambda f: f.sort_key),
@@ -372,18 +370,22 @@ class Project:
         self.preload(targets)
         return targets
 
-    def _agent_modules(self, sources: tuple[str, ...], index: Index) -> tuple[list[str], list[str], set[str]]:
-        """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so far.
-        The modules to report on, the files that named a base and the agent names searched for."""
+    def _agent_modules(
+        self, sources: tuple[str, ...], index: Index
+    ) -> tuple[list[str], list[list[str]], list[set[str]]]:
+        """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so
+        far. The modules to report on, the files each round parsed (the first: those naming a
+        base) and the agent names each later round searched for."""
         from .index import ClassRef
 
-        pending = named_bases = [
-            rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))
-        ]
+        pending = [rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))]
+        rounds: list[list[str]] = []
+        searched: list[set[str]] = []
         known: set[str] = set()
         parsed: list[str] = []
         while pending:
             self.preload(pending)
+            rounds.append(pending)
             parsed += pending
             names = {
                 ref.name
@@ -393,11 +395,12 @@ class Project:
                 if index.is_agent(ref := ClassRef(rel, klass.name))
             } - known
             known |= names
+            searched.append(names)
             done = set(parsed)
             named = word_matcher(names)
             pending = [rel for rel in sources if rel not in done and named(self._bytes.get(rel))]
         # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
-        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)], named_bases, known
+        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)], rounds, searched
 
     def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], list[str]]:
         """The files that name a class: subclasses of it may be defined there."""

@@ -3,7 +3,8 @@ analysing again, from what that run saw of each file.
 
 A run is a function of the file list, the settings, the YAML configs, the facts of the files it
 parsed and a few yes/no questions it asked of file bytes: does a file name an agent base class,
-which agent names does it hold as words, could it post to a server client. If every changed file
+does it hold one of the agent names found so far as a word (the round of the prefilter that
+parses it follows), could it post to a server client. If every changed file
 gives the answers the last run got (and its facts, when it was parsed, are equal), the run would
 take the same steps to the same findings. Most commits change files no analysis ever parses, or
 change an agent file without changing its facts (a comment, a docstring), so the one-file runs of
@@ -12,7 +13,7 @@ pre-commit are answered as fast as an unchanged tree.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .cache import content_key
@@ -30,29 +31,33 @@ Observed = dict[str, Any]  # plain data, kept in the cache beside the snapshot
 def observe(
     setup: str,
     stats: Mapping[str, tuple[int, int]],
-    sources: Collection[str],
     parsed: Mapping[str, str],
-    named_bases: Collection[str],
-    names: Collection[str],
+    rounds: Sequence[Collection[str]],
+    searched: Sequence[Collection[str]],
     posters: Mapping[str, bool],
-    read: Callable[[str], bytes | None],
 ) -> Observed | None:
-    """What a whole run saw: `parsed` maps each parsed file to its content key, `named_bases` are
-    the sources that named an agent base, `names` every agent name the prefilter searched for,
-    `posters` the files asked whether they could post. None when it cannot be trusted later."""
-    if not all(name.isascii() for name in names):
+    """What a whole run saw: `parsed` maps each parsed file to its content key, `rounds` are the
+    files each prefilter round parsed (the first: those naming an agent base), `searched` the
+    agent names each later round searched for, `posters` the files asked whether they could post.
+    None when it cannot be trusted later."""
+    if not all(name.isascii() for names in searched for name in names):
         return None  # `names_found` answers for word_matcher only with ASCII names
-    found = names_found(names)
+    first_round = {rel: number for number, files in enumerate(rounds) for rel in files}
     return {
         "setup": setup,
         "stats": dict(stats),
-        "names": tuple(sorted(names)),
-        "parsed": {
-            rel: (key, rel in named_bases, tuple(sorted(found(read(rel)))) if rel in sources else ())
-            for rel, key in parsed.items()
-        },
+        "searched": [tuple(sorted(names)) for names in searched],
+        "parsed": {rel: (key, first_round.get(rel)) for rel, key in parsed.items()},
         "posters": dict(posters),
     }
+
+
+def _first_round(data: bytes, base_tokens: tuple[bytes, ...], searched: list[tuple[str, ...]]) -> int | None:
+    """The prefilter round that would parse a source file with these bytes (None: none would)."""
+    if mentions_any(data, base_tokens):
+        return 0
+    found = names_found(name for names in searched for name in names)(data)
+    return next((number for number, names in enumerate(searched, 1) if found.intersection(names)), None)
 
 
 def still_holds(
@@ -75,7 +80,6 @@ def still_holds(
     changed = [rel for rel in then.keys() | stats.keys() if then.get(rel) != stats.get(rel)]
     if len(changed) > MAX_CHANGED:
         return None
-    found = names_found(observed["names"])
     parsed = dict(observed["parsed"])
     for rel in changed:
         data = read(rel) if rel not in unusable else None
@@ -85,13 +89,11 @@ def still_holds(
         if asked is not None and mentions_any(data, POSTER_TOKENS) != asked:
             return None
         seen = parsed.get(rel)
-        if rel in sources:
-            answers = (mentions_any(data, base_tokens), tuple(sorted(found(data))))
-            if answers != ((seen[1], seen[2]) if seen else (False, ())):
-                return None
+        if rel in sources and _first_round(data, base_tokens, observed["searched"]) != (seen and seen[1]):
+            return None
         if seen is not None and content_key(rel, data) != seen[0]:
             before, now = facts_then(rel, seen[0]), facts_now(rel)
             if before is None or now is None or before != now:
                 return None
-            parsed[rel] = (content_key(rel, data), *seen[1:])
+            parsed[rel] = (content_key(rel, data), seen[1])
     return {**observed, "stats": dict(stats), "parsed": parsed}
