@@ -269,19 +269,39 @@ class Project:
 
     def _import_lines(self, sources: Iterable[str]) -> list[tuple[str, bytes | None]]:
         """Each file's import lines, from a stat-keyed index so unchanged files are not read."""
+        sources = tuple(sources)
+        if self.cache:
+            self._index_imports(sources)()
         index = self.cache.imports() if self.cache else {}
-        found = []
-        for rel in sources:
-            stat = self._stats.get(rel)
-            entry = index.get(rel)
-            if entry is not None and stat is not None and (entry[0], entry[1]) == stat:
-                found.append((rel, entry[2].encode("utf-8", "surrogateescape")))
-                continue
-            lines = import_lines(self.read(rel))
-            if self.cache and stat is not None:
+        return [
+            (rel, index[rel][2].encode("utf-8", "surrogateescape"))
+            if rel in index and (index[rel][0], index[rel][1]) == self._stats.get(rel)
+            else (rel, import_lines(self.read(rel)))
+            for rel in sources
+        ]
+
+    def _index_imports(self, sources: tuple[str, ...]) -> Callable[[], None]:
+        """Bring the import-line index up to date for the one-file runs to come, in a worker while
+        this process parses, when workers run; call the result to store what was found."""
+        index = self.cache.imports()
+        stale = [
+            (rel, stat)
+            for rel in sources
+            if (stat := self._stats.get(rel)) is not None
+            and ((entry := index.get(rel)) is None or (entry[0], entry[1]) != stat)
+        ]
+        rels = tuple(rel for rel, _ in stale)
+        pool = self._workers(len(stale))
+        pending = (
+            pool.submit(_import_lines_job, self.root, rels, self.settings.max_file_size) if pool else None
+        )
+
+        def store() -> None:
+            found = pending.result() if pending else [import_lines(self.read(rel)) for rel in rels]
+            for (rel, stat), lines in zip(stale, found):
                 self.cache.put_import_lines(rel, stat, lines.decode("utf-8", "surrogateescape"))
-            found.append((rel, lines))
-        return found
+
+        return store
 
     def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
         from .index import ClassRef, Index
@@ -297,9 +317,10 @@ class Project:
             resolver = Resolver(index, settings, instances(), self._subclass_finder(files.sources), self.read)
             targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
         if targets is None:
+            indexed = self._index_imports(files.sources) if self.cache else None
             targets, rounds, searched = self._agent_modules(files.sources, index)
-            if self.cache:  # every file was read: index its imports for the one-file runs to come
-                self._import_lines(files.sources)
+            if indexed:
+                indexed()
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
             resolver = Resolver(index, settings, instances(), find_subclasses=None, read=self.read)
@@ -460,6 +481,16 @@ def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
         return rel, extract(rel, data)
     except FactsError as exc:
         return rel, str(exc)
+
+
+def _import_lines_job(root: Path, rels: tuple[str, ...], max_size: int) -> list[bytes]:
+    found = []
+    for rel in rels:
+        try:
+            found.append(import_lines(read_file(root / rel, max_size)))
+        except UnreadableFile:
+            found.append(b"")
+    return found
 
 
 def _instances_job(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[list[AgentInstance], dict]:
