@@ -94,7 +94,7 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
     values = _values(result.stdout)
     assert values["exact"] == "yes"
     assert values["findings"] == values["expected"] == "12"
-    for key in ("sca_cold_s", "sca_warm_s", "sca_one_file_s"):
+    for key in ("sca_cold_s", "sca_warm_s", "sca_one_file_s", "sca_one_edit_s", "sca_other_edit_s"):
         assert float(values[key]) > 0
     for peer, keys in {
         "semgrep": ["semgrep_s"],
