@@ -229,10 +229,16 @@ class _FunctionWalker:
             self.env = dict(start)
             self.body(stmts)
             ends.append(self.env)
-        merged: Env = {}
-        for name in {n for env in ends for n in env}:
+        # Only the names some branch bound, rebound or dropped need merging: a function's other
+        # locals (most of them, in a long function) keep the binding they came in with.
+        touched = {name for env in ends for name, binding in env.items() if start.get(name) is not binding}
+        touched.update(*(start.keys() - env.keys() for env in ends))
+        merged: Env = dict(start)
+        for name in touched:
             seen = [env[name] for env in ends if name in env]
-            if all(binding is seen[0] for binding in seen):  # untouched by every branch
+            if not seen:
+                del merged[name]
+            elif all(binding is seen[0] for binding in seen):
                 merged[name] = seen[0]
             else:
                 merged[name] = (_merge([value for value, _ in seen]), seen[-1][1])
