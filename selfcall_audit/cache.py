@@ -34,11 +34,14 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def code_version() -> str:
-    """The version plus a hash of the analysis code: a development install whose extraction or
-    resolution changed must not reuse results of the old code."""
+    """The version plus a hash of the analysis code's files (names, sizes, modification times):
+    a development install whose extraction or resolution changed must not reuse results of the
+    old code."""
     digest = blake2b(__version__.encode(), digest_size=8)
-    for source in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(source.read_bytes())
+    for source in sorted(os.scandir(Path(__file__).parent), key=lambda entry: entry.name):
+        if source.name.endswith(".py"):
+            stat = source.stat()
+            digest.update(f"{source.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return f"{__version__}-{digest.hexdigest()}"
 
 
