@@ -16,8 +16,9 @@ import click
 
 from . import __version__
 from .config import ConfigError, Settings, load_settings
-from .discovery import find_root, start_listing
+from .discovery import find_root
 from .findings import FINDING_CODES, RULES, parse_codes
+from .listing import start_listing
 
 EXIT_FINDINGS, EXIT_ERROR = 1, 2  # 0 (clean) is the normal exit
 
@@ -93,7 +94,7 @@ class _Common:
     def prepare(self, **overrides: Any) -> tuple[Path, Settings]:
         """The project root and its settings with these options applied."""
         root = _root(self.paths)
-        start_listing(root)
+        start_listing(os.fspath(root))
         settings = _settings(
             root,
             self.config_file,

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import os
 import re
 import stat
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from .config import DEFAULT_TEST_PATTERNS
+from .listing import git_listing, project_root
 
 ALWAYS_SKIPPED_DIRS = frozenset(
     {
@@ -43,39 +42,12 @@ _READ_SUFFIXES = tuple(s.encode() for s in READ_SUFFIXES)
 
 def find_root(start: Path) -> Path:
     """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise."""
-    start = start.resolve()
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / "pyproject.toml").is_file() or (candidate / ".git").exists():
-            return candidate
-    return folder
-
-
-_GIT_LISTING = ("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-_started: dict[Path, subprocess.Popen[bytes]] = {}
-
-
-def start_listing(root: Path) -> None:
-    """Start git's listing of a checkout now, so it runs while the caller loads what it needs."""
-    if root not in _started and (root / ".git").exists():
-        with contextlib.suppress(OSError):
-            _started[root] = subprocess.Popen(
-                _GIT_LISTING, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-            )
+    return Path(project_root(os.fspath(start)))
 
 
 def _git_files(root: Path) -> list[str] | None:
-    start_listing(root)
-    process = _started.pop(root, None)
-    if process is None:
-        return None
-    try:
-        out, _ = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        return None
-    if process.returncode != 0:
+    out = git_listing(os.fspath(root))
+    if out is None:
         return None
     return sorted(
         {

@@ -274,6 +274,26 @@ def test_exit_codes_of_the_real_command(command) -> None:
     assert "Traceback" not in usage.stderr
 
 
+LAUNCH = [sys.executable, "-c", "from selfcall_audit.launch import main; main()"]
+
+
+@pytest.mark.parametrize("where", ["in the project", "elsewhere"])
+def test_the_console_script_reports_the_same_wherever_it_is_started(tmp_path: Path, where: str) -> None:
+    """It lists the files of the project around the current folder early; from elsewhere that
+    guess is wrong and must cost nothing but time."""
+    project = copy_fixture("demo-gym", tmp_path)
+    subprocess.run(["git", "init", "-q", project], check=True)
+    cwd = project if where == "in the project" else tmp_path / "other"
+    subprocess.run(["git", "init", "-q", cwd], check=True)  # a checkout whose listing is not the one wanted
+    run = subprocess.run(
+        [*LAUNCH, "scan", "--no-cache", "--format", "json", project], cwd=cwd, capture_output=True, text=True
+    )
+
+    assert run.returncode == 1, run.stderr
+    found = sorted([f["code"], f["path"], f["line"]] for f in json.loads(run.stdout)["findings"])
+    assert found == sorted(json.loads((project / "expected.json").read_text()))
+
+
 def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
     """`scan | true`: the pipe is closed before the report is written."""
     process = subprocess.Popen(
