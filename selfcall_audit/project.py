@@ -83,6 +83,7 @@ class Project:
         self.cache = FactsCache.open(root / settings.cache_dir) if settings.cache_dir else None
         self._pool: Executor | None = None
         self._pool_size = 0
+        self._setup_of: tuple[FileSet, str] | None = None
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
@@ -229,16 +230,17 @@ class Project:
 
     def _setup(self, files: FileSet) -> str:
         """What a result depends on besides the files' contents: tool, settings, the file list."""
-        described = (code_version(), _analysis_settings(self.settings), files.sources, files.configs)
-        digest = blake2b(repr(described).encode("utf-8", "surrogateescape"), digest_size=16)
-        for rel in sorted(files.modules):
-            digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
-        return digest.hexdigest()
+        if self._setup_of is None or self._setup_of[0] is not files:
+            described = (code_version(), _analysis_settings(self.settings), files.sources, files.configs)
+            digest = blake2b(repr(described).encode("utf-8", "surrogateescape"), digest_size=16)
+            for rel in sorted(files.modules):
+                digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+            self._setup_of = (files, digest.hexdigest())
+        return self._setup_of[1]
 
     def _fingerprint(self, files: FileSet, only: Iterable[str] | None = None) -> str | None:
-        """What a result depends on: tool, settings, and each file's size and modification time."""
-        digest = blake2b(digest_size=16)
-        digest.update(repr((code_version(), _analysis_settings(self.settings), files.sources)).encode())
+        """The setup and each file's size and modification time (those of `only`, if given)."""
+        digest = blake2b(self._setup(files).encode(), digest_size=16)
         for rel in sorted(files.modules | set(files.configs)) if only is None else only:
             if rel not in self._stats:
                 return None
