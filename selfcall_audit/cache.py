@@ -2,7 +2,8 @@
 
 Facts are a pure function of a file's path and bytes and of the tool version, so they are
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
-index of import lines and the last whole-project result are keyed by the files' stats. The
+index of import lines and the last whole-project result (with what that run saw of each file,
+for `reuse`) are keyed by the files' stats. The
 entries hold plain data only (marshal of tuples and strings, never pickle: a cache cannot run
 code), signed with a key kept outside the repository and checked before anything is loaded (a
 cache folder committed with a checkout cannot hide a self-call), each entry written atomically
@@ -20,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import __version__
+from .findings import AgentInfo, Evidence, Finding
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - an interpreter without it
     from hashlib import blake2b
-from .findings import AgentInfo, Evidence, Finding
 
 if TYPE_CHECKING:
     from .facts import ModuleFacts

@@ -2,13 +2,13 @@
 analysing again, from what that run saw of each file.
 
 A run is a function of the file list, the settings, the YAML configs, the facts of the files it
-parsed and a few yes/no questions it asked of file bytes: does a file name an agent base class,
-does it hold one of the agent names found so far as a word (the round of the prefilter that
-parses it follows), could it post to a server client. If every changed file
-gives the answers the last run got (and its facts, when it was parsed, are equal), the run would
-take the same steps to the same findings. Most commits change files no analysis ever parses, or
-change an agent file without changing its facts (a comment, a docstring), so the one-file runs of
-pre-commit are answered as fast as an unchanged tree.
+parsed and a few questions it asked of file bytes: does a file name an agent base class, does it
+hold one of the agent names found so far as a word (which decides the round of the prefilter
+that parses it), could it post to a server client. If every changed file gives the answers the
+last run got (and its facts, when it was parsed, are equal), the run would take the same steps
+to the same findings. Most commits change files no analysis parses, or an agent file without
+changing its facts (a comment that moves no line), so the one-file runs of pre-commit are then
+answered about as fast as for an unchanged tree.
 """
 
 from __future__ import annotations
