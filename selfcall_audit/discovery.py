@@ -159,7 +159,11 @@ def read_file(path: Path, max_size: int) -> bytes:
         data = b""
         if status.st_size <= max_size:
             with open(fd, "rb", closefd=False) as handle:
-                data = handle.read(max_size + 1)  # at most one byte more: a file may grow after fstat
+                # As much as fstat said and one byte more (asking for the cap would allocate it for
+                # every file); only a file that grew since is read on, up to one byte over the cap.
+                data = handle.read(status.st_size + 1)
+                if len(data) > status.st_size:
+                    data += handle.read(max_size + 1 - len(data))
     except OSError as exc:
         raise UnreadableFile(f"cannot read: {exc.strerror or exc}") from None
     finally:

@@ -145,7 +145,8 @@ BAD_INPUTS = {
     "an attribute chain 100,000 long": (
         {BAD: AGENT_IMPORT + "x = y" + ".z" * 100_000 + "\n"},
         BAD,
-        ("too deeply nested to parse",),
+        # Python 3.10's parser builds the chain; then the analysis refuses it.
+        (f"too deeply nested to {'parse' if sys.version_info >= (3, 11) else 'analyse'}",),
     ),
     "101 levels of indentation": (
         {BAD: AGENT_IMPORT + "".join(" " * i + "if x:\n" for i in range(101)) + " " * 101 + "pass\n"},
