@@ -133,18 +133,24 @@ class Project:
                     self.cache.put_facts(rel, keys[rel], result)
 
     def _workers(self, batch: int) -> Executor | None:
-        """The worker processes, started for the first batch large enough to repay them (and only
-        where this process may start any: flake8 runs plugins in daemonic workers, which may not);
-        once started, every batch of two or more files is shared out."""
+        """The worker processes, started for the first batch large enough to repay them, and only
+        where this process may fork: not in flake8's daemonic workers, and not beside other
+        threads (a test suite calling `assert_no_self_calls`), which a fork can deadlock. Once
+        started, every batch of two or more files is shared out."""
         if self._pool is not None:
             return self._pool if batch >= 2 else None
         workers = self.settings.jobs or os.cpu_count() or 1
         if workers < 2 or batch < _PARALLEL_MIN_FILES:
             return None
         import multiprocessing  # only now: it costs a warm run more than the rest of its imports
+        import threading
         from concurrent.futures import ProcessPoolExecutor
 
-        if multiprocessing.current_process().daemon or "fork" not in multiprocessing.get_all_start_methods():
+        if (
+            multiprocessing.current_process().daemon
+            or "fork" not in multiprocessing.get_all_start_methods()
+            or threading.active_count() > 1
+        ):
             return None
         self._pool_size = min(workers, batch // (_PARALLEL_MIN_FILES // 2))
         self._pool = ProcessPoolExecutor(self._pool_size, mp_context=multiprocessing.get_context("fork"))

@@ -1043,3 +1043,45 @@ def test_without_a_writable_key_folder_the_scan_runs_without_a_cache(tmp_path: P
     assert result.stderr == ""
     assert located(json.loads(result.stdout)) == [GOOD_FINDING]
     assert not (root / ".selfcall_audit_cache").exists()
+
+
+FORK_COUNTING_RUN = """\
+import concurrent.futures, json, sys, threading
+from pathlib import Path
+
+from selfcall_audit.config import Settings
+from selfcall_audit.project import Project
+
+pools = []
+real = concurrent.futures.ProcessPoolExecutor
+concurrent.futures.ProcessPoolExecutor = lambda *a, **k: pools.append(1) or real(*a, **k)
+settings = Settings(cache_dir="", jobs=2)
+alone = Project(Path(sys.argv[1]), settings).analyze()
+forked_alone = len(pools)
+stop = threading.Event()
+thread = threading.Thread(target=stop.wait)
+thread.start()
+try:
+    beside = Project(Path(sys.argv[1]), settings).analyze()
+finally:
+    stop.set()
+    thread.join()
+print(json.dumps({
+    "forked": [forked_alone, len(pools) - forked_alone],
+    "same": [(f.path, f.line) for f in alone.findings] == [(f.path, f.line) for f in beside.findings],
+    "found": len(alone.findings),
+}))
+"""
+
+
+def test_worker_processes_are_not_forked_beside_other_threads(tmp_path: Path) -> None:
+    """A fork copies locks other threads may hold (a test suite calling `assert_no_self_calls`
+    from a threaded process): there the files are parsed in the calling process instead."""
+    copies = {GOOD.replace("good_agent", f"good_agent_{n}"): GOOD_SOURCE for n in range(30)}
+    root = make_project(tmp_path / "repo", copies)
+
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_COUNTING_RUN, str(root)], capture_output=True, text=True, check=True
+    )
+
+    assert json.loads(done.stdout) == {"forked": [1, 0], "same": True, "found": 31}
