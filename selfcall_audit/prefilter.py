@@ -103,12 +103,14 @@ def importers(modules: Iterable[str], files: Iterable[tuple[str, bytes | None]])
         tails.add(".".join(parts[-2:]))
         by_folder.setdefault("/".join(rel.split("/")[:-1]), set()).add(parts[-1])
     tail_line = _import_line(tails)
+    needles = [tail.encode() for tail in tails]  # a plain search first: most files name none
+    sibling_line = {folder: _import_line(names) for folder, names in by_folder.items()}
     found = []
     for rel, data in files:
         if data is None:
             continue
-        folder = "/".join(rel.split("/")[:-1])
-        if tail_line(data) or (folder in by_folder and _import_line(by_folder[folder])(data)):
+        sibling = sibling_line.get(rel.rpartition("/")[0])
+        if (any(n in data for n in needles) and tail_line(data)) or (sibling and sibling(data)):
             found.append(rel)
     return found
 
