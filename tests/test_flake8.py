@@ -8,23 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_sources import SELF_CALLING_AGENT
 
 from selfcall_audit import flake8_plugin
 from selfcall_audit.flake8_plugin import SelfCallChecker
 from selfcall_audit.project import Project
 
-AGENT = """\
-from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-class EchoAgent(SimpleResponsesAPIAgent):
-    async def run(self, body):
-        response = await self.server_client.post(
-            server_name=self.config.name,
-            url_path="/v1/responses",
-            json=body,
-        )
-        return await response.json()
+AGENT = (
+    SELF_CALLING_AGENT
+    + """\
 
     async def aggregate(self, body):
         return await self.server_client.post(server_name=self.config.name, url_path="/run", json=body)
@@ -32,6 +24,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
     async def maybe(self, body):
         return await self.server_client.post(server_name=pick(), url_path="/v1/responses", json=body)
 """
+)
 
 # A self-call only a YAML config in another folder reveals: `peer` is this very instance.
 PEER_AGENT = """\

@@ -15,23 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from agent_sources import SELF_CALLING_AGENT
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
-AGENT = """\
-from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-class EchoAgent(SimpleResponsesAPIAgent):
-    async def run(self, body):
-        response = await self.server_client.post(
-            server_name=self.config.name,
-            url_path="/v1/responses",
-            json=body,
-        )
-        return await response.json()
-"""
-CLEAN_AGENT = AGENT.replace("self.config.name", "self.config.model_server.name")
+CLEAN_AGENT = SELF_CALLING_AGENT.replace("self.config.name", "self.config.model_server.name")
 
 # Whether DuelAgent self-calls depends only on the YAML: `peer` may be the instance itself.
 DUEL_AGENT = """\
@@ -141,7 +129,9 @@ def make_repo(root: Path, env: dict[str, str], files: dict[str, str]) -> Path:
 def test_try_repo_fails_on_a_self_call_and_passes_a_clean_file(
     tmp_path: Path, hooks: Hooks, env: dict[str, str]
 ) -> None:
-    repo = make_repo(tmp_path, env, {ECHO: AGENT, "responses_api_agents/other/app.py": CLEAN_AGENT})
+    repo = make_repo(
+        tmp_path, env, {ECHO: SELF_CALLING_AGENT, "responses_api_agents/other/app.py": CLEAN_AGENT}
+    )
 
     # Each try-repo builds the hook's environment in a store of its own: run both side by side.
     all_files = hooks.try_repo(repo, "selfcall-audit", "--all-files")
@@ -200,7 +190,7 @@ def test_a_changed_yaml_alone_is_checked_against_the_whole_project(
 def test_without_file_names_the_hook_scans_the_whole_project(
     tmp_path: Path, hooks: Hooks, env: dict[str, str]
 ) -> None:
-    repo = make_repo(tmp_path / "repo", env, {ECHO: AGENT, "CHANGES.md": "start\n"})
+    repo = make_repo(tmp_path / "repo", env, {ECHO: SELF_CALLING_AGENT, "CHANGES.md": "start\n"})
     (repo / "CHANGES.md").write_text("a change that is neither Python nor YAML\n")
     git(repo, "add", "CHANGES.md")
 
@@ -214,7 +204,7 @@ def test_without_file_names_the_hook_scans_the_whole_project(
 
 
 def test_fix_hook_rewrites_the_self_call(tmp_path: Path, hooks: Hooks, env: dict[str, str]) -> None:
-    repo = make_repo(tmp_path / "repo", env, {ECHO: AGENT})
+    repo = make_repo(tmp_path / "repo", env, {ECHO: SELF_CALLING_AGENT})
 
     fixed = hooks.run(repo, "selfcall-audit-fix", "--all-files")
     rewritten = (repo / ECHO).read_text()

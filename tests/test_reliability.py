@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from agent_sources import SELF_CALLING_AGENT
 
 from selfcall_audit import discovery
 from selfcall_audit.discovery import discover
@@ -51,20 +52,6 @@ GOOD_FINDING = ["SCA001", GOOD, 6, 22]
 BAD = "responses_api_agents/bad_agent/app.py"
 BAD_YAML = "responses_api_agents/bad_agent/configs/bad.yaml"
 AGENT_IMPORT = "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n"
-# A self-call spread over lines, so that both ends of the reported range can be checked.
-SPREAD_SELF_CALL = """\
-from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-class SpreadAgent(SimpleResponsesAPIAgent):
-    async def run(self, body):
-        response = await self.server_client.post(
-            server_name=self.config.name,
-            url_path="/v1/responses",
-            json=body,
-        )
-        return await response.json()
-"""
 
 
 def make_project(root: Path, files: dict[str, str | bytes], good: bool = True) -> Path:
@@ -243,7 +230,7 @@ def test_findings_exit_1_with_or_without_sca900(cli, tmp_path: Path) -> None:
 
 def test_python_warnings_about_scanned_code_are_not_printed(cli, command, tmp_path: Path) -> None:
     """`"\\d"` is a warning in the audited code (a SyntaxWarning on stderr since Python 3.12), not in the scan."""
-    noisy = SPREAD_SELF_CALL + 'PATTERN = "\\d+"\nSAME = 1 is 1\nODD = "a"[1, 2]\n'
+    noisy = SELF_CALLING_AGENT + 'PATTERN = "\\d+"\nSAME = 1 is 1\nODD = "a"[1, 2]\n'
     root = make_project(tmp_path / "repo", {BAD: noisy})
 
     with warnings.catch_warnings(record=True) as caught:
@@ -284,8 +271,8 @@ ENCODED = {
 @pytest.mark.parametrize("variant", ENCODED)
 def test_bom_crlf_and_declared_encodings_keep_lines_and_columns(cli, tmp_path: Path, variant: str) -> None:
     encode, shift = ENCODED[variant]
-    plain = make_project(tmp_path / "plain", {BAD: SPREAD_SELF_CALL})
-    odd = make_project(tmp_path / "odd", {BAD: encode(SPREAD_SELF_CALL)})
+    plain = make_project(tmp_path / "plain", {BAD: SELF_CALLING_AGENT})
+    odd = make_project(tmp_path / "odd", {BAD: encode(SELF_CALLING_AGENT)})
 
     _, plain_report = scan(cli, plain)
     _, odd_report = scan(cli, odd)
@@ -345,7 +332,7 @@ def test_the_max_file_size_setting_applies_to_python_and_yaml(cli, tmp_path: Pat
     root = make_project(
         tmp_path / "repo",
         {
-            BAD: _padded(SPREAD_SELF_CALL, 1_001),
+            BAD: _padded(SELF_CALLING_AGENT, 1_001),
             BAD_YAML: "bad_agent:\n  responses_api_agents:\n    bad_agent: {entrypoint: app.py}\n"
             + "#" * 1_000,
         },
@@ -384,7 +371,7 @@ def test_a_file_growing_past_the_limit_after_it_was_measured_is_skipped(tmp_path
 
 def test_a_local_rebound_hundreds_of_times_does_not_stop_the_scan(cli, tmp_path: Path) -> None:
     """`url += ...` 600 times in one function: resolution gives up on `url`, the self-call below is found."""
-    source = SPREAD_SELF_CALL.replace(
+    source = SELF_CALLING_AGENT.replace(
         "        response = await",
         "        url = '/v1'\n"
         + "        url += '/x'\n" * 600
@@ -530,7 +517,7 @@ def test_a_named_pipe_posing_as_source_does_not_hang_the_scan(cli, command, tmp_
 
 def test_permission_denied_is_reported_and_the_scan_goes_on(cli, tmp_path: Path, monkeypatch) -> None:
     """Stands in for `chmod 000` (which root ignores): opening that one file fails as it would."""
-    root = make_project(tmp_path / "repo", {BAD: SPREAD_SELF_CALL})
+    root = make_project(tmp_path / "repo", {BAD: SELF_CALLING_AGENT})
     real_open = os.open
 
     def os_open(path, flags, *args, **kwargs):
@@ -547,7 +534,7 @@ def test_permission_denied_is_reported_and_the_scan_goes_on(cli, tmp_path: Path,
 
 
 def test_a_file_deleted_after_listing_is_reported_as_vanished(cli, tmp_path: Path, monkeypatch) -> None:
-    root = make_project(tmp_path / "repo", {BAD: SPREAD_SELF_CALL})
+    root = make_project(tmp_path / "repo", {BAD: SELF_CALLING_AGENT})
     real_listing = discovery.list_project_files
 
     def list_then_delete(where: Path):
@@ -634,7 +621,7 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
     folder = os.fsencode(root / "responses_api_agents" / "bad_agent")
     os.makedirs(folder)
     with open(folder + b"/caf\xe9.py", "wb") as handle:
-        handle.write(SPREAD_SELF_CALL.encode())
+        handle.write(SELF_CALLING_AGENT.encode())
     with open(folder + b"/broken\xff.py", "wb") as handle:
         handle.write((AGENT_IMPORT + "def (:\n").encode())
 
@@ -858,7 +845,7 @@ def test_scanned_code_is_never_imported_or_executed(cli, command, tmp_path: Path
     marker = tmp_path / "executed"
     side_effect = f"open({str(marker)!r}, 'w').write('ran')\nimport sys\nsys.exit(3)\n"
     files = {
-        BAD: SPREAD_SELF_CALL + side_effect,
+        BAD: SELF_CALLING_AGENT + side_effect,
         "responses_api_agents/bad_agent/__init__.py": side_effect,
         "responses_api_agents/bad_agent/helpers.py": AGENT_IMPORT + side_effect,
         "nemo_gym/base_responses_api_agent.py": side_effect + "class SimpleResponsesAPIAgent: ...\n",
@@ -903,7 +890,7 @@ def test_a_scan_makes_no_network_access(cli, tmp_path: Path, monkeypatch) -> Non
 
 
 def test_the_only_command_a_scan_runs_is_git_ls_files(cli, tmp_path: Path, monkeypatch) -> None:
-    root = make_project(tmp_path / "repo", {BAD: SPREAD_SELF_CALL})
+    root = make_project(tmp_path / "repo", {BAD: SELF_CALLING_AGENT})
     _git_init(root)
     commands: list[list[str]] = []
     real_popen_init = subprocess.Popen.__init__

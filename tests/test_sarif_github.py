@@ -10,28 +10,21 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner
 
 from selfcall_audit.cli import main
 from selfcall_audit.findings import FINDING_CODES, RULES
 from selfcall_audit.report.github import escape_data, escape_property
 
-AGENT = """\
-from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-class EchoAgent(SimpleResponsesAPIAgent):
-    async def run(self, body):
-        response = await self.server_client.post(
-            server_name=self.config.name,
-            url_path="/v1/responses",
-            json=body,
-        )
-        return await response.json()
+AGENT = (
+    SELF_CALLING_AGENT
+    + """\
 
     async def maybe(self, body):
         return await self.server_client.post(server_name=pick(), url_path="/v1/responses", json=body)
 """
+)
 
 DUEL_AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent

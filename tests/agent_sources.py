@@ -1,0 +1,16 @@
+"""Source text shared by the tests: an agent whose `run` posts to its own /v1/responses, the call
+spread over lines (line 6 to 10), so both ends of a reported range can be checked."""
+
+SELF_CALLING_AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        response = await self.server_client.post(
+            server_name=self.config.name,
+            url_path="/v1/responses",
+            json=body,
+        )
+        return await response.json()
+"""
