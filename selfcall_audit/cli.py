@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
-from . import __version__
-from .config import ConfigError, Settings, load_settings
-from .discovery import find_root
-from .findings import FINDING_CODES, RULES, parse_codes
-from .listing import start_listing
-
-EXIT_FINDINGS, EXIT_ERROR = 1, 2  # 0 (clean) is the normal exit
+from . import __version__, commands
+from .commands import EXIT_ERROR, EXIT_FINDINGS, Common, LazyProgress, run_analysis, terminal_width
+from .findings import FINDING_CODES, RULES
 
 _EPILOG = """\b
 Examples:
@@ -70,137 +63,25 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def with_common(**kwargs: Any) -> Any:
-        common = _Common(**{name: kwargs.pop(name) for name in _COMMON_NAMES})
-        return func(common, **kwargs)
+        common, options = Common.split(kwargs)
+        try:
+            return func(common, **options)
+        except commands.UsageError as exc:
+            raise UsageError(str(exc)) from None
 
     for option in reversed(options):
         with_common = option(with_common)
     return with_common
 
 
-@dataclass(frozen=True)
-class _Common:
-    """The options every analysing command takes."""
-
-    paths: tuple[Path, ...]
-    config_file: Path | None
-    exclude: tuple[str, ...]
-    include_tests: bool | None
-    no_cache: bool
-    jobs: int | None
-    quiet: bool
-    verbose: bool
-
-    def prepare(self, **overrides: Any) -> tuple[Path, Settings]:
-        """The project root and its settings with these options applied."""
-        root = _root(self.paths)
-        start_listing(os.fspath(root))
-        settings = _settings(
-            root,
-            self.config_file,
-            exclude=self.exclude,
-            include_tests=self.include_tests,
-            jobs=self.jobs,
-            cache_dir="" if self.no_cache else None,
-            **overrides,
-        )
-        return root, settings
-
-
-_COMMON_NAMES = tuple(f.name for f in fields(_Common))
-
-
-def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
-    try:
-        settings = load_settings(root, config_file)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    exclude = overrides.pop("exclude", ())
-    if exclude:
-        overrides["exclude"] = settings.exclude + tuple(exclude)
-    return settings.with_overrides(**overrides)
-
-
-def _root(paths: tuple[Path, ...]) -> Path:
-    """The paths' project root; of nested projects (a sub-package with its own pyproject.toml,
-    as pre-commit may pass together), the outermost, which contains them all."""
-    roots = {find_root(p) for p in paths} if paths else {find_root(Path.cwd())}
-    outer = [r for r in roots if all(r == other or r in other.parents for other in roots)]
-    if not outer:
-        listed = ", ".join(sorted(str(r) for r in roots))
-        raise UsageError(f"the paths belong to different projects ({listed}); scan them one at a time")
-    return outer[0]
-
-
-class _LazyProgress:
-    """A progress bar that appears only when the scan runs longer than about a second on a terminal."""
-
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.started = time.perf_counter()
-        self._bar = None
-        self._task = None
-
-    def __call__(self, path: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if self._bar is None:
-            if time.perf_counter() - self.started < 1.0:
-                return
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self._bar = Progress(
-                TextColumn("analysing"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.description}"),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("", total=total)
-        self._bar.update(self._task, completed=done, total=total, description=path)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-def _run_analysis(
-    paths: tuple[Path, ...], settings: Settings, root: Path, show_progress: bool, inventory: bool = False
-):
-    from .project import Project
-
-    progress = _LazyProgress(show_progress)
-    try:
-        return Project(root, settings, progress=progress).analyze(paths or (root,), inventory=inventory)
-    finally:
-        progress.close()
-
-
 class _Group(click.Group):
     """Turns unexpected exceptions into one clear line and exit code 2 (traceback with -v)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
-            raise
-        except KeyboardInterrupt:
-            click.echo("selfcall-audit: interrupted", err=True)
-            sys.exit(EXIT_ERROR)
-        except BrokenPipeError:  # the reader of stdout went away (`| head`): not our error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(EXIT_FINDINGS)
-        except Exception as exc:  # an internal error: never a bare traceback for users
-            if os.environ.get("SELFCALL_AUDIT_DEBUG") or "-v" in sys.argv or "--verbose" in sys.argv:
-                import traceback
-
-                traceback.print_exc()
-            click.echo(f"selfcall-audit: internal error: {type(exc).__name__}: {exc}", err=True)
-            click.echo("Please report it with the command you ran (add -v for the traceback).", err=True)
-            sys.exit(EXIT_ERROR)
+        return commands.guarded(
+            functools.partial(super().invoke, ctx),
+            passing=(click.ClickException, click.exceptions.Exit, click.Abort),
+        )
 
 
 @click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -241,7 +122,7 @@ def main() -> None:
     help="Record the current findings in FILE as the baseline, and exit 0.",
 )
 def scan(
-    common: _Common,
+    common: Common,
     output_format: str | None,
     select: str | None,
     ignore: str | None,
@@ -257,89 +138,7 @@ def scan(
     Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
     internal error.
     """
-    root, settings = common.prepare(
-        strict=strict,
-        select=_codes(select),
-        ignore=_codes(ignore),
-    )
-    baseline = _load_baseline(root, settings, baseline_file, write_baseline)
-    output_format = output_format or ("text" if sys.stdout.isatty() else "concise")
-    show_progress = output_format == "text" and not common.quiet and sys.stderr.isatty()
-    report = _run_analysis(common.paths, settings, root, show_progress)
-    if write_baseline is not None:
-        _write_baseline(report, write_baseline)
-        return
-    notes: list[str] = []
-    if baseline is not None:
-        from .baseline import apply_baseline, notes_for
-
-        report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
-        notes = notes_for(report, hidden, baseline[0])
-
-    from .report import renderer
-
-    if output_format == "text":
-        from .report.text import render as render_text
-
-        out = render_text(report, width=_width(), color=sys.stdout.isatty())
-        if common.quiet:
-            out = out.split("\n\n")[0] + "\n" if report.findings else ""
-    else:
-        out = renderer(output_format)(report)
-    click.echo(out, nl=False)
-    if notes and not common.quiet:
-        click.echo("\n".join(notes), err=True)
-    if common.verbose:
-        click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
-    if report.findings or (settings.strict and report.errors):
-        sys.exit(EXIT_FINDINGS)
-
-
-def _load_baseline(
-    root: Path, settings: Settings, option: Path | None, write_to: Path | None
-) -> tuple[Path, list[dict]] | None:
-    """The baseline to apply: --baseline FILE, else the `baseline` setting (relative to the root)."""
-    if option is not None and write_to is not None:
-        raise UsageError("--baseline and --write-baseline cannot be used together")
-    path = option
-    if path is None and settings.baseline and write_to is None:
-        path = root / settings.baseline
-    if path is None:
-        return None
-    from .baseline import BaselineError, load_baseline
-
-    try:
-        return path, load_baseline(path)
-    except BaselineError as exc:
-        raise UsageError(str(exc)) from None
-
-
-def _write_baseline(report: Any, path: Path) -> None:
-    from .baseline import write_baseline
-
-    try:
-        count = write_baseline(report, path)
-    except OSError as exc:
-        raise UsageError(f"cannot write the baseline to {path}: {exc.strerror or exc}") from None
-    click.echo(f"selfcall-audit: recorded {count} finding(s) in {path}", err=True)
-
-
-def _codes(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    codes = parse_codes(text)
-    known = (*RULES,)
-    for code in codes:
-        if not any(k.startswith(code) for k in known):
-            raise UsageError(f"unknown rule code or prefix {code!r} (known: {', '.join(known)})")
-    return codes
-
-
-def _width() -> int | None:
-    try:
-        return os.get_terminal_size().columns if sys.stdout.isatty() else None
-    except OSError:
-        return None
+    commands.scan(common, output_format, select, ignore, strict, baseline_file, write_baseline)
 
 
 @main.command(epilog=_EPILOG)
@@ -348,13 +147,13 @@ def _width() -> int | None:
     "--format", "output_format", type=click.Choice(["text", "json"]), default="text", help="Output format."
 )
 def agents(
-    common: _Common,
+    common: Common,
     output_format: str,
 ) -> None:
     """List every agent class: its file, bases, YAML instance names and self-calls."""
     root, settings = common.prepare()
     show_progress = not common.quiet and sys.stderr.isatty()
-    report = _run_analysis(common.paths, settings, root, show_progress, inventory=True)
+    report = run_analysis(common.paths, settings, root, show_progress, inventory=True)
     counts: dict[tuple[str, str], int] = {}
     for finding in report.findings:
         counts[(finding.path, finding.agent)] = counts.get((finding.path, finding.agent), 0) + 1
@@ -386,7 +185,7 @@ def agents(
             ", ".join(row["instances"]) or "-",
             str(row["self_calls"]),
         )
-    Console(width=_width() or 160).print(table)
+    Console(width=terminal_width() or 160).print(table)
 
 
 @main.command(epilog=_EPILOG)
@@ -403,7 +202,7 @@ def agents(
     "selfcall_audit.inprocess:responses_in_process).",
 )
 def fix(
-    common: _Common,
+    common: Common,
     show_diff: bool,
     check: bool,
     helper_spec: str | None,
@@ -425,7 +224,7 @@ def fix(
     except ValueError as exc:
         raise UsageError(f"{'--helper' if helper_spec else 'the `helper` setting'}: {exc}") from None
     dry_run = show_diff or check
-    progress = _LazyProgress(not common.quiet and sys.stderr.isatty())
+    progress = LazyProgress(not common.quiet and sys.stderr.isatty())
     try:
         plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
     finally:
@@ -540,23 +339,10 @@ def explain(code: str) -> None:
     click.echo("\n".join(lines))
 
 
-def entry() -> NoReturn:
-    """The console script: the command, then an immediate exit. Every file is closed and every
-    worker joined by then, and freeing hundreds of modules one by one at interpreter shutdown
-    would cost a warm run a tenth of its time."""
-    try:
-        main()
-        code: int = 0
-    except SystemExit as exc:
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (`| head`): what it did not read is lost anyway
-        code = code or EXIT_FINDINGS
-    os._exit(code)
+def entry() -> None:
+    """The console script's command line (see `commands.finish`), named as installed also when
+    run as a module."""
+    commands.finish(functools.partial(main, prog_name="selfcall-audit"))
 
 
 if __name__ == "__main__":  # pragma: no cover

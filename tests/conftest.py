@@ -21,7 +21,7 @@ def _invoke(*args: object) -> Result:
 
 def _run_command(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.cli", *(str(arg) for arg in args)],
+        [sys.executable, "-m", "selfcall_audit.launch", *(str(arg) for arg in args)],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -222,7 +222,7 @@ def test_baseline_and_write_baseline_together_is_a_usage_error(repo: Path) -> No
 
 def test_the_real_command(repo: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "selfcall_audit.cli", "scan", "--format", "concise", *args]
+        command = [sys.executable, "-m", "selfcall_audit.launch", "scan", "--format", "concise", *args]
         return subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=120)
 
     written = run("--write-baseline", "baseline.json")

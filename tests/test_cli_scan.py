@@ -274,7 +274,7 @@ def test_exit_codes_of_the_real_command(command) -> None:
     assert "Traceback" not in usage.stderr
 
 
-LAUNCH = [sys.executable, "-c", "from selfcall_audit.launch import main; main()"]
+LAUNCH = [sys.executable, "-m", "selfcall_audit.launch"]
 
 
 @pytest.mark.parametrize("where", ["in the project", "elsewhere"])
@@ -297,7 +297,7 @@ def test_the_console_script_reports_the_same_wherever_it_is_started(tmp_path: Pa
 def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
     """`scan | true`: the pipe is closed before the report is written."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "selfcall_audit.cli", "scan", "--no-cache", FIXTURES / "loops-try"],
+        [sys.executable, "-m", "selfcall_audit.launch", "scan", "--no-cache", FIXTURES / "loops-try"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

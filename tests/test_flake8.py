@@ -105,7 +105,7 @@ def test_plugin_is_registered_with_flake8(repo: Path) -> None:
 
 def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> None:
     scan = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.cli", "scan", "--format", "concise", "--no-cache", "."],
+        [sys.executable, "-m", "selfcall_audit.launch", "scan", "--format", "concise", "--no-cache", "."],
         cwd=repo,
         capture_output=True,
         text=True,
