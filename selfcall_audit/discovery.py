@@ -6,9 +6,8 @@ import fnmatch
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from .config import DEFAULT_TEST_PATTERNS
@@ -184,16 +183,12 @@ def _pattern_regex(pattern: str) -> str:
     return f"{head}(?:{body}){tail}$"
 
 
-@lru_cache(maxsize=64)
-def _matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+def _matcher(patterns: Iterable[str]) -> Callable[[str], object]:
+    """Does a root-relative path match one of the patterns? (A match object or None.)"""
+    patterns = tuple(patterns)
     if not patterns:
-        return None
-    return re.compile("|".join(_pattern_regex(p) for p in patterns), re.DOTALL)
-
-
-def matches_any(rel_path: str, patterns: Iterable[str]) -> bool:
-    matcher = _matcher(tuple(patterns))
-    return bool(matcher and matcher.match(rel_path))
+        return lambda rel_path: None
+    return re.compile("|".join(_pattern_regex(p) for p in patterns), re.DOTALL).match
 
 
 @dataclass(frozen=True)
@@ -207,21 +202,20 @@ class FileSet:
 
 
 def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]) -> FileSet:
-    patterns = list(exclude)
-    if not include_tests:
-        patterns.extend(DEFAULT_TEST_PATTERNS)
+    exclude = tuple(exclude)
+    skipped = _matcher(exclude if include_tests else (*exclude, *DEFAULT_TEST_PATTERNS))
+    is_config, config_skipped = _matcher(config_globs), _matcher(exclude)
     sources: list[str] = []
     configs: list[str] = []
     modules: set[str] = set()
-    globs = tuple(config_globs)
     listed, errors = list_project_files(root)
     stats = {rel: stat for rel, stat in listed.items() if stat is not None}
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
             modules.add(rel)
-            if not matches_any(rel, patterns):
+            if not skipped(rel):
                 sources.append(rel)
-        elif rel.endswith(CONFIG_SUFFIXES) and matches_any(rel, globs) and not matches_any(rel, exclude):
+        elif rel.endswith(CONFIG_SUFFIXES) and is_config(rel) and not config_skipped(rel):
             configs.append(rel)
     return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats)
 
