@@ -5,7 +5,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
+if TYPE_CHECKING:
+    from typing import Any
 
 BASE_MODULES = ("nemo_gym.base_responses_api_agent", "nemo_gym.agents.base_responses_api_agent")
 BASE_CLASSES = ("SimpleResponsesAPIAgent", "BaseResponsesAPIAgent")

@@ -9,7 +9,6 @@ import codecs
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from .listing import project_root, start_listing
 
@@ -39,10 +38,10 @@ _FILES = ("config_file", "baseline_file", "write_baseline")
 FORMATS = ("text", "concise", "json", "sarif", "github")
 
 
-def scan_parameters(args: list[str]) -> dict[str, Any] | None:
+def scan_parameters(args: list[str]) -> dict[str, object] | None:
     """`scan`'s parameters as click would read them from `args`, or None when reading them needs
     click: help, an error to report, or a form this reader does not take."""
-    params: dict[str, Any] = {
+    params: dict[str, object] = {
         "paths": [],
         "config_file": None,
         "exclude": [],
@@ -107,7 +106,7 @@ def _plain_streams() -> bool:
     )
 
 
-def _scan_without_click(params: dict[str, Any]) -> None:
+def _scan_without_click(params: dict[str, object]) -> None:
     """Runs `scan` and exits; returns only on a usage error, for click to report."""
     from . import commands
 
