@@ -14,6 +14,7 @@ import click
 from . import __version__, commands
 from .commands import EXIT_ERROR, EXIT_FINDINGS, Common, LazyProgress, run_analysis, terminal_width
 from .findings import FINDING_CODES, RULES
+from .report import FORMATS
 
 _EPILOG = """\b
 Examples:
@@ -95,7 +96,7 @@ def main() -> None:
 @click.option(
     "--format",
     "output_format",
-    type=click.Choice(["text", "concise", "json", "sarif", "github"]),
+    type=click.Choice(FORMATS),
     help="Output format (default: text on a terminal, concise otherwise).",
 )
 @click.option(

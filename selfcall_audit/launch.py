@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from .listing import project_root, start_listing
+from .report import FORMATS
 
 _LISTING_COMMANDS = ("scan", "fix", "agents")
 
@@ -35,7 +36,6 @@ _VALUES = {
     "--write-baseline": "write_baseline",
 }
 _FILES = ("config_file", "baseline_file", "write_baseline")
-FORMATS = ("text", "concise", "json", "sarif", "github")
 
 
 def scan_parameters(args: list[str]) -> dict[str, object] | None:

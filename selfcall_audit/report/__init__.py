@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from importlib import import_module
 
-from ..project import Report
+TYPE_CHECKING = False  # the console script reads FORMATS before it loads the analysis
+if TYPE_CHECKING:
+    from ..project import Report
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 
