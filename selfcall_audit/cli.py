@@ -1,4 +1,5 @@
-"""Command-line front end: thin over `Project`; exit codes per DESIGN §5 (0 clean, 1 findings, 2 error)."""
+"""The command line, declared with click; what the analysing commands do is in `commands`. Exit
+codes per DESIGN §5 (0 clean, 1 findings, 2 error)."""
 
 from __future__ import annotations
 
@@ -122,15 +123,7 @@ def main() -> None:
     metavar="FILE",
     help="Record the current findings in FILE as the baseline, and exit 0.",
 )
-def scan(
-    common: Common,
-    output_format: str | None,
-    select: str | None,
-    ignore: str | None,
-    strict: bool | None,
-    baseline_file: Path | None,
-    write_baseline: Path | None,
-) -> None:
+def scan(common: Common, **options: Any) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
     The whole project root (the nearest folder with pyproject.toml or .git) is indexed even when
@@ -139,7 +132,7 @@ def scan(
     Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
     internal error.
     """
-    commands.scan(common, output_format, select, ignore, strict, baseline_file, write_baseline)
+    commands.scan(common, **options)
 
 
 @main.command(epilog=_EPILOG)
