@@ -37,6 +37,15 @@ def test_tracked_and_untracked_files_are_listed_ignored_ones_are_not(tmp_path: P
     assert _names(listing.git_listing(str(root))) == {".gitignore", "tracked.py", "sub/untracked.py"}
 
 
+def test_where_there_is_no_posix_spawn_git_lists_the_same(tmp_path: Path, monkeypatch) -> None:
+    root = _checkout(tmp_path / "repo")
+    monkeypatch.delattr(os, "posix_spawnp")
+    listing.start_listing(str(root))  # nothing to start early there
+
+    assert _names(listing.git_listing(str(root))) == {".gitignore", "tracked.py", "sub/untracked.py"}
+    assert listing.git_listing(str(tmp_path)) is None
+
+
 def test_a_listing_started_early_is_the_one_collected(tmp_path: Path) -> None:
     root = str(_checkout(tmp_path / "repo"))
     listing.start_listing(root)
