@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner, Result
 
 from selfcall_audit.cli import main
@@ -17,15 +18,6 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 
 class EchoAgent(SimpleResponsesAPIAgent):
-"""
-RUN = """\
-    async def run(self, body):
-        response = await self.server_client.post(
-            server_name=self.config.name,
-            url_path="/v1/responses",
-            json=body,
-        )
-        return await response.json()
 """
 RETRY = """\
     async def retry(self, body):
@@ -65,7 +57,7 @@ def write(repo: Path, rel: str, text: str) -> None:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     write(tmp_path, "pyproject.toml", '[project]\nname = "fake-gym"\nversion = "0"\n')
-    write(tmp_path, ECHO, HEADER + RUN + "\n" + RETRY)
+    write(tmp_path, ECHO, SELF_CALLING_AGENT + "\n" + RETRY)
     write(tmp_path, OTHER_PATH, OTHER)
     return tmp_path
 
@@ -113,7 +105,7 @@ def test_the_baseline_file_does_not_change_with_unrelated_edits(repo: Path) -> N
 
 def test_only_new_findings_are_reported(repo: Path) -> None:
     scan(repo, "--write-baseline", str(repo / "baseline.json"))
-    write(repo, ECHO, HEADER + RUN + "\n" + RETRY_THRICE)
+    write(repo, ECHO, SELF_CALLING_AGENT + "\n" + RETRY_THRICE)
 
     clean = scan(repo, "--baseline", str(repo / "baseline.json"), paths=(OTHER_PATH,))
     result = scan(repo, "--baseline", str(repo / "baseline.json"))

@@ -550,8 +550,10 @@ def test_a_file_deleted_after_listing_is_reported_as_vanished(cli, tmp_path: Pat
     assert_only_error(report, BAD, "file vanished during the scan")
 
 
-def test_a_folder_that_cannot_be_listed_is_named(tmp_path: Path, monkeypatch) -> None:
-    """Stands in for an unreadable folder (root can list any): listing that one folder fails."""
+@pytest.fixture
+def locked_folder(tmp_path: Path, monkeypatch) -> Path:
+    """A project whose folder responses_api_agents/locked cannot be listed. Stands in for an
+    unreadable folder (root can list any): listing that one folder fails."""
     root = make_project(tmp_path / "repo", {"responses_api_agents/locked/app.py": GOOD_SOURCE})
     real_scandir = os.scandir
 
@@ -561,25 +563,18 @@ def test_a_folder_that_cannot_be_listed_is_named(tmp_path: Path, monkeypatch) ->
         return real_scandir(path)
 
     monkeypatch.setattr(os, "scandir", scandir)
+    return root
 
-    files = discover(root, (), False, ("*.yaml",))
+
+def test_a_folder_that_cannot_be_listed_is_named(locked_folder: Path) -> None:
+    files = discover(locked_folder, (), False, ("*.yaml",))
 
     assert files.sources == (GOOD,)
     assert files.errors == {"responses_api_agents/locked": "cannot list the folder: Permission denied"}
 
 
-def test_a_folder_that_cannot_be_listed_is_an_sca900_entry(cli, tmp_path: Path, monkeypatch) -> None:
-    root = make_project(tmp_path / "repo", {"responses_api_agents/locked/app.py": GOOD_SOURCE})
-    real_scandir = os.scandir
-
-    def scandir(path=None):
-        if str(path).endswith("locked"):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-        return real_scandir(path)
-
-    monkeypatch.setattr(os, "scandir", scandir)
-
-    _, report = scan(cli, root)
+def test_a_folder_that_cannot_be_listed_is_an_sca900_entry(cli, locked_folder: Path) -> None:
+    _, report = scan(cli, locked_folder)
 
     assert_only_error(report, "responses_api_agents/locked", "cannot list the folder: Permission denied")
 
