@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from .analysis.project import Project, Report
 from .config import load_settings
-from .discovery import find_root
-from .findings import parse_codes
-from .project import Project, Report
+from .rules import parse_codes
+from .workspace.discovery import find_root
 
 
 def allow_key(path: str, agent: str, method: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner, Result
 
-from selfcall_audit.cli import main
+from selfcall_audit.frontends.cli import main
 
 HEADER = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -214,7 +214,15 @@ def test_baseline_and_write_baseline_together_is_a_usage_error(repo: Path) -> No
 
 def test_the_real_command(repo: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "selfcall_audit.launch", "scan", "--format", "concise", *args]
+        command = [
+            sys.executable,
+            "-m",
+            "selfcall_audit.frontends.launch",
+            "scan",
+            "--format",
+            "concise",
+            *args,
+        ]
         return subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=120)
 
     written = run("--write-baseline", "baseline.json")

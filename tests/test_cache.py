@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from selfcall_audit.config import load_settings
-from selfcall_audit.project import Project
+from selfcall_audit.analysis.project import Project
 
 root = Path(sys.argv[1])
 report = Project(root, load_settings(root)).analyze([root])
@@ -42,11 +42,11 @@ def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path
 
     assert cold[0] == warm[0] == str(expected)
     assert int(cold[1]) > 0 and warm[1] == "0"
-    assert "selfcall_audit.facts" in cold and "yaml" in cold
+    assert "selfcall_audit.analysis.facts" in cold and "yaml" in cold
     for module in (
-        "selfcall_audit.facts",
-        "selfcall_audit.resolve",
-        "selfcall_audit.gym_config",
+        "selfcall_audit.analysis.facts",
+        "selfcall_audit.analysis.resolve",
+        "selfcall_audit.analysis.gym_config",
         "yaml",
         "libcst",
     ):

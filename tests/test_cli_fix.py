@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from selfcall_audit import codemod
-from selfcall_audit.codemod import Helper, plan_fix
 from selfcall_audit.config import load_settings
+from selfcall_audit.migrate import codemod
+from selfcall_audit.migrate.codemod import Helper, plan_fix
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "tests" / "codemod" / "cases"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from selfcall_audit import __version__
-from selfcall_audit.findings import RULES
+from selfcall_audit.rules import RULES
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -274,7 +274,7 @@ def test_exit_codes_of_the_real_command(command) -> None:
     assert "Traceback" not in usage.stderr
 
 
-LAUNCH = [sys.executable, "-m", "selfcall_audit.launch"]
+LAUNCH = [sys.executable, "-m", "selfcall_audit.frontends.launch"]
 
 
 @pytest.mark.parametrize("where", ["in the project", "elsewhere"])
@@ -297,7 +297,14 @@ def test_the_console_script_reports_the_same_wherever_it_is_started(tmp_path: Pa
 def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
     """`scan | true`: the pipe is closed before the report is written."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "selfcall_audit.launch", "scan", "--no-cache", FIXTURES / "loops-try"],
+        [
+            sys.executable,
+            "-m",
+            "selfcall_audit.frontends.launch",
+            "scan",
+            "--no-cache",
+            FIXTURES / "loops-try",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from selfcall_audit.docs import END, START, render_rules, sync
-from selfcall_audit.findings import RULES
+from selfcall_audit.report.docs import END, START, render_rules, sync
+from selfcall_audit.rules import RULES
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -17,7 +17,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 def test_readme_rules_section_is_in_sync_with_the_registry() -> None:
     text = README.read_text(encoding="utf-8")
 
-    assert sync(text) == text, "run: python -m selfcall_audit.docs --write README.md"
+    assert sync(text) == text, "run: python -m selfcall_audit.report.docs --write README.md"
 
 
 def test_every_rule_has_a_table_row_and_a_before_after_example() -> None:
@@ -48,7 +48,7 @@ def test_write_and_check_from_the_command_line(tmp_path: Path) -> None:
     readme.write_text(f"# x\n{START}\nold\n{END}\n")
 
     def docs(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "selfcall_audit.docs", *args, str(readme)]
+        command = [sys.executable, "-m", "selfcall_audit.report.docs", *args, str(readme)]
         return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
     stale = docs("--check")

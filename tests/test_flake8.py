@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from agent_sources import SELF_CALLING_AGENT
 
-from selfcall_audit import flake8_plugin
-from selfcall_audit.flake8_plugin import SelfCallChecker
-from selfcall_audit.project import Project
+from selfcall_audit.analysis.project import Project
+from selfcall_audit.frontends import flake8_plugin
+from selfcall_audit.frontends.flake8_plugin import SelfCallChecker
 
 AGENT = (
     SELF_CALLING_AGENT
@@ -105,7 +105,16 @@ def test_plugin_is_registered_with_flake8(repo: Path) -> None:
 
 def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> None:
     scan = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.launch", "scan", "--format", "concise", "--no-cache", "."],
+        [
+            sys.executable,
+            "-m",
+            "selfcall_audit.frontends.launch",
+            "scan",
+            "--format",
+            "concise",
+            "--no-cache",
+            ".",
+        ],
         cwd=repo,
         capture_output=True,
         text=True,

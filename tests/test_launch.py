@@ -14,13 +14,13 @@ from pathlib import Path
 import click
 import pytest
 
-from selfcall_audit import cli
-from selfcall_audit.launch import scan_parameters
+from selfcall_audit.frontends import cli
+from selfcall_audit.frontends.launch import scan_parameters
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "fixtures" / "demo-gym"
-CLICK = [sys.executable, "-m", "selfcall_audit.cli"]
-LAUNCH = [sys.executable, "-m", "selfcall_audit.launch"]
+CLICK = [sys.executable, "-m", "selfcall_audit.frontends.cli"]
+LAUNCH = [sys.executable, "-m", "selfcall_audit.frontends.launch"]
 
 PLAIN = [
     [],
@@ -139,7 +139,7 @@ def test_a_plain_scan_loads_neither_click_nor_typing_nor_subprocess(project: Pat
             "importtime",
             "-c",
             f"import sys; [sys.modules.pop(name, None) for name in {unwanted}]; "
-            "from selfcall_audit.launch import main; main()",
+            "from selfcall_audit.frontends.launch import main; main()",
             *("scan", "--format", "json", "."),
         ],
         capture_output=True,
@@ -150,7 +150,7 @@ def test_a_plain_scan_loads_neither_click_nor_typing_nor_subprocess(project: Pat
     assert run.returncode == 1 and run.stdout.startswith("{")
     names = [line.rsplit("|", 1)[-1] for line in run.stderr.splitlines() if line.startswith("import time:")]
     loaded = {name.strip() for name in names[names.index(" site") + 1 :]}
-    assert "selfcall_audit.commands" in loaded
+    assert "selfcall_audit.frontends.commands" in loaded
     assert not {name.split(".")[0] for name in loaded} & set(unwanted)
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from selfcall_audit import listing
-from selfcall_audit.discovery import list_project_files
+from selfcall_audit.workspace import listing
+from selfcall_audit.workspace.discovery import list_project_files
 
 
 def _checkout(root: Path) -> Path:

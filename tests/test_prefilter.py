@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfcall_audit.prefilter import import_lines, importers, word_matcher
+from selfcall_audit.workspace.prefilter import import_lines, importers, word_matcher
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 from agent_sources import SELF_CALLING_AGENT
 
-from selfcall_audit import discovery
-from selfcall_audit.discovery import discover
-from selfcall_audit.gym_config import AgentInstance, ConfigFileError, ConfigSet, parse_yaml
+from selfcall_audit.analysis.gym_config import AgentInstance, ConfigFileError, ConfigSet, parse_yaml
+from selfcall_audit.workspace import discovery
+from selfcall_audit.workspace.discovery import discover
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -624,7 +624,7 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
         [
             sys.executable,
             "-m",
-            "selfcall_audit.launch",
+            "selfcall_audit.frontends.launch",
             "scan",
             root,
             "--format",
@@ -1028,7 +1028,7 @@ def test_without_a_writable_key_folder_the_scan_runs_without_a_cache(tmp_path: P
     env = {**os.environ, "XDG_CACHE_HOME": str(blocked)}
 
     result = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.launch", "scan", str(root), "--format", "json"],
+        [sys.executable, "-m", "selfcall_audit.frontends.launch", "scan", str(root), "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
@@ -1046,7 +1046,7 @@ import concurrent.futures, json, sys, threading
 from pathlib import Path
 
 from selfcall_audit.config import Settings
-from selfcall_audit.project import Project
+from selfcall_audit.analysis.project import Project
 
 pools = []
 real = concurrent.futures.ProcessPoolExecutor

@@ -64,14 +64,14 @@ import json, sys
 from pathlib import Path
 
 from selfcall_audit.config import load_settings
-from selfcall_audit.project import Project
+from selfcall_audit.analysis.project import Project
 
 root = Path(sys.argv[1])
 report = Project(root, load_settings(root)).analyze([root])
 print(json.dumps({
     "findings": [[f.code, f.path, f.line] for f in report.findings],
     "errors": [[e.path, e.message] for e in report.errors],
-    "resolved": "selfcall_audit.resolve" in sys.modules,
+    "resolved": "selfcall_audit.analysis.resolve" in sys.modules,
 }))
 """
 

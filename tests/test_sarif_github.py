@@ -13,9 +13,9 @@ import pytest
 from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner
 
-from selfcall_audit.cli import main
-from selfcall_audit.findings import FINDING_CODES, RULES
+from selfcall_audit.frontends.cli import main
 from selfcall_audit.report.github import escape_data, escape_property
+from selfcall_audit.rules import FINDING_CODES, RULES
 
 AGENT = (
     SELF_CALLING_AGENT
@@ -193,7 +193,7 @@ def test_unreadable_files_are_tool_notifications(repo: Path) -> None:
 
 def test_sarif_from_the_real_command(repo: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.cli", "scan", "--format", "sarif", "--no-cache"],
+        [sys.executable, "-m", "selfcall_audit.frontends.cli", "scan", "--format", "sarif", "--no-cache"],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..project import Report
+from ..analysis.project import Report
 
 
 def render(report: Report) -> str:

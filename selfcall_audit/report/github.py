@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..findings import Finding
-from ..project import Report
+from ..analysis.project import Report
+from ..ftypes import Finding
 
 
 def escape_data(text: str) -> str:

@@ -7,9 +7,9 @@ import json
 from urllib.parse import quote
 
 from .. import __version__
-from ..baseline import fingerprints
-from ..findings import FINDING_CODES, RULES, Rule
-from ..project import Report
+from ..analysis.project import Report
+from ..rules import FINDING_CODES, RULES, Rule
+from .baseline import fingerprints
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"

@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ..project import Report
+from ..analysis.project import Report
 
 _CONTEXT = 1
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from . import __version__
-from .config import Settings, load_settings
-from .discovery import find_root
-from .findings import FINDING_CODES, RULES
-from .project import Project, Report
+from .. import __version__
+from ..analysis.project import Project, Report
+from ..config import Settings, load_settings
+from ..rules import FINDING_CODES, RULES
+from ..workspace.discovery import find_root
 
 POSSIBLE = "SCA003"
 

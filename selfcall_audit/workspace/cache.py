@@ -19,8 +19,8 @@ from dataclasses import fields
 from functools import cache, lru_cache
 from pathlib import Path
 
-from . import __version__
-from .findings import AgentInfo, Evidence, Finding
+from .. import __version__
+from ..ftypes import AgentInfo, Evidence, Finding
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -31,8 +31,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from typing import Any
 
-    from .facts import ModuleFacts
-    from .gym_config import AgentInstance
+    from ..analysis.facts import ModuleFacts
+    from ..analysis.gym_config import AgentInstance
 
 
 @lru_cache(maxsize=1)
@@ -41,10 +41,12 @@ def code_version() -> str:
     a development install whose extraction or resolution changed must not reuse results of the
     old code."""
     digest = blake2b(__version__.encode(), digest_size=8)
-    for source in sorted(os.scandir(Path(__file__).parent), key=lambda entry: entry.name):
-        if source.name.endswith(".py"):
-            stat = source.stat()
-            digest.update(f"{source.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    package = Path(__file__).parent.parent
+    for folder in ("", "analysis", "workspace"):
+        for source in sorted(os.scandir(package / folder), key=lambda entry: entry.name):
+            if source.name.endswith(".py"):
+                stat = source.stat()
+                digest.update(f"{folder}/{source.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
     return f"{__version__}-{digest.hexdigest()}"
 
 
@@ -72,8 +74,8 @@ _REPORT_SCHEMA = _Schema((Finding, Evidence, AgentInfo), {Finding: {"evidence": 
 @lru_cache(maxsize=1)
 def _analysis_schema() -> _Schema:
     """Built on first use: a run answered from the snapshot never imports the analysis modules."""
-    from .facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
-    from .gym_config import AgentInstance, ServerRef, Where
+    from ..analysis.facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
+    from ..analysis.gym_config import AgentInstance, ServerRef, Where
 
     return _Schema(
         (Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts, AgentInstance, ServerRef, Where),

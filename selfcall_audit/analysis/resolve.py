@@ -15,7 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import product
 
-from .config import Settings
+from ..config import Settings
+from ..ftypes import Evidence, Finding
+from ..rules import RULES
+from ..workspace.prefilter import POSTER_TOKENS, mentions_any, word_matcher
 from .facts import (
     CLIENT_METHODS,
     ROUTE_METHODS,
@@ -27,10 +30,8 @@ from .facts import (
     inline,
     map_children,
 )
-from .findings import RULES, Evidence, Finding
 from .gym_config import AgentInstance
 from .index import ClassRef, FunctionRef, Index
-from .prefilter import POSTER_TOKENS, mentions_any, word_matcher
 
 HOLE: Expr = ("?",)
 PREFIX: Expr = ("prefix",)

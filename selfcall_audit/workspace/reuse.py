@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from typing import Any
 
-    from .facts import ModuleFacts
+    from ..analysis.facts import ModuleFacts
 
     Observed = dict[str, Any]  # plain data, kept in the cache beside the snapshot
 

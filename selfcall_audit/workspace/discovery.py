@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import DEFAULT_TEST_PATTERNS
+from ..config import DEFAULT_TEST_PATTERNS
 from .listing import git_listing, project_root
 
 ALWAYS_SKIPPED_DIRS = frozenset(

@@ -18,10 +18,11 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from .config import Settings
-from .discovery import in_scope
-from .findings import FINDING_CODES, Finding, code_selected
-from .project import Report
+from ..analysis.project import Report
+from ..config import Settings
+from ..ftypes import Finding
+from ..rules import FINDING_CODES, code_selected
+from ..workspace.discovery import in_scope
 
 VERSION = 1
 _CLOSERS = frozenset({")", "]", "}"})

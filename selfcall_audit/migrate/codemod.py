@@ -30,11 +30,11 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from . import __version__
-from .config import Settings
-from .discovery import find_root
-from .findings import Finding
-from .project import Progress, Project, Report
+from .. import __version__
+from ..analysis.project import Progress, Project, Report
+from ..config import Settings
+from ..ftypes import Finding
+from ..workspace.discovery import find_root
 
 DEFAULT_HELPER = "selfcall_audit.inprocess:responses_in_process"
 # Positional parameters of the server client's methods, as the analysis reads them.
@@ -882,7 +882,7 @@ def atomic_write(target: Path, data: bytes, mode: int) -> None:
 
 def helper_source() -> bytes:
     """The helper module as shipped, headed by where it comes from and how to refresh it."""
-    source = resources.files(__package__).joinpath("inprocess.py").read_bytes()
+    source = resources.files("selfcall_audit").joinpath("inprocess.py").read_bytes()
     header = (
         f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py).\n"
         "# Refresh it with `selfcall-audit helper --write <this file> --force` (local edits are replaced).\n"

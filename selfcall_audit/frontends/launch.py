@@ -10,8 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from .listing import project_root, start_listing
-from .report import FORMATS
+from ..report import FORMATS
+from ..workspace.listing import project_root, start_listing
 
 _LISTING_COMMANDS = ("scan", "fix", "agents")
 

@@ -9,21 +9,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import FactsCache, blake2b, code_version, content_key
-from .config import Settings
-from .discovery import FileSet, UnreadableFile, discover, in_scope, read_file
-from .findings import AgentInfo, Finding, InputError, code_selected
-from .prefilter import import_lines, importers, mentions_any, word_matcher
+from ..config import Settings
+from ..ftypes import AgentInfo, Finding, InputError
+from ..rules import code_selected
+from ..workspace.cache import FactsCache, blake2b, code_version, content_key
+from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
+from ..workspace.prefilter import import_lines, importers, mentions_any, word_matcher
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
     from concurrent.futures import Executor
 
+    from ..workspace.reuse import Observed
     from .facts import ModuleFacts
     from .gym_config import AgentInstance, Node
     from .index import ClassRef, Index
     from .resolve import Resolver
-    from .reuse import Observed
 
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
 _PARALLEL_MIN_FILES = 24
@@ -214,7 +215,7 @@ class Project:
         then = stored.pop("fingerprint")
         if then == fingerprint:
             return Analysis(**stored)
-        from .reuse import still_holds
+        from ..workspace.reuse import still_holds
 
         observed = still_holds(
             self.cache.observed(then),
@@ -345,7 +346,7 @@ class Project:
                 else:
                     findings.append(finding)
         if self.cache and whole:
-            from .reuse import observe
+            from ..workspace.reuse import observe
 
             self._observed = observe(
                 self._setup(files),

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .config import ConfigError, Settings, load_settings
-from .discovery import find_root
-from .findings import RULES, parse_codes
-from .listing import start_listing
+from ..config import ConfigError, Settings, load_settings
+from ..rules import RULES, parse_codes
+from ..workspace.discovery import find_root
+from ..workspace.listing import start_listing
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -137,7 +137,7 @@ class LazyProgress:
 def run_analysis(
     paths: tuple[Path, ...], settings: Settings, root: Path, show_progress: bool, inventory: bool = False
 ):
-    from .project import Project
+    from ..analysis.project import Project
 
     progress = LazyProgress(show_progress)
     try:
@@ -169,15 +169,15 @@ def scan(
         return
     notes: list[str] = []
     if baseline is not None:
-        from .baseline import apply_baseline, notes_for
+        from ..report.baseline import apply_baseline, notes_for
 
         report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
         notes = notes_for(report, hidden, baseline[0])
 
-    from .report import renderer
+    from ..report import renderer
 
     if output_format == "text":
-        from .report.text import render as render_text
+        from ..report.text import render as render_text
 
         out = render_text(report, width=terminal_width(), color=sys.stdout.isatty())
         if common.quiet:
@@ -204,7 +204,7 @@ def _load_baseline(
         path = root / settings.baseline
     if path is None:
         return None
-    from .baseline import BaselineError, load_baseline
+    from ..report.baseline import BaselineError, load_baseline
 
     try:
         return path, load_baseline(path)
@@ -213,7 +213,7 @@ def _load_baseline(
 
 
 def _write_baseline(report: Any, path: Path) -> None:
-    from .baseline import write_baseline
+    from ..report.baseline import write_baseline
 
     try:
         count = write_baseline(report, path)

@@ -1,7 +1,7 @@
 """The README's rules section, generated from the rules registry so the two never disagree.
 
-python -m selfcall_audit.docs --write README.md   # regenerate between the markers
-python -m selfcall_audit.docs --check README.md   # exit 1 when it is out of date
+python -m selfcall_audit.report.docs --write README.md   # regenerate between the markers
+python -m selfcall_audit.report.docs --check README.md   # exit 1 when it is out of date
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .findings import FINDING_CODES, RULES, Rule
+from ..rules import FINDING_CODES, RULES, Rule
 
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
@@ -67,7 +67,7 @@ def sync(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m selfcall_audit.docs", description=__doc__.splitlines()[0]
+        prog="python -m selfcall_audit.report.docs", description=__doc__.splitlines()[0]
     )
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--write", type=Path, metavar="FILE", help="regenerate the rules section of FILE")
@@ -85,7 +85,9 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(updated, encoding="utf-8")
         return 0
     if updated != text:
-        print(f"{path}: the rules section is out of date; run python -m selfcall_audit.docs --write {path}")
+        print(
+            f"{path}: the rules section is out of date; run python -m selfcall_audit.report.docs --write {path}"
+        )
         return 1
     return 0
 

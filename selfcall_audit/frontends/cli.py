@@ -12,10 +12,11 @@ from typing import Any
 
 import click
 
-from . import __version__, commands
+from .. import __version__
+from ..report import FORMATS
+from ..rules import FINDING_CODES, RULES
+from . import commands
 from .commands import EXIT_ERROR, EXIT_FINDINGS, Common, LazyProgress, run_analysis, terminal_width
-from .findings import FINDING_CODES, RULES
-from .report import FORMATS
 
 _EPILOG = """\b
 Examples:
@@ -210,7 +211,7 @@ def fix(
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
-    from .codemod import Helper, plan_fix
+    from ..migrate.codemod import Helper, plan_fix
 
     root, settings = common.prepare()
     try:
@@ -288,7 +289,7 @@ def helper(target: Path, force: bool) -> None:
 
     Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
     """
-    from .codemod import VendorError, helper_spec_for, vendor_helper
+    from ..migrate.codemod import VendorError, helper_spec_for, vendor_helper
 
     try:
         path, written = vendor_helper(target, force)
