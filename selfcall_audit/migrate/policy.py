@@ -29,10 +29,10 @@ _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES
 
 def role_of(client_method: str, index: int, keyword: str | None) -> ArgumentRole:
     """What the server client's `client_method` does with the argument at `index` / `keyword`."""
-    signature = SIGNATURES.get(client_method, SIGNATURES["post"])
     if keyword is None:
+        signature = SIGNATURES.get(client_method, ())  # an unknown method: no positional parameters
         return signature[index] if index < len(signature) else "other"
-    if keyword == "method" and "method" not in signature:
+    if keyword == "method" and client_method == "post":
         return "other"  # `.post(method=...)`: not a parameter the helper could drop
     return keyword if keyword in _NAMED_ROLES else "other"  # type: ignore[return-value]
 
@@ -45,7 +45,9 @@ def blocker(call: CallDescription) -> str | None:
             return "the call goes through functools.partial"
         case "helper":
             return f"the call goes through the helper `{receiver.text}()`"
-    if receiver.client_method not in SIGNATURES:
+    if receiver.client_method not in SIGNATURES and not (
+        receiver.kind == "bound_method" and not receiver.client_method  # `post(...)`, bound elsewhere
+    ):
         return "the call is not a `.post(...)` or `.request(...)` of the server client"
     match call.context:
         case "with":
@@ -82,7 +84,8 @@ class Site:
 
     `self_rebinding` / `helper_binding`: the line of a statement that rebinds the method's `self`
     before the call, or binds the helper's name where the call would see it; `walrus`: names a
-    `:=` in a dropped part of the call binds; `streamed`: the response expression whose body is
+    `:=` in a removed part of the call binds; `dropped_call`: a call (or `await`) in a removed part,
+    which would no longer run; `streamed`: the response expression whose body is
     read as a stream."""
 
     callee: str
@@ -91,6 +94,7 @@ class Site:
     self_shadowed: bool = False
     helper_binding: int | None = None
     walrus: tuple[str, ...] = ()
+    dropped_call: str | None = None
     streamed: str | None = None
 
 
@@ -103,6 +107,8 @@ def site_blocker(site: Site) -> str | None:
     if site.walrus:
         names = ", ".join(f"`{name}`" for name in site.walrus)
         return f"the call binds {names} with `:=` in a part the rewrite removes"
+    if site.dropped_call is not None:
+        return f"the server name or client comes from `{site.dropped_call}`, which the rewrite would no longer run"
     if site.helper_binding is not None:
         return (
             f"`{site.callee}` already names something else here (line {site.helper_binding}); "
