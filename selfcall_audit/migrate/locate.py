@@ -84,7 +84,8 @@ def _point(position: CodePosition) -> tuple[int, int]:
 def _ancestors(
     module: cst.Module, target: cst.CSTNode, positions: Mapping[cst.CSTNode, CodeRange]
 ) -> tuple[cst.CSTNode, ...]:
-    """The path from the module down to `target`, found by position rather than by a full walk."""
+    """The path from the module down to `target`, found by position rather than by a full walk
+    (a decorator lies outside its function's range: there, the children are searched)."""
     start, end = _point(positions[target].start), _point(positions[target].end)
     path: list[cst.CSTNode] = []
     node: cst.CSTNode = module
@@ -98,8 +99,23 @@ def _ancestors(
                 node = child
                 break
         else:
-            raise LocateError("a located call is missing from its own syntax tree")
+            rest = _path_to(node, target)
+            if rest is None:
+                raise LocateError("a located call is missing from its own syntax tree")
+            return (*path, *rest[1:])
     return tuple(path)
+
+
+def _path_to(node: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """`node` and its descendants down to `target`'s parent, by a walk (no recursion)."""
+    stack: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = [(node, ())]
+    while stack:
+        current, above = stack.pop()
+        for child in current.children:
+            if child is target:
+                return [*above, current]
+            stack.append((child, (*above, current)))
+    return None
 
 
 def describe(site: Site) -> CallDescription:
