@@ -1,0 +1,163 @@
+"""The rewrite policy, and how `fix` consumes the analysis' description of a call.
+
+`policy` is the one place that says whether a described self-call can be rewritten; the codemod
+checks the call it finds in the file against the description before trusting it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, Finding
+from selfcall_audit.migrate import policy
+from selfcall_audit.migrate.imports import DEFAULT_HELPER, Helper
+from selfcall_audit.migrate.rewrite import rewrite_source
+
+HELPER = Helper.parse(DEFAULT_HELPER)
+ON_SELF = CallReceiver("self_attribute", "post", "self.server_client.post")
+PLAIN = (
+    CallArgument(0, "server_name", "server_name"),
+    CallArgument(1, "url_path", "url_path"),
+    CallArgument(2, "json", "json"),
+)
+
+
+def described(receiver: CallReceiver = ON_SELF, arguments=PLAIN, **changes) -> CallDescription:
+    return CallDescription(receiver=receiver, arguments=arguments, self_name="self", **changes)
+
+
+@pytest.mark.parametrize(
+    ("method", "index", "keyword", "role"),
+    [
+        ("post", 0, None, "server_name"),
+        ("post", 1, None, "url_path"),
+        ("post", 2, None, "other"),
+        ("request", 2, None, "method"),
+        ("post", 0, "method", "other"),
+        ("request", 0, "method", "method"),
+        ("post", 0, "cookies", "cookies"),
+        ("post", 0, "timeout", "other"),
+        ("", 0, None, "other"),  # a method it does not know takes nothing by position
+    ],
+)
+def test_each_argument_has_the_role_the_client_gives_it(method: str, index: int, keyword, role: str) -> None:
+    assert policy.role_of(method, index, keyword) == role
+
+
+def test_a_plain_self_call_can_be_rewritten() -> None:
+    assert policy.blocker(described()) is None
+
+
+@pytest.mark.parametrize(
+    ("call", "reason"),
+    [
+        (
+            described(CallReceiver("partial", "post", "send")),
+            "the call goes through functools.partial",
+        ),
+        (
+            described(CallReceiver("helper", "post", "_post_checked")),
+            "the call goes through the helper `_post_checked()`",
+        ),
+        (
+            described(CallReceiver("alias", "get", "client.get")),
+            "the call is not a `.post(...)` or `.request(...)` of the server client",
+        ),
+        (described(context="with"), "the response is used as an async context manager"),
+        (
+            described(context="default"),
+            "the call is in a default argument value, evaluated once when the function is defined",
+        ),
+        (
+            described(context="decorator"),
+            "the call is in a decorator, evaluated once when the function is defined",
+        ),
+        (
+            described(arguments=(*PLAIN, CallArgument(3, "other", None, "**"))),
+            "arguments come from a `**` expansion: rewrite the call by hand",
+        ),
+        (
+            described(arguments=(*PLAIN, CallArgument(3, "other", "timeout"))),
+            "the in-process helper takes no `timeout` argument",
+        ),
+        (
+            described(arguments=(*PLAIN, CallArgument(3, "other"))),
+            "it passes positional arguments the in-process helper does not take",
+        ),
+        (described(arguments=PLAIN[1:]), "it does not name both the server and the url path"),
+        (
+            CallDescription(receiver=ON_SELF, arguments=PLAIN, self_name=None),
+            "the call is not inside a method that has `self`",
+        ),
+    ],
+)
+def test_each_blocker_has_its_reason(call: CallDescription, reason: str) -> None:
+    assert policy.blocker(call) == reason
+
+
+SOURCE = b"""\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        send = self.server_client.post
+        return await send(self.config.name, "/v1/responses", json=body)
+"""
+CALL = {"line": 7, "column": 22, "end_line": 7, "end_column": 72}
+
+
+def finding(call: CallDescription | None) -> Finding:
+    return Finding(
+        "SCA001", "app.py", message="m", agent="EchoAgent", method="run", fixable=True, call=call, **CALL
+    )
+
+
+BOUND = CallReceiver("bound_method", "post", "send")
+POSITIONAL = (
+    CallArgument(0, "server_name"),
+    CallArgument(1, "url_path"),
+    CallArgument(2, "json", "json"),
+)
+
+
+def test_a_described_call_is_rewritten_from_its_description() -> None:
+    after, [outcome], removed = rewrite_source(SOURCE, [finding(described(BOUND, POSITIONAL))], HELPER)
+
+    assert outcome.reason is None
+    assert removed == [(6, "send")]
+    assert after == (
+        b"from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n"
+        b"from selfcall_audit.inprocess import responses_in_process\n"
+        b"\n\n"
+        b"class EchoAgent(SimpleResponsesAPIAgent):\n"
+        b"    async def run(self, body):\n"
+        b'        return await responses_in_process(self, url_path="/v1/responses", json=body)\n'
+    )
+
+
+def test_the_description_decides_what_the_tree_alone_cannot_tell() -> None:
+    """The tree shows a local callee; only the analysis knows it is a functools.partial."""
+    partial = described(CallReceiver("partial", "post", "send"), POSITIONAL)
+
+    after, [outcome], _ = rewrite_source(SOURCE, [finding(partial)], HELPER)
+
+    assert (after, outcome.reason) == (SOURCE, "the call goes through functools.partial")
+
+
+def test_a_call_that_is_not_the_described_one_is_left_alone() -> None:
+    """A description with another argument list: the file is not what was analysed."""
+    other = described(BOUND, POSITIONAL[:2])
+
+    after, [outcome], _ = rewrite_source(SOURCE, [finding(other)], HELPER)
+
+    assert after == SOURCE
+    assert outcome.reason == "the call is not the one the analysis described; run `selfcall-audit fix` again"
+
+
+def test_without_a_description_the_tree_is_read_with_the_same_rules() -> None:
+    with_description = rewrite_source(SOURCE, [finding(described(BOUND, POSITIONAL))], HELPER)
+    from_the_tree = rewrite_source(SOURCE, [finding(None)], HELPER)
+
+    assert from_the_tree[0] == with_description[0]
+    assert from_the_tree[2] == with_description[2]
