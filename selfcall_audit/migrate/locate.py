@@ -7,6 +7,7 @@ from the tree with the same rules), so that nothing is rewritten on a position a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ def locate(
     for node, where in positions.items():
         if isinstance(node, cst.Call):
             by_lines.setdefault((where.start.line, where.end.line), []).append(node)
-    lines = module.code.splitlines(keepends=True)
+    lines = re.split(r"\r\n|\r|\n", module.code)  # as Python counts lines: not at form feeds
     sites = {}
     for finding in findings:
         wanted = (finding.column - 1, finding.end_column - 1)

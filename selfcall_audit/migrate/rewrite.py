@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
-import libcst.matchers as m
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..ftypes import CallDescription, Finding
@@ -113,7 +112,7 @@ class _Rewriter:
             helper_binding=None if self.clash is None else self._line(self.clash),
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
-            streamed=_streamed_response(site, method),
+            streamed=scope.streamed_response(site.ancestors, method),
         )
         reason = policy.site_blocker(site_facts)
         if reason is not None:
@@ -181,26 +180,6 @@ class _Apply(cst.CSTTransformer):
                 carried = []
             body.append(updated)
         return updated_node.with_changes(body=body)
-
-
-def _streamed_response(site: Site, method: cst.FunctionDef) -> str | None:
-    """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
-    ancestors = site.ancestors
-    parent = ancestors[-1]
-    holder = ancestors[-2] if isinstance(parent, cst.Await) and len(ancestors) > 1 else parent
-    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
-        target = holder.targets[0].target
-    elif isinstance(holder, cst.AnnAssign):
-        target = holder.target
-    else:
-        return None
-    if not isinstance(target, cst.Name):
-        return None
-    content = m.Attribute(value=m.Name(target.value), attr=m.Name("content"))
-    reads = len(m.findall(method, m.Attribute(value=content, attr=m.Name("read"))))
-    if len(m.findall(method, content)) > reads:
-        return f"{target.value}.content"
-    return None
 
 
 def rewrite_source(

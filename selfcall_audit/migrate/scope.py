@@ -207,3 +207,22 @@ def reads_locals(function: cst.FunctionDef) -> bool:
 def nested_scopes(ancestors: Sequence[cst.CSTNode], method_index: int) -> list[cst.CSTNode]:
     """The functions, lambdas and comprehensions between the method and the call."""
     return [node for node in ancestors[method_index + 1 :] if isinstance(node, _NEW_SCOPES + _COMPREHENSIONS)]
+
+
+def streamed_response(ancestors: Sequence[cst.CSTNode], method: cst.FunctionDef) -> str | None:
+    """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
+    parent = ancestors[-1]
+    holder = ancestors[-2] if isinstance(parent, cst.Await) and len(ancestors) > 1 else parent
+    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
+        target = holder.targets[0].target
+    elif isinstance(holder, cst.AnnAssign):
+        target = holder.target
+    else:
+        return None
+    if not isinstance(target, cst.Name):
+        return None
+    content = m.Attribute(value=m.Name(target.value), attr=m.Name("content"))
+    reads = len(m.findall(method, m.Attribute(value=content, attr=m.Name("read"))))
+    if len(m.findall(method, content)) > reads:
+        return f"{target.value}.content"
+    return None
