@@ -206,31 +206,52 @@ class Index:
         return result
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
-        """Project classes in method-resolution order (depth first, left to right, no repeats)."""
+        """Project classes in method-resolution order (depth first, left to right, no repeats).
+
+        Iterative and without a depth cut: a long inheritance chain costs time linear in its length."""
         if ref in self._mro_memo:
             return self._mro_memo[ref]
         order: list[ClassRef] = []
-        stack: list[tuple[ClassRef, int]] = [(ref, 0)]
+        seen: set[ClassRef] = set()
+        stack: list[ClassRef] = [ref]
         while stack:
-            current, depth = stack.pop(0)
-            if current in order or depth > _MAX_DEPTH:
+            current = stack.pop()
+            if current in seen:
                 continue
+            seen.add(current)
             order.append(current)
-            stack[0:0] = [(b, depth + 1) for b in self.bases(current) if isinstance(b, ClassRef)]
+            stack.extend(reversed([b for b in self.bases(current) if isinstance(b, ClassRef)]))
         self._mro_memo[ref] = order
         return order
 
-    def is_agent(self, ref: ClassRef, trail: frozenset[ClassRef] = frozenset()) -> bool:
-        if ref in self._agent_memo:
-            return self._agent_memo[ref]
-        if ref in trail or len(trail) > _MAX_DEPTH:
-            return False
-        result = self.qualname(ref) in self.agent_bases or any(
-            (base in self.agent_bases) if isinstance(base, str) else self.is_agent(base, trail | {ref})
-            for base in self.bases(ref)
-        )
-        self._agent_memo[ref] = result
-        return result
+    def is_agent(self, ref: ClassRef) -> bool:
+        """Does the class derive from a configured agent base? Decided for every class on the way
+        up once (an explicit stack, so no inheritance depth exhausts the interpreter's recursion)."""
+        memo = self._agent_memo
+        if ref in memo:
+            return memo[ref]
+        stack: list[tuple[ClassRef, bool]] = [(ref, False)]
+        on_path: set[ClassRef] = set()
+        while stack:
+            current, expanded = stack.pop()
+            if current in memo:
+                continue
+            bases = self.bases(current)
+            if expanded:
+                on_path.discard(current)
+                memo[current] = self.qualname(current) in self.agent_bases or any(
+                    (base in self.agent_bases) if isinstance(base, str) else memo.get(base, False)
+                    for base in bases
+                )
+                continue
+            on_path.add(current)
+            stack.append((current, True))
+            stack.extend(
+                (base, False)
+                for base in bases
+                if isinstance(base, ClassRef) and base not in memo and base not in on_path
+            )
+        return memo[ref]
 
     def method(self, ref: ClassRef, name: str) -> tuple[ClassRef, FunctionFacts] | None:
         for owner in self.mro(ref):

@@ -10,7 +10,7 @@ call site, so a finding lands on the call that supplies both the own name and th
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from itertools import product
@@ -183,22 +183,26 @@ class Resolver:
             self._children = children
         return self._children
 
-    def agents_using(self, ref: ClassRef) -> list[ClassRef]:
-        """Agent classes whose MRO contains `ref` (itself first when it is one)."""
-        if not self.index.is_agent(ref) and self.find_subclasses and self._makes_client_calls(ref):
+    def agent_using(self, ref: ClassRef) -> ClassRef | None:
+        """The agent class whose MRO contains `ref`: itself when it is one, else the nearest
+        subclass that is one (breadth first)."""
+        if self.index.is_agent(ref):
+            return ref
+        if self.find_subclasses and self._makes_client_calls(ref):
             for path in self.find_subclasses(ref.name):  # a mixin: its agents may live elsewhere
                 self.index.module(path)
             self._children = None
-        found: list[ClassRef] = []
-        stack = [ref]
-        while stack:
-            current = stack.pop(0)
-            if current in found:
+        seen = {ref}
+        queue = deque(self.children().get(ref, []))
+        while queue:
+            current = queue.popleft()
+            if current in seen:
                 continue
+            seen.add(current)
             if self.index.is_agent(current):
-                found.append(current)
-            stack.extend(self.children().get(current, []))
-        return found
+                return current
+            queue.extend(self.children().get(current, []))
+        return None
 
     def _makes_client_calls(self, ref: ClassRef) -> bool:
         klass = self.index.klass(ref)
@@ -271,14 +275,14 @@ class Resolver:
         return running
 
     def _descendants(self, ref: ClassRef) -> list[ClassRef]:
-        found: list[ClassRef] = []
+        found: dict[ClassRef, None] = {}
         stack = list(self.children().get(ref, []))
         while stack:
             current = stack.pop()
             if current not in found:
-                found.append(current)
+                found[current] = None
                 stack.extend(self.children().get(current, []))
-        return found
+        return list(found)
 
     # routes ------------------------------------------------------------------------------
     def own_routes(self, ref: ClassRef) -> dict[str, re.Pattern[str]]:
@@ -681,10 +685,10 @@ class Resolver:
         results: dict[tuple[int, int, str], Finding] = {}
         for klass in module.classes:
             ref = ClassRef(path, klass.name)
-            agents = self.agents_using(ref)
-            if not agents:
+            agent = self.agent_using(ref)
+            if agent is None:
                 continue
-            agent_name = agents[0].name
+            agent_name = agent.name
             for method in klass.methods:
                 for call in self.client_calls(method, FunctionRef(path, klass.name, method.name), ref):
                     verdict = self.classify(call, ref, path)
