@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
+import string
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -107,6 +108,7 @@ class FunctionFacts:
     self_param: str | None
     calls: tuple[CallFact, ...]
     locals: tuple[Expr, ...] = ()  # values of local bindings, referred to as ("l", index)
+    returns: Expr = UNKNOWN  # what the function returns: one value or alternatives ("or")
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,7 @@ class _FunctionWalker:
         self.shadowed = shadowed
         self.locals: list[Expr] = []
         self.calls: list[CallFact] = []
+        self.returns: list[Expr] = []
         self._aliases: list[tuple[str, int]] = []
 
     # statements -----------------------------------------------------------------------
@@ -287,6 +290,7 @@ class _FunctionWalker:
             self.nested_function(node.args, node.body)
             self.env[node.name] = (UNKNOWN, node.lineno)
         elif isinstance(node, ast.ClassDef):
+            self.m.nested_class(node)  # a class built by a factory function is a class all the same
             self.env[node.name] = (UNKNOWN, node.lineno)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             self.m.imports_from(node)
@@ -295,9 +299,10 @@ class _FunctionWalker:
         elif isinstance(node, ast.Match):
             self.expr(node.subject)
             self._branches([case.body for case in node.cases], keep_base=True)
-        elif isinstance(node, (ast.Expr, ast.Return)):
-            if node.value is not None:
-                self.expr(node.value)
+        elif isinstance(node, ast.Return):
+            self.returns.append(self.expr(node.value) if node.value is not None else ("k", "None"))
+        elif isinstance(node, ast.Expr):
+            self.expr(node.value)
         elif isinstance(node, ast.Delete):
             for target in node.targets:
                 if isinstance(target, ast.Name):
@@ -407,7 +412,17 @@ class _FunctionWalker:
             return ("j", tuple(parts))
         if isinstance(node, ast.BinOp):
             left, right = self.expr(node.left), self.expr(node.right)
-            return ("j", (left, right)) if isinstance(node.op, ast.Add) else UNKNOWN
+            if isinstance(node.op, ast.Add):
+                return ("j", (left, right))
+            if isinstance(node.op, ast.Mod) and left[0] == "s":
+                return _percent_format(left[1], right)
+            return UNKNOWN
+        if isinstance(node, (ast.List, ast.Tuple)):
+            if any(isinstance(element, ast.Starred) for element in node.elts):
+                for element in node.elts:
+                    self.expr(element)
+                return UNKNOWN
+            return ("t", tuple(self.expr(element) for element in node.elts))
         if isinstance(node, ast.Dict):
             items = []
             for key, value in zip(node.keys, node.values):
@@ -420,7 +435,7 @@ class _FunctionWalker:
                     self.expr(key)
             return ("d", tuple(items))
         if isinstance(
-            node, (ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.List, ast.Tuple, ast.Set)
+            node, (ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.Set)
         ):
             for child in _CHILDREN[type(node)](node):
                 self.expr(child)
@@ -483,6 +498,11 @@ class _FunctionWalker:
             return ("a", args[0], args[1][1])
         if func == ("n", "dict") and not args:
             return ("d", kwargs)
+        if func[0] == "a" and func[1][0] == "s":
+            if func[2] == "format":
+                return _str_format(func[1][1], args, kwargs)
+            if func[2] == "join" and len(args) == 1 and not kwargs:
+                return _str_join(func[1][1], args[0])
         if _worth_recording(callee, args, kwargs):
             line, col = self.m.position(node.lineno, node.col_offset)
             end_line, end_col = self.m.position(node.end_lineno or node.lineno, node.end_col_offset or 0)
@@ -506,13 +526,70 @@ class _FunctionWalker:
         return ("c", func, tuple(args), kwargs)
 
 
+_PERCENT_FIELD = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+)?(?:\.\d+)?([a-zA-Z%])")
+
+
+def _percent_format(template: str, values: Expr) -> Expr:
+    """`"/v1/%s" % x` as a concatenation: `%s` fields take the values in order (or by key from a
+    dict); other conversions (`%d`, `%r`, ...) are unknown parts."""
+    positional = list(values[1]) if values[0] == "t" else [values]
+    by_key = dict(item for item in values[1] if item[0] is not None) if values[0] == "d" else {}
+    parts: list[Expr] = []
+    position = 0
+    for match in _PERCENT_FIELD.finditer(template):
+        parts.append(("s", template[position : match.start()]))
+        position = match.end()
+        key, conversion = match.groups()
+        if conversion == "%":
+            parts.append(("s", "%"))
+            continue
+        value = by_key.get(key, UNKNOWN) if key else (positional.pop(0) if positional else UNKNOWN)
+        parts.append(value if conversion == "s" else UNKNOWN)
+    parts.append(("s", template[position:]))
+    return ("j", tuple(parts))
+
+
+def _str_format(template: str, args: list[Expr], kwargs: tuple[tuple[str | None, Expr], ...]) -> Expr:
+    """`"/v1/{}".format(x)` as a concatenation; fields with a format spec, a conversion or an
+    attribute/index lookup are unknown parts."""
+    named = {key: value for key, value in kwargs if key is not None}
+    parts: list[Expr] = []
+    auto = 0
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return UNKNOWN
+    for literal, field_name, spec, conversion in fields:
+        parts.append(("s", literal))
+        if field_name is None:
+            continue
+        if field_name == "":
+            field_name, auto = str(auto), auto + 1
+        if field_name.isdigit():
+            value = args[int(field_name)] if int(field_name) < len(args) else UNKNOWN
+        else:
+            value = named.get(field_name, UNKNOWN)
+        parts.append(UNKNOWN if spec or conversion not in (None, "s") else value)
+    return ("j", tuple(parts))
+
+
+def _str_join(separator: str, items: Expr) -> Expr:
+    """`"/".join(["", "v1", x])` as a concatenation, for a list or tuple written in place."""
+    if items[0] != "t":
+        return UNKNOWN
+    parts: list[Expr] = []
+    for number, item in enumerate(items[1]):
+        if number:
+            parts.append(("s", separator))
+        parts.append(item)
+    return ("j", tuple(parts)) if parts else ("s", "")
+
+
 _CHILDREN = {
     ast.Subscript: lambda n: (n.value, n.slice),
     ast.Compare: lambda n: (n.left, *n.comparators),
     ast.UnaryOp: lambda n: (n.operand,),
     ast.Starred: lambda n: (n.value,),
-    ast.List: lambda n: n.elts,
-    ast.Tuple: lambda n: n.elts,
     ast.Set: lambda n: n.elts,
 }
 
@@ -551,6 +628,12 @@ class _ModuleExtractor:
         self._lines: list[bytes] | None = None
         self.imports: list[Import] = []
         self.instance_attrs: dict[str, list[Binding]] = {}
+        self.nested: list[ClassFacts] = []
+
+    def nested_class(self, node: ast.ClassDef) -> None:
+        saved = self.instance_attrs
+        self.nested.append(self.klass(node))
+        self.instance_attrs = saved
 
     def position(self, line: int, byte_col: int) -> tuple[int, int]:
         """1-based line and 1-based character column from ast's UTF-8 byte offset."""
@@ -600,6 +683,7 @@ class _ModuleExtractor:
             self_param,
             tuple(walker.calls),
             tuple(walker.locals),
+            _prune(_merge(walker.returns)) if walker.returns else UNKNOWN,
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
@@ -670,7 +754,7 @@ class _ModuleExtractor:
             path=self.path,
             imports=tuple(self.imports),
             constants=tuple(self.constants(tree.body)),
-            classes=tuple(classes),
+            classes=tuple(classes + self.nested),
             functions=tuple(functions),
             served=tuple(served),
             noqa=_noqa_lines(self.source),

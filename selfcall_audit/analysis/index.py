@@ -197,13 +197,24 @@ class Index:
         for base in klass.bases:
             if base[0] == "c":  # Generic[...] parametrisations and the like
                 continue
-            found = self.lookup_dotted(ref.path, base)
-            if found is None:
-                continue
-            kind, value = found
-            if kind == "class" or kind == "external":
-                result.append(value)  # type: ignore[arg-type]
+            for kind, value in self._candidates(ref.path, base):
+                if (kind == "class" or kind == "external") and value not in result:
+                    result.append(value)  # type: ignore[arg-type]
         return result
+
+    def _candidates(self, path: str, expr: Expr) -> list[tuple[str, object]]:
+        """Everything a base-class name may be: its binding in the module and each import of it
+        (`try: from a import Base` / `except ImportError: Base = object` gives both)."""
+        found = self.lookup_dotted(path, expr)
+        candidates = [found] if found is not None else []
+        module = self.module(path)
+        if expr[0] == "n" and module is not None:
+            for imp in module.imports:
+                if imp.local == expr[1]:
+                    other = self.resolve_import(path, imp, 1)
+                    if other is not None and other not in candidates:
+                        candidates.append(other)
+        return candidates
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
         """Project classes in method-resolution order (depth first, left to right, no repeats).

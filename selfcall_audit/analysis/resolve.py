@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import product
 
@@ -42,6 +42,7 @@ _ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[^/]+(?:/training-token-capture)?(?=
 _HELPER_KWARGS = frozenset({"server_name", "url_path", "json", "cookies", "headers"})
 _CLIENT_SIGNATURES = {"request": ("server_name", "url_path", "method")}
 _DEFAULT_SIGNATURE = ("server_name", "url_path")
+_PATH_JOINS = (("external", "os.path.join"), ("external", "posixpath.join"))
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,14 @@ def _qualify(expr: Expr, bindings: dict[str, Expr], callee_path: str) -> Expr:
     if kind == "n":
         return ("g", callee_path, expr[1])
     return map_children(expr, lambda child: _qualify(child, bindings, callee_path))
+
+
+def _globalise(expr: Expr, path: str) -> Expr:
+    """Module-level names qualified by the module they are read in, so another module's
+    function can be evaluated with them."""
+    if expr[0] == "n":
+        return ("g", path, expr[1])
+    return map_children(expr, lambda child: _globalise(child, path))
 
 
 def _expand_kwargs(kwargs: tuple[tuple[str | None, Expr], ...]) -> tuple[dict[str, Expr], bool]:
@@ -141,7 +150,7 @@ class Resolver:
         self.instances = instances
         self._calls_memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
         self._in_progress: set[tuple[FunctionRef, ClassRef | None]] = set()
-        self._routes_memo: dict[ClassRef, dict[str, re.Pattern[str]]] = {}
+        self._routes_memo: dict[ClassRef, dict[str, str | None]] = {}
         self._route_sources: dict[ClassRef, dict[str, Evidence]] = {}
         self._served_memo: dict[str, list[ClassRef]] = {}
         self._children: dict[ClassRef, list[ClassRef]] | None = None
@@ -285,43 +294,63 @@ class Resolver:
         return list(found)
 
     # routes ------------------------------------------------------------------------------
-    def own_routes(self, ref: ClassRef) -> dict[str, re.Pattern[str]]:
-        """Routes the agent serves, by normalised template; where code registers one is kept as evidence."""
+    def own_routes(self, ref: ClassRef) -> dict[str, str | None]:
+        """Routes the agent serves, by normalised template, each with the name of the method that
+        handles it (None when not known); where code registers one is kept as evidence."""
         if ref not in self._routes_memo:
-            templates = [self.settings.route, *self.settings.own_routes]
+            routes: dict[str, str | None] = dict.fromkeys(
+                _normal_route(t) for t in (self.settings.route, *self.settings.own_routes)
+            )
             sources: dict[str, Evidence] = {}
             for owner in self.index.mro(ref):
                 klass = self.index.klass(owner)
                 for method in klass.methods if klass else ():
                     for call in self.calls_of(method):
-                        for text in self._registered_route(call, method, _Ctx(owner.path, owner)):
-                            templates.append(text)
+                        ctx = _Ctx(owner.path, owner)
+                        for text, handler in self._registered_route(call, method, ctx):
+                            normal = _normal_route(text)
+                            if routes.get(normal) is None:
+                                routes[normal] = handler
                             note = f"route `{text}` is registered here"
-                            sources.setdefault(_normal_route(text), Evidence(owner.path, call.line, note))
-            routes: dict[str, re.Pattern[str]] = {}
-            for template in templates:
-                normal = _normal_route(template)
-                pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(normal))
-                routes.setdefault(normal, re.compile(pattern))
+                            sources.setdefault(normal, Evidence(owner.path, call.line, note))
             self._routes_memo[ref] = routes
             self._route_sources[ref] = sources
         return self._routes_memo[ref]
 
-    def _registered_route(self, call: CallFact, function: FunctionFacts, ctx: _Ctx) -> list[str]:
-        """`app.post("/path")(handler)`, `app.add_api_route("/path", ...)`: a route the agent serves."""
+    def responses_routes(self, ref: ClassRef) -> frozenset[str]:
+        """The agent's own routes that reach its `/v1/responses` handler: the route itself and any
+        other route registered with the same handler (a suffixed or prefixed twin)."""
+        routes = self.own_routes(ref)
+        main = _normal_route(self.settings.route)
+        handler = routes.get(main)
+        return frozenset(t for t, h in routes.items() if t == main or (handler is not None and h == handler))
+
+    def _registered_route(
+        self, call: CallFact, function: FunctionFacts, ctx: _Ctx
+    ) -> list[tuple[str, str | None]]:
+        """`app.post("/path")(handler)`, `app.add_api_route("/path", handler)`: routes the agent
+        serves, with the name of their handler when it is a method of the agent."""
         func = call.func
-        if func[0] != "a" or func[2] not in ROUTE_METHODS:
-            return []
+        handler: Expr = UNKNOWN
         args, raw_kwargs = self.arguments(call, function)
+        if func[0] == "c" and func[1][0] == "a" and func[1][2] in ROUTE_METHODS:
+            handler = args[0] if args else UNKNOWN  # the outer call of `app.post(path)(handler)`
+            args, raw_kwargs = func[2], func[3]
+            func = func[1]
+        elif func[0] != "a" or func[2] not in ROUTE_METHODS:
+            return []
         kwargs, _ = _expand_kwargs(raw_kwargs)
         if "server_name" in kwargs or self._is_client(func[1], ctx) or not args:
             return []
+        if func[2] == "add_api_route":
+            handler = args[1] if len(args) > 1 else kwargs.get("endpoint", UNKNOWN)
+        name = handler[2] if handler[0] == "a" and handler[1] == SELF else None
         found = []
         for alternative in self.eval_str(args[0], ctx):
             if all(isinstance(part, str) for part in alternative):
                 text = "".join(alternative)  # type: ignore[arg-type]
                 if text.startswith("/"):
-                    found.append(text)
+                    found.append((text, name))
         return found
 
     # client calls ------------------------------------------------------------------------
@@ -418,7 +447,7 @@ class Resolver:
             blocker=blocker,
         )
 
-    def _helper_target(self, func: Expr, ctx: _Ctx) -> tuple[FunctionRef, bool] | None:
+    def _function_target(self, func: Expr, ctx: _Ctx) -> tuple[FunctionRef, bool] | None:
         """The project function a call reaches (and whether through `self`), if any."""
         if func[0] == "a" and ctx.cls is not None and func[1] == SELF:
             found = self.index.method(ctx.cls, func[2])
@@ -430,13 +459,18 @@ class Resolver:
                     return FunctionRef(owner.path, owner.name, func[2]), True
             return None
         if func[0] in ("n", "g", "a"):
-            origin = self.index.origin(ctx.path, func)
-            if origin and not origin.endswith("__init__.py") and not self._may_post(origin):
-                return None  # a function in a module that never calls a server client
             found_name = self.index.lookup_dotted(ctx.path, func)
             if found_name and found_name[0] == "function":
                 return found_name[1], False  # type: ignore[return-value]
         return None
+
+    def _helper_target(self, func: Expr, ctx: _Ctx) -> tuple[FunctionRef, bool] | None:
+        """The project function a call reaches, if it lives where a client call can be made."""
+        if func[0] in ("n", "g", "a") and not (func[0] == "a" and (func[1] == SELF or func[1][0] == "c")):
+            origin = self.index.origin(ctx.path, func)
+            if origin and not origin.endswith("__init__.py") and not self._may_post(origin):
+                return None  # a function in a module that never calls a server client
+        return self._function_target(func, ctx)
 
     def _may_post(self, path: str) -> bool:
         """Could a module hold a helper that posts? Decided on its bytes, before parsing it."""
@@ -506,6 +540,8 @@ class Resolver:
     # evaluation --------------------------------------------------------------------------
     def _constant(self, expr: Expr, ctx: _Ctx) -> tuple[str, Expr, ClassRef | None] | None:
         """(module path, bound expression, class) of a name, module attribute or class constant."""
+        if expr[0] == "a" and expr[2] == "value" and expr[1][0] == "a":  # `Route.RESPONSES.value`
+            return self._constant(expr[1], ctx)
         if expr[0] == "a" and expr[1] == SELF and ctx.cls is not None:
             if expr[2] in ("config", "server_client"):
                 return None
@@ -554,20 +590,71 @@ class Resolver:
                 :_MAX_ALTERNATIVES
             ]
         if kind == "c":
-            callee = expr[1]
-            name = callee[2] if callee[0] in ("a", "g") else callee[1] if callee[0] == "n" else None
-            if name in self.settings.route_wrappers:
-                first = expr[2][0] if expr[2] else dict(expr[3]).get("url_path")
-                if first is None:
-                    return [(PREFIX,)]
-                inner = self.eval_str(first, ctx, depth + 1)
-                return [(PREFIX, *alt) for alt in inner]
-            return [(HOLE,)]
+            return self._eval_call(expr, ctx, depth)
         found = self._constant(expr, ctx)
         if found is not None:
             path, bound, cls = found
             return self.eval_str(bound, _Ctx(path, cls, ctx.evidence), depth + 1)
         return [(HOLE,)]
+
+    def _eval_call(self, expr: Expr, ctx: _Ctx, depth: int) -> list[tuple[object, ...]]:
+        """A string some call returns: a configured route wrapper keeps its path argument behind
+        a prefix; `os.path.join`/`posixpath.join` join; a project function is read from its body."""
+        callee, args, kwargs = expr[1], expr[2], expr[3]
+        name = callee[2] if callee[0] in ("a", "g") else callee[1] if callee[0] == "n" else None
+        if name in self.settings.route_wrappers:
+            first = args[0] if args else dict(kwargs).get("url_path")
+            if first is None:
+                return [(PREFIX,)]
+            return [(PREFIX, *alt) for alt in self.eval_str(first, ctx, depth + 1)]
+        if callee[0] in ("n", "g", "a") and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS:
+            return self._path_join(args, ctx, depth)
+        returned = self._returned(expr, ctx)
+        if returned is None:
+            return [(HOLE,)]
+        value, inner = returned
+        return self.eval_str(value, inner, depth + 1)
+
+    def _path_join(self, args: tuple[Expr, ...], ctx: _Ctx, depth: int) -> list[tuple[object, ...]]:
+        """`posixpath.join`: a `/` between parts, and an absolute part starts over."""
+        joined: list[tuple[object, ...]] = [()]
+        for arg in args:
+            combined = []
+            for alternative in self.eval_str(arg, ctx, depth + 1):
+                alternative = tuple(part for part in alternative if part != "")
+                head = alternative[0] if alternative else ""
+                absolute = isinstance(head, str) and head.startswith("/")
+                for prefix in joined:
+                    if absolute or not prefix:
+                        combined.append(alternative)
+                    elif isinstance(prefix[-1], str) and prefix[-1].endswith("/"):
+                        combined.append(prefix + alternative)
+                    else:
+                        combined.append((*prefix, "/", *alternative))
+            if len(combined) > _MAX_ALTERNATIVES:
+                return [(HOLE,)]
+            joined = combined
+        return joined
+
+    def _returned(self, expr: Expr, ctx: _Ctx) -> tuple[Expr, _Ctx] | None:
+        """What a call of a project function or method returns, in the caller's terms: its return
+        expressions with the parameters bound to the call's arguments."""
+        callee = expr[1]
+        target = self._function_target(callee, ctx)
+        if target is None:
+            return None
+        ref, via_self = target
+        function = self.index.function(ref)
+        if function is None or function.returns == UNKNOWN:
+            return None
+        kwargs, _ = _expand_kwargs(expr[3])
+        args = tuple(_globalise(a, ctx.path) for a in expr[2])
+        bindings = _bind_params(
+            function, args, {k: _globalise(v, ctx.path) for k, v in kwargs.items()}, skip_self=via_self
+        )
+        value = _qualify(inline(function.returns, function.locals), bindings, ref.path)
+        owner = ctx.cls if via_self else ClassRef(ref.path, ref.owner) if ref.owner else None
+        return value, _Ctx(ref.path, owner, ctx.evidence)
 
     def eval_server(self, expr: Expr, ctx: _Ctx, depth: int = 0) -> list[tuple[str, str | None]]:
         """Alternatives of a server name: ("self", None), ("ref", key), ("lit", text), ("param", None),
@@ -588,6 +675,10 @@ class Resolver:
         if kind in ("s", "j"):
             alternatives = self.eval_str(expr, ctx, depth + 1)
             return [_literal(alt) for alt in alternatives]
+        if kind == "c":
+            returned = self._returned(expr, ctx)
+            if returned is not None:
+                return self.eval_server(returned[0], returned[1], depth + 1)
         found = self._constant(expr, ctx)
         if found is not None:
             path, bound, cls = found
@@ -641,40 +732,38 @@ class Resolver:
             else:
                 verdicts.append("unknown")
         routes = self.own_routes(site_cls)
-        matched = [_match_route(alt, routes) for alt in paths]
+        family = self.responses_routes(site_cls)
+        reached = [_reachable(alt, routes) for alt in paths]
         method = call.http_method
         is_post = method == ("s", "POST") or (method[0] == "s" and method[1].upper() == "POST")
         if "self" not in verdicts and "unknown" not in verdicts:
             return None
-        definite_self = all(v == "self" for v in verdicts)
         main = self.settings.route.split("?")[0]
-        if definite_self:
-            if any(kind == "self" for kind, _ in servers):
-                evidence.extend(
-                    Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent")
-                    for i in running[:3]
-                )
-            evidence.extend(
-                Evidence(site_path, line, f"`{name}` is bound here") for name, line in call.site.aliases
-            )
-            evidence.extend(e for e in ctx.evidence if e not in evidence)
-            if all(m == main for m in matched):
-                if is_post:
-                    return "SCA001", main, evidence
-                if method[0] == "s":
-                    return "SCA002", f"{method[1].upper()} {main}", evidence
-                return "SCA003", f"its own {main} with a method that cannot be resolved", evidence
-            if all(m not in (None, "?") for m in matched):
-                reached = list(dict.fromkeys(m for m in matched if m))
-                sources = self._route_sources[site_cls]
-                evidence.extend(sources[route] for route in reached if route in sources)
-                return "SCA002", " or ".join(reached), evidence
-            if any(m in (main, "?") for m in matched) or all(m is not None for m in matched):
-                return "SCA003", "the url path cannot be resolved statically", evidence
+        if not all(v == "self" for v in verdicts):
+            if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
+                return "SCA003", f"the server name posting to {main} cannot be resolved statically", evidence
             return None
-        if any(m == main for m in matched):
-            return "SCA003", f"the server name posting to {main} cannot be resolved statically", evidence
-        return None
+        # The target is the agent's own server: a self-call whatever the path.
+        if any(kind == "self" for kind, _ in servers):
+            evidence.extend(
+                Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent") for i in running[:3]
+            )
+        evidence.extend(Evidence(site_path, line, f"`{name}` is bound here") for name, line in call.site.aliases)
+        evidence.extend(e for e in ctx.evidence if e not in evidence)
+        if all(r and r <= family for r in reached):
+            if is_post:
+                return "SCA001", main, evidence
+            if method[0] == "s":
+                return "SCA002", f"{method[1].upper()} {main}", evidence
+            return "SCA003", f"its own {main} with a method that cannot be resolved", evidence
+        if all(HOLE not in alt for alt in paths):
+            names = [sorted(r - family) or [_path_text(alt)] for alt, r in zip(paths, reached)]
+            found = list(dict.fromkeys(name for group in names for name in group))
+            sources = self._route_sources[site_cls]
+            evidence.extend(sources[route] for route in found if route in sources)
+            return "SCA002", " or ".join(found), evidence
+        shown = " or ".join(dict.fromkeys(_path_text(alt) for alt in paths))
+        return "SCA002", f"{shown} (a path that cannot be resolved statically)", evidence
 
     def findings_in(self, path: str) -> list[Finding]:
         module = self.index.module(path)
@@ -776,16 +865,60 @@ def _normal_route(template: str) -> str:
     return _ROLLOUT_PREFIX.sub("", template.split("?")[0])
 
 
-def _match_route(alternative: tuple[object, ...], routes: dict[str, re.Pattern[str]]) -> str | None:
-    """The own route a path alternative reaches, "?" when it cannot be told, None for another route."""
-    parts = list(alternative)
-    if parts and parts[0] == PREFIX:
-        parts = parts[1:]
-    text = "".join(p if isinstance(p, str) else "\x00" for p in parts).split("?")[0]
+def _path_text(alternative: tuple[object, ...]) -> str:
+    """A path alternative as a user reads it: unknown parts shown as `{?}`."""
+    text = "".join(part if isinstance(part, str) else "{?}" for part in alternative if part != PREFIX)
+    return text or "{?}"
+
+
+def _has_text(alternative: tuple[object, ...]) -> bool:
+    return any(isinstance(part, str) and part for part in alternative)
+
+
+def _reachable(alternative: tuple[object, ...], routes: Iterable[str]) -> frozenset[str]:
+    """The own routes (normalised templates) a path alternative may reach: unknown parts match
+    as wildcards, a rollout prefix and a query string are ignored."""
+    parts = [part for part in alternative if part != PREFIX]
+    text = "".join(part if isinstance(part, str) else "\x00" for part in parts).split("?")[0]
     text = _ROLLOUT_PREFIX.sub("", text)
-    if not text or text.startswith("\x00"):
-        return "?"
-    for template, pattern in routes.items():
-        if pattern.fullmatch(text):
-            return template
-    return "?" if "\x00" in text else None
+    tokens = [None if char == "\x00" else char for char in text]
+    return frozenset(template for template in routes if _may_match(tokens, _template_tokens(template)))
+
+
+def _template_tokens(template: str) -> list[str | None]:
+    """A route template as characters, None standing for a `{param}` (one or more non-`/`)."""
+    return [None if piece.startswith("{") else piece for piece in re.findall(r"\{[^}]*\}|[^{]", template)]
+
+
+def _may_match(path: list[str | None], template: list[str | None]) -> bool:
+    """Can one string match both a path with unknown parts (None: any text, `/` included) and a
+    route template (None: one or more characters other than `/`)? A search over position pairs."""
+    start = (0, 0, False)  # path index, template index, inside a template parameter
+    seen = {start}
+    stack = [start]
+    while stack:
+        i, j, in_param = stack.pop()
+        if i == len(path) and j == len(template) and not in_param:
+            return True
+        moves = []
+        if in_param:
+            moves.append((i, j + 1, False))  # the parameter ends
+        if i < len(path) and path[i] is None:
+            moves.append((i + 1, j, in_param))  # the unknown part ends
+            if j < len(template):
+                if template[j] is None:
+                    moves.append((i, j, True))
+                else:
+                    moves.append((i, j + 1, False))
+        elif i < len(path) and j < len(template):
+            char = path[i]
+            if template[j] is None:
+                if char != "/":
+                    moves.append((i + 1, j, True))
+            elif template[j] == char and not in_param:
+                moves.append((i + 1, j + 1, False))
+        for move in moves:
+            if move not in seen:
+                seen.add(move)
+                stack.append(move)
+    return False
