@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
+from fixture_annotations import annotated_findings
 
 from selfcall_audit.analysis.gym_config import AgentInstance, ConfigFileError, ConfigSet, parse_yaml
 from selfcall_audit.workspace import discovery
@@ -882,7 +883,7 @@ def test_a_scan_makes_no_network_access(cli, tmp_path: Path, monkeypatch) -> Non
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     root = tmp_path / "demo-gym"
     shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
-    expected = sorted(json.loads((root / "expected.json").read_text()))
+    expected = annotated_findings(root)
 
     result = cli("scan", root, "--format", "json", "--jobs", "1")
 
