@@ -390,6 +390,7 @@ class Resolver:
             for func in call.func[1] if call.func[0] == "or" else (call.func,):
                 arguments = None
                 via_partial = False
+                func = self._stored_callable(func, ctx)
                 if func[0] == "c":
                     args, raw_kwargs = self.arguments(call, function)
                     func, args, raw_kwargs, via_partial = self._unwrap_partial(func, args, raw_kwargs, ctx)
@@ -407,6 +408,16 @@ class Resolver:
         self._in_progress.discard(key)
         self._calls_memo[key] = found
         return found
+
+    def _stored_callable(self, func: Expr, ctx: _Ctx) -> Expr:
+        """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`
+        or `self._post = self.server_client.post`: the stored value is what is called."""
+        if func[0] != "a" or func[1] != SELF or ctx.cls is None or self.index.method(ctx.cls, func[2]):
+            return func
+        found = self.index.class_binding(ctx.cls, func[2])
+        if found is None or found[1].expr[0] not in ("a", "c"):
+            return func
+        return _globalise(found[1].expr, found[0].path)
 
     def _direct_call(
         self,
