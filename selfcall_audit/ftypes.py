@@ -4,12 +4,74 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
+if TYPE_CHECKING:
+    from typing import Literal
+
+    ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
+    ReceiverKind = Literal["self_attribute", "alias", "bound_method", "partial", "helper"]
+    CallContext = Literal["expression", "with", "default", "decorator"]
+
 
 @dataclass(frozen=True)
 class Evidence:
     path: str
     line: int
     note: str
+
+
+@dataclass(frozen=True)
+class CallArgument:
+    """One argument of a self-call as written, and what the server client does with it."""
+
+    index: int  # place in the call's argument list as written, from 0
+    role: ArgumentRole  # "other": an argument the in-process helper does not take
+    keyword: str | None = None  # None: positional (or a star expansion)
+    star: str = ""  # "*" or "**" for an expansion, whose role is "other"
+
+
+@dataclass(frozen=True)
+class CallReceiver:
+    """What the call is made on: `self.server_client.post`, `client.post` (an alias of the
+    client), `post` (a bound method kept in a local), a `functools.partial` of one, or an agent
+    method or function that forwards to the client."""
+
+    kind: ReceiverKind
+    client_method: str  # the server client's method: "post", "request", ...
+    text: str  # the callee as written, dotted: "self.server_client.post", "client.post", "post"
+
+
+@dataclass(frozen=True)
+class LocalBinding:
+    """A statement of the enclosing function the call reads through: `config = self.config`,
+    `client = self.server_client`, `post = client.post`. `feeds` is the part of the call that
+    reads it ("receiver" or an argument role): a binding that feeds only parts the rewrite drops
+    may become unused."""
+
+    name: str
+    line: int
+    feeds: str
+
+
+@dataclass(frozen=True)
+class CallDescription:
+    """A self-call as the analysis resolved it, for the codemod: who receives it, the role of each
+    argument, the local bindings it depends on, and whether it can be rewritten (`blocker` None)
+    or why not."""
+
+    receiver: CallReceiver
+    arguments: tuple[CallArgument, ...]
+    bindings: tuple[LocalBinding, ...] = ()
+    self_name: str | None = None  # the enclosing method's first parameter; None outside a method
+    context: CallContext = "expression"  # "with": the response is an async context manager
+    blocker: str | None = None
+
+    @property
+    def rewritable(self) -> bool:
+        return self.blocker is None
+
+    def argument(self, role: ArgumentRole) -> CallArgument | None:
+        return next((a for a in self.arguments if a.role == role), None)
 
 
 @dataclass(frozen=True)
@@ -26,6 +88,7 @@ class Finding:
     fixable: bool = False
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
     fix_blocker: str | None = None
+    call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

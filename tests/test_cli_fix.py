@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from selfcall_audit.config import load_settings
-from selfcall_audit.migrate import codemod
+from selfcall_audit.migrate import arguments, codemod
 from selfcall_audit.migrate.codemod import Helper, plan_fix
 
 REPO = Path(__file__).resolve().parents[1]
@@ -250,7 +250,7 @@ def test_output_that_would_not_parse_is_never_written(project: Path, cli, monkey
     import libcst as cst
 
     monkeypatch.setattr(
-        codemod, "_rewritten_call", lambda call, plan: call.with_changes(func=cst.Name("class"))
+        arguments, "rewritten_call", lambda call, *_: call.with_changes(func=cst.Name("class"))
     )
 
     result = cli("fix", "--no-cache", project)

@@ -20,7 +20,7 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 from .. import __version__
-from ..ftypes import AgentInfo, Evidence, Finding
+from ..ftypes import AgentInfo, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -68,7 +68,17 @@ class _Schema:
         self.nested = nested
 
 
-_REPORT_SCHEMA = _Schema((Finding, Evidence, AgentInfo), {Finding: {"evidence": "Evidence*"}})
+_REPORT_SCHEMA = _Schema(
+    (Finding, Evidence, AgentInfo, CallDescription, CallReceiver, CallArgument, LocalBinding),
+    {
+        Finding: {"evidence": "Evidence*", "call": "CallDescription"},
+        CallDescription: {
+            "receiver": "CallReceiver",
+            "arguments": "CallArgument*",
+            "bindings": "LocalBinding*",
+        },
+    },
+)
 
 
 @lru_cache(maxsize=1)
@@ -123,7 +133,8 @@ def _encode(value: Any) -> tuple:
     encoded = [name, *(getattr(value, field_name) for field_name in names)]
     for place, _, _, many in steps:
         item = encoded[place + 1]
-        encoded[place + 1] = tuple(_encode(element) for element in item) if many else _encode(item)
+        if item is not None:  # an optional one (a finding without a call description)
+            encoded[place + 1] = tuple(_encode(element) for element in item) if many else _encode(item)
     return tuple(encoded)
 
 
@@ -147,7 +158,10 @@ def _decode(value: tuple, expected: str) -> Any:
     fields_of.update(zip(names, value[1:]))
     for place, field_name, nested, many in steps:
         item = value[place + 1]
-        fields_of[field_name] = tuple([_decode(e, nested) for e in item]) if many else _decode(item, nested)
+        if item is not None:
+            fields_of[field_name] = (
+                tuple([_decode(e, nested) for e in item]) if many else _decode(item, nested)
+            )
     return instance
 
 

@@ -96,7 +96,9 @@ def test_every_after_file_passes_isort_and_leaves_no_unused_name(tmp_path: Path)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("name", ["plain", "positional", "async_with"])
+@pytest.mark.parametrize(
+    "name", ["plain", "positional", "async_with", "walrus_in_server_name", "default_argument", "form_feed"]
+)
 def test_case_as_a_real_command(name: str, tmp_path: Path, command) -> None:
     case = CASES / name
     expected, reasons = expectations(case)

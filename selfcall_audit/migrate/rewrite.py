@@ -1,0 +1,239 @@
+"""Rewriting one file: each fixable self-call becomes a call of the in-process helper.
+
+Only the call changes (its callee and its arguments), aliases only it used go, and the helper's
+import is added once; every other byte of the file stays as it was. Each call is found where
+the analysis reported it, checked against the analysis' description of it, and left alone with
+a reason (from `policy`) where the rewrite could change what the code does.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from ..ftypes import CallDescription, Finding
+from . import arguments, policy, scope
+from .aliases import unused_aliases
+from .imports import Helper, add_import, imported_name
+from .locate import Site, describe, locate, mismatch
+from .splice import SpliceError, spliced
+
+
+class CodemodError(Exception):
+    """The codemod produced text that does not parse: a bug; the file is left as it was."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One SCA001 finding after the codemod looked at it: rewritten when `reason` is None."""
+
+    finding: Finding
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one call is rewritten: the callee's new name, `self`, and the arguments' fate."""
+
+    callee: str
+    self_name: str
+    drop: frozenset[int]  # argument indexes removed (server_name, method)
+    to_keyword: frozenset[int]  # positional url_path, which becomes `url_path=`
+    method: cst.FunctionDef
+    removed: tuple[cst.CSTNode, ...]  # the expressions that disappear with the rewrite
+    bindings: frozenset[str]  # local names the analysis says the removed parts read
+    ancestors: tuple[cst.CSTNode, ...]
+
+
+class _Rewriter:
+    """The rewrite of one module: checks each call, then transforms the tree once."""
+
+    def __init__(self, module: cst.Module, source: bytes, helper: Helper, first_party: Callable[[str], bool]):
+        self.module = module
+        self.source_lines = source.splitlines()
+        self.helper = helper
+        self.first_party = first_party
+        self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        self.imported_as = imported_name(module, helper)
+        self.callee = self.imported_as or helper.name
+        self.clash = scope.helper_binding(module, helper, self.callee)
+
+    def run(self, findings: Sequence[Finding]) -> tuple[cst.Module, list[Outcome], list[tuple[int, str]]]:
+        sites = locate(self.module, self.positions, findings, self.source_lines)
+        plans: dict[cst.Call, Plan] = {}
+        outcomes = []
+        for finding in findings:
+            site = sites.get(finding)
+            plan = "the call is not where the analysis found it" if site is None else self.plan(finding, site)
+            if isinstance(plan, str):
+                outcomes.append(Outcome(finding, plan))
+            else:
+                plans[site.call] = plan  # type: ignore[union-attr]
+                outcomes.append(Outcome(finding))
+        if not plans:
+            return self.module, outcomes, []
+        dropped, removed = unused_aliases(plans.values())
+        removed_aliases = sorted((self.positions[statement].start.line, name) for statement, name in removed)
+        spine = {node for plan in plans.values() for node in plan.ancestors}
+        module = self.module.visit(_Apply(plans, dropped, spine))
+        if self.imported_as is None:
+            module = add_import(module, self.helper, self.first_party)
+        return module, outcomes, removed_aliases
+
+    def plan(self, finding: Finding, site: Site) -> Plan | str:
+        seen = describe(site)
+        call: CallDescription = finding.call or seen
+        if finding.call is not None and mismatch(finding.call, seen):
+            return "the call is not the one the analysis described; run `selfcall-audit fix` again"
+        reason = policy.blocker(call)
+        if reason is not None:
+            return reason
+        method, self_name, at = scope.enclosing_method(site.ancestors)
+        if method is None or self_name is None or self_name != call.self_name:
+            return "the call is not inside a method that has `self`"
+        roles = {argument.role: argument.index for argument in call.arguments}
+        dropped_parts = [
+            site.call.func,
+            *(site.call.args[roles[r]].value for r in policy.DROPPED_ROLES if r in roles),
+        ]
+        rebound = scope.rebinding(method, self_name)
+        site_facts = policy.Site(
+            callee=self.callee,
+            self_name=self_name,
+            self_rebinding=None if rebound is None else self._line(rebound),
+            self_shadowed=scope.shadows(scope.nested_scopes(site.ancestors, at), self_name),
+            helper_binding=None if self.clash is None else self._line(self.clash),
+            walrus=scope.walrus_targets(dropped_parts),
+            dropped_call=scope.first_call(dropped_parts),
+            streamed=_streamed_response(site, method),
+        )
+        reason = policy.site_blocker(site_facts)
+        if reason is not None:
+            return reason
+        url = call.argument("url_path")
+        assert url is not None  # policy.blocker made sure
+        on_self = call.receiver.kind == "self_attribute"
+        return Plan(
+            callee=self.callee,
+            self_name=self_name,
+            drop=frozenset(a.index for a in call.arguments if a.role in policy.DROPPED_ROLES),
+            to_keyword=frozenset({url.index} if url.keyword is None else ()),
+            method=method,
+            removed=tuple(dropped_parts[1:] if on_self else dropped_parts),
+            bindings=frozenset(
+                b.name for b in call.bindings if b.feeds == "receiver" or b.feeds in policy.DROPPED_ROLES
+            ),
+            ancestors=site.ancestors,
+        )
+
+    def _line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+
+class _Apply(cst.CSTTransformer):
+    """Rewrites the planned calls and drops the unused aliases, entering only the nodes around them."""
+
+    def __init__(self, plans: dict[cst.Call, Plan], dropped: set[cst.BaseStatement], spine: set[cst.CSTNode]):
+        super().__init__()
+        self.plans = plans
+        self.dropped = dropped
+        self.spine = spine
+        self.methods = {plan.method for plan in plans.values()}
+        self._in_method = 0
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node in self.methods:
+            self._in_method += 1
+        return (self._in_method > 0 or node in self.spine) and super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> object:
+        if original_node in self.methods:
+            self._in_method -= 1
+        return super().on_leave(original_node, updated_node)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        plan = self.plans.get(original_node)
+        if plan is None:
+            return updated_node
+        return arguments.rewritten_call(updated_node, plan.callee, plan.self_name, plan.drop, plan.to_keyword)
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        if not any(statement in self.dropped for statement in original_node.body):
+            return updated_node
+        body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for original, updated in zip(original_node.body, updated_node.body, strict=True):
+            if original in self.dropped:
+                carried.extend(updated.leading_lines)  # type: ignore[attr-defined]
+                continue
+            if carried:
+                updated = updated.with_changes(leading_lines=[*carried, *updated.leading_lines])
+                carried = []
+            body.append(updated)
+        return updated_node.with_changes(body=body)
+
+
+def _streamed_response(site: Site, method: cst.FunctionDef) -> str | None:
+    """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
+    ancestors = site.ancestors
+    parent = ancestors[-1]
+    holder = ancestors[-2] if isinstance(parent, cst.Await) and len(ancestors) > 1 else parent
+    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
+        target = holder.targets[0].target
+    elif isinstance(holder, cst.AnnAssign):
+        target = holder.target
+    else:
+        return None
+    if not isinstance(target, cst.Name):
+        return None
+    content = m.Attribute(value=m.Name(target.value), attr=m.Name("content"))
+    reads = len(m.findall(method, m.Attribute(value=content, attr=m.Name("read"))))
+    if len(m.findall(method, content)) > reads:
+        return f"{target.value}.content"
+    return None
+
+
+def rewrite_source(
+    source: bytes,
+    findings: Sequence[Finding],
+    helper: Helper,
+    first_party: Callable[[str], bool] = lambda name: False,
+) -> tuple[bytes, list[Outcome], list[tuple[int, str]]]:
+    """The file's new bytes, what became of each fixable finding, and the (line, name) of each
+    local alias removed because only the rewritten calls used it.
+
+    Raises CodemodError when the result does not parse, which would be a bug in the codemod.
+    """
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+        text = source.decode(encoding)
+        module = cst.parse_module(text)
+    except (SyntaxError, cst.ParserSyntaxError, UnicodeDecodeError, LookupError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return source, [Outcome(f, f"libcst cannot parse the file: {detail}") for f in findings], []
+    new_module, outcomes, removed_aliases = _Rewriter(module, source, helper, first_party).run(findings)
+    if new_module is module:
+        return source, outcomes, removed_aliases
+    try:
+        result = spliced(source, encoding, text, module.code, new_module.code)
+    except SpliceError as exc:
+        refused = [Outcome(o.finding, o.reason or f"{exc}; rewrite it by hand") for o in outcomes]
+        return source, refused, []
+    try:
+        with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
+            warnings.simplefilter("ignore", SyntaxWarning)
+            ast.parse(result)
+        cst.parse_module(result)
+    except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
+        raise CodemodError(f"the rewritten file would not parse ({exc}); it was left as it was") from exc
+    return result, outcomes, removed_aliases

@@ -1,0 +1,17 @@
+"""The file already imports from the helper's module in parentheses, with comments: each comment
+stays once, with the name it was written after."""
+
+from selfcall_audit.inprocess import (  # the in-process path
+    InProcessResponse,  # what the helper returns
+    responses_in_process,
+)
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body: BaseRunRequest) -> InProcessResponse:
+        return await responses_in_process(
+            self, url_path="/v1/responses", json=body.responses_create_params
+        )

@@ -1,0 +1,24 @@
+"""Comments on the lines of removed arguments stay on their lines; none moves onto another argument."""
+
+from selfcall_audit.inprocess import responses_in_process
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from nemo_gym.server_utils import get_response_json
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body: BaseRunRequest) -> dict:
+        first = await responses_in_process(
+            self,
+            url_path="/v1/responses",  # the episode
+            # our own server
+            json=body.responses_create_params,
+        )
+        second = await responses_in_process(
+            self,
+            url_path="/v1/responses"  # again
+            # the only verb it serves
+            # still ourselves
+        )
+        return {"first": await get_response_json(first), "second": await get_response_json(second)}
