@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fixture_annotations import annotated_findings
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NOT_COPIED = shutil.ignore_patterns(".selfcall_audit_cache")
 
@@ -35,7 +37,7 @@ def _run(root: Path) -> list[str]:
 def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path: Path) -> None:
     root = tmp_path / "demo"
     shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
-    expected = len(json.loads((root / "expected.json").read_text()))
+    expected = len(annotated_findings(root))
 
     cold = _run(root)
     warm = _run(root)

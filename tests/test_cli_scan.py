@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_annotations import annotated_findings
 
 from selfcall_audit import __version__
 from selfcall_audit.rules import RULES
@@ -291,7 +292,7 @@ def test_the_console_script_reports_the_same_wherever_it_is_started(tmp_path: Pa
 
     assert run.returncode == 1, run.stderr
     found = sorted([f["code"], f["path"], f["line"]] for f in json.loads(run.stdout)["findings"])
-    assert found == sorted(json.loads((project / "expected.json").read_text()))
+    assert found == annotated_findings(project)
 
 
 def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:

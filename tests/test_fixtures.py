@@ -1,8 +1,8 @@
-"""Each fixture repo under fixtures/ is scanned and must give exactly the findings in its expected.json.
+"""Each fixture repo under fixtures/ is scanned and must give exactly the findings annotated in its
+sources: every line carrying `# SCA00N` is reported with that code, and no other line is.
 
-A fixture is a small fake repo in NeMo Gym's layout with its own pyproject.toml (so it is its own
-project root), an `expected.json` of `[code, path, line]` and, optionally, an `args.json` of extra
-command-line arguments.
+The established fixtures and the one-shape fixtures (`shape-*`, one form each of what the analysis
+follows) are parametrised apart, so each shape passes or fails on its own.
 """
 
 from __future__ import annotations
@@ -15,36 +15,27 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_annotations import FIXTURES, annotated_findings, annotations, extra_args, fixture_projects
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO / "fixtures"
-FIXTURE_DIRS = sorted(path.parent for path in FIXTURES.glob("*/expected.json"))
+ESTABLISHED = fixture_projects(shapes=False)
+SHAPES = fixture_projects(shapes=True)
 
 
 def triples(report: dict) -> list[list]:
     return sorted([f["code"], f["path"], f["line"]] for f in report["findings"])
 
 
-def _expected(fixture: Path) -> list[list]:
-    return sorted(json.loads((fixture / "expected.json").read_text()))
-
-
-def _extra_args(fixture: Path) -> list[str]:
-    args = fixture / "args.json"
-    return json.loads(args.read_text()) if args.is_file() else []
-
-
 def _scan(cli, fixture: Path) -> dict:
-    result = cli("scan", fixture, "--format", "json", "--no-cache", *_extra_args(fixture))
-    assert result.exit_code == (1 if _expected(fixture) else 0), result.output
+    result = cli("scan", fixture, "--format", "json", "--no-cache", *extra_args(fixture))
+    assert result.exit_code == (1 if annotated_findings(fixture) else 0), result.output
     return json.loads(result.stdout)
 
 
-def test_every_fixture_is_a_project_with_expectations() -> None:
-    folders = sorted(path for path in FIXTURES.iterdir() if path.is_dir())
-    assert folders == FIXTURE_DIRS
-    for folder in folders:
+def test_every_fixture_is_a_project() -> None:
+    for folder in ESTABLISHED + SHAPES:
         assert (folder / "pyproject.toml").is_file(), folder.name
+    assert not list(FIXTURES.glob("*/expected.json")), "expectations are annotated in the sources"
 
 
 def test_fixture_sources_are_valid_python() -> None:
@@ -52,22 +43,43 @@ def test_fixture_sources_are_valid_python() -> None:
         ast.parse(path.read_bytes(), filename=str(path))
 
 
-@pytest.mark.parametrize("fixture", FIXTURE_DIRS, ids=lambda path: path.name)
-def test_scan_reports_exactly_the_expected_findings(cli, fixture: Path) -> None:
+def test_annotations_are_trailing_code_comments_and_nothing_else() -> None:
+    source = (
+        "call()  # SCA001\n"
+        "call()  # noqa: SCA002  # SCA001, SCA002\n"
+        "call()  # noqa: SCA001\n"
+        "# SCA001 is named in prose here\n"
+        'text = "# SCA003"\n'
+        "call()  # see SCA001 for why\n"
+    )
+
+    assert annotations(source) == [(1, "SCA001"), (2, "SCA001"), (2, "SCA002")]
+
+
+@pytest.mark.parametrize("fixture", ESTABLISHED, ids=lambda path: path.name)
+def test_scan_reports_exactly_the_annotated_lines(cli, fixture: Path) -> None:
     report = _scan(cli, fixture)
 
-    assert triples(report) == _expected(fixture)
+    assert triples(report) == annotated_findings(fixture)
     assert report["errors"] == []
     assert report["root"] == str(fixture)
+
+
+@pytest.mark.parametrize("fixture", SHAPES, ids=lambda path: path.name)
+def test_each_shape_is_reported_exactly_as_annotated(cli, fixture: Path) -> None:
+    report = _scan(cli, fixture)
+
+    assert triples(report) == annotated_findings(fixture)
+    assert report["errors"] == []
 
 
 @pytest.mark.parametrize("name", ["demo-gym", "yaml-features", "forwarding-helpers", "noqa"])
 def test_scan_as_a_subprocess_gives_the_same_findings(command, name: str) -> None:
     fixture = FIXTURES / name
-    done = command("scan", fixture, "--format", "json", "--no-cache", *_extra_args(fixture))
+    done = command("scan", fixture, "--format", "json", "--no-cache", *extra_args(fixture))
 
     assert done.returncode == 1, done.stderr
-    assert triples(json.loads(done.stdout)) == _expected(fixture)
+    assert triples(json.loads(done.stdout)) == annotated_findings(fixture)
 
 
 def _finding(report: dict, path: str, line: int) -> dict:
@@ -196,6 +208,6 @@ def test_the_readme_first_command_scans_the_demo_and_fails() -> None:
 
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == len(_expected(FIXTURES / "demo-gym"))
+    assert len(lines) == len(annotated_findings(FIXTURES / "demo-gym"))
     assert lines[0].startswith("responses_api_agents/judge_agent/app.py:27:")
     assert all(" SCA00" in line for line in lines)

@@ -29,13 +29,14 @@ from pathlib import Path
 import hypothesmith
 import libcst
 from click.testing import CliRunner, Result
+from fixture_annotations import fixture_projects
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selfcall_audit.frontends.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURE_DIRS = sorted(path.parent for path in (REPO / "fixtures").glob("*/expected.json"))
+FIXTURE_DIRS = fixture_projects(shapes=False)
 
 APP = "responses_api_agents/x/app.py"
 GOOD = "responses_api_agents/good_agent/app.py"

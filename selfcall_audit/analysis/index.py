@@ -1,4 +1,4 @@
-"""The project index: modules by path and dotted name, imports, classes and their bases.
+"""The project index: modules by path and dotted name, and what a name in a module stands for.
 
 Modules are parsed on demand: resolving an import or a base class parses the module it names,
 so the prefilter only has to pick the files where a self-call can start.
@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from posixpath import dirname
 
-from .facts import Binding, ClassFacts, Expr, FunctionFacts, Import, ModuleFacts
-
-_MAX_DEPTH = 30
+from .expr import Attr, Expr, Global, Name
+from .facts import Binding, ClassFacts, FunctionFacts, Import, ModuleFacts
+from .limits import LIMITS
 
 
 @dataclass(frozen=True)
@@ -28,14 +28,35 @@ class FunctionRef:
     name: str
 
 
-def dotted(expr: Expr) -> str | None:
-    """`a.b.c` for a chain of attributes on a free name."""
-    if expr[0] == "n":
-        return expr[1]
-    if expr[0] == "a":
-        base = dotted(expr[1])
-        return f"{base}.{expr[2]}" if base else None
-    return None
+@dataclass(frozen=True)
+class ConstRef:
+    """A module-level constant."""
+
+    path: str
+    binding: Binding
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    path: str
+
+
+@dataclass(frozen=True)
+class External:
+    """Something outside the project, by dotted name (`functools.partial`)."""
+
+    dotted: str
+
+
+@dataclass(frozen=True)
+class ClassAttr:
+    """`Class.attr` where the class is in the project."""
+
+    cls: ClassRef
+    attr: str
+
+
+Symbol = ClassRef | FunctionRef | ConstRef | ModuleRef | External | ClassAttr
 
 
 class Index:
@@ -43,12 +64,8 @@ class Index:
         self.py_files = py_files
         self._load = load
         self._modules: dict[str, ModuleFacts | None] = {}
-        self._agent_memo: dict[ClassRef, bool] = {}
-        self._lookup_memo: dict[tuple[str, str], tuple[str, object] | None] = {}
-        self._bases_memo: dict[ClassRef, list[ClassRef | str]] = {}
-        self._mro_memo: dict[ClassRef, list[ClassRef]] = {}
-        self._names_memo: dict[str, dict[str, tuple[str, object]]] = {}
-        self.agent_bases: frozenset[str] = frozenset()
+        self._lookup_memo: dict[tuple[str, str], Symbol | None] = {}
+        self._names_memo: dict[str, dict[str, Symbol]] = {}
 
     # modules ---------------------------------------------------------------------------
     def module(self, path: str) -> ModuleFacts | None:
@@ -81,28 +98,30 @@ class Index:
         stem = path[: -len("/__init__.py")] if path.endswith("/__init__.py") else path.removesuffix(".py")
         return stem.replace("/", ".")
 
-    def _names(self, path: str, module: ModuleFacts) -> dict[str, tuple[str, object]]:
+    def qualname(self, ref: ClassRef) -> str:
+        return f"{self.module_name(ref.path)}.{ref.name}"
+
+    def _names(self, path: str, module: ModuleFacts) -> dict[str, Symbol]:
         """Module-level names defined in the module itself (imports are resolved separately)."""
         if path not in self._names_memo:
-            table: dict[str, tuple[str, object]] = {}
+            table: dict[str, Symbol] = {}
             for binding in module.constants:
-                table[binding.name] = ("const", (path, binding))
+                table[binding.name] = ConstRef(path, binding)
             for function in module.functions:
-                table[function.name] = ("function", FunctionRef(path, None, function.name))
+                table[function.name] = FunctionRef(path, None, function.name)
             for klass in module.classes:
-                table[klass.name] = ("class", ClassRef(path, klass.name))
+                table[klass.name] = ClassRef(path, klass.name)
             self._names_memo[path] = table
         return self._names_memo[path]
 
     # names ------------------------------------------------------------------------------
-    def lookup(self, path: str, name: str, depth: int = 0) -> tuple[str, object] | None:
-        """What a module-level name is: ("class", ClassRef), ("function", FunctionRef),
-        ("const", (path, Binding)), ("module", path), ("external", dotted) or None."""
+    def lookup(self, path: str, name: str, depth: int = 0) -> Symbol | None:
+        """What a module-level name stands for, following imports."""
         key = (path, name)
         if key in self._lookup_memo:
             return self._lookup_memo[key]
         module = self.module(path)
-        if module is None or depth > _MAX_DEPTH:
+        if module is None or depth > LIMITS.import_depth:
             return None
         self._lookup_memo[key] = None  # an import cycle resolves to nothing
         found = self._names(path, module).get(name)
@@ -113,10 +132,10 @@ class Index:
         self._lookup_memo[key] = found
         return found
 
-    def resolve_import(self, path: str, imp: Import, depth: int) -> tuple[str, object] | None:
+    def resolve_import(self, path: str, imp: Import, depth: int) -> Symbol | None:
         if imp.name is None:
             target = self.module_path(imp.module, path)
-            return ("module", target) if target else ("external", imp.module)
+            return ModuleRef(target) if target else External(imp.module)
         target = self.module_path(imp.module, path, imp.level)
         if target is not None:
             found = self.lookup(target, imp.name, depth)
@@ -125,52 +144,62 @@ class Index:
             submodule = self.module_path(
                 f"{imp.module}.{imp.name}" if imp.module else imp.name, path, imp.level
             )
-            if submodule:
-                return ("module", submodule)
-            return None
+            return ModuleRef(submodule) if submodule else None
         if imp.level:
             return None
-        return ("external", f"{imp.module}.{imp.name}")
+        return External(f"{imp.module}.{imp.name}")
+
+    def candidates(self, path: str, expr: Expr) -> list[Symbol]:
+        """Everything a name may be: its binding in the module and each import of it
+        (`try: from a import Base` / `except ImportError: Base = object` gives both)."""
+        found = self.lookup_dotted(path, expr)
+        result = [found] if found is not None else []
+        module = self.module(path)
+        if isinstance(expr, Name) and module is not None:
+            for imp in module.imports:
+                if imp.local == expr.name:
+                    other = self.resolve_import(path, imp, 1)
+                    if other is not None and other not in result:
+                        result.append(other)
+        return result
 
     def origin(self, path: str, expr: Expr) -> str | None:
         """The file a name or `module.name` comes from, by the importing module's own import
         statements: no other module is parsed to find out (re-exports are not followed)."""
-        if expr[0] == "g":
-            path, expr = expr[1], ("n", expr[2])
+        if isinstance(expr, Global):
+            path, expr = expr.path, Name(expr.name)
         module = self.module(path)
         if module is None:
             return None
-        if expr[0] == "a" and expr[1][0] == "n":
-            imports = [i for i in module.imports if i.local == expr[1][1] and i.name is None]
-            return self.module_path(imports[-1].module, path) if imports else None
-        if expr[0] != "n":
-            return None
-        if expr[1] in self._names(path, module):
-            return path
-        imports = [i for i in module.imports if i.local == expr[1] and i.name is not None]
-        return self.module_path(imports[-1].module, path, imports[-1].level) if imports else None
-
-    def lookup_dotted(self, path: str, expr: Expr) -> tuple[str, object] | None:
-        """Resolve `name` or `mod.attr.attr` in a module's namespace."""
-        if expr[0] == "n":
-            return self.lookup(path, expr[1])
-        if expr[0] == "g":
-            return self.lookup(expr[1], expr[2])
-        if expr[0] != "a":
-            return None
-        base = self.lookup_dotted(path, expr[1])
-        if base is None:
-            return None
-        kind, value = base
-        if kind == "module":
-            return self.lookup(value, expr[2])  # type: ignore[arg-type]
-        if kind == "external":
-            return ("external", f"{value}.{expr[2]}")
-        if kind == "class":
-            return ("attr", (value, expr[2]))
+        match expr:
+            case Attr(Name(base), _):
+                imports = [i for i in module.imports if i.local == base and i.name is None]
+                return self.module_path(imports[-1].module, path) if imports else None
+            case Name(name):
+                if name in self._names(path, module):
+                    return path
+                imports = [i for i in module.imports if i.local == name and i.name is not None]
+                return self.module_path(imports[-1].module, path, imports[-1].level) if imports else None
         return None
 
-    # classes ----------------------------------------------------------------------------
+    def lookup_dotted(self, path: str, expr: Expr) -> Symbol | None:
+        """Resolve `name` or `mod.attr.attr` in a module's namespace."""
+        match expr:
+            case Name(name):
+                return self.lookup(path, name)
+            case Global(module_path, name):
+                return self.lookup(module_path, name)
+            case Attr(base, attr):
+                match self.lookup_dotted(path, base):
+                    case ModuleRef(module_path):
+                        return self.lookup(module_path, attr)
+                    case External(dotted):
+                        return External(f"{dotted}.{attr}")
+                    case ClassRef() as cls:
+                        return ClassAttr(cls, attr)
+        return None
+
+    # definitions ------------------------------------------------------------------------
     def klass(self, ref: ClassRef) -> ClassFacts | None:
         module = self.module(ref.path)
         if module is None:
@@ -180,87 +209,9 @@ class Index:
                 return klass
         return None
 
-    def qualname(self, ref: ClassRef) -> str:
-        return f"{self.module_name(ref.path)}.{ref.name}"
-
-    def bases(self, ref: ClassRef) -> list[ClassRef | str]:
-        """Direct bases: a ClassRef in the project, or the dotted name of an external class."""
-        if ref not in self._bases_memo:
-            self._bases_memo[ref] = self._bases(ref)
-        return self._bases_memo[ref]
-
-    def _bases(self, ref: ClassRef) -> list[ClassRef | str]:
-        klass = self.klass(ref)
-        if klass is None:
-            return []
-        result: list[ClassRef | str] = []
-        for base in klass.bases:
-            if base[0] == "c":  # Generic[...] parametrisations and the like
-                continue
-            found = self.lookup_dotted(ref.path, base)
-            if found is None:
-                continue
-            kind, value = found
-            if kind == "class" or kind == "external":
-                result.append(value)  # type: ignore[arg-type]
-        return result
-
-    def mro(self, ref: ClassRef) -> list[ClassRef]:
-        """Project classes in method-resolution order (depth first, left to right, no repeats)."""
-        if ref in self._mro_memo:
-            return self._mro_memo[ref]
-        order: list[ClassRef] = []
-        stack: list[tuple[ClassRef, int]] = [(ref, 0)]
-        while stack:
-            current, depth = stack.pop(0)
-            if current in order or depth > _MAX_DEPTH:
-                continue
-            order.append(current)
-            stack[0:0] = [(b, depth + 1) for b in self.bases(current) if isinstance(b, ClassRef)]
-        self._mro_memo[ref] = order
-        return order
-
-    def is_agent(self, ref: ClassRef, trail: frozenset[ClassRef] = frozenset()) -> bool:
-        if ref in self._agent_memo:
-            return self._agent_memo[ref]
-        if ref in trail or len(trail) > _MAX_DEPTH:
-            return False
-        result = self.qualname(ref) in self.agent_bases or any(
-            (base in self.agent_bases) if isinstance(base, str) else self.is_agent(base, trail | {ref})
-            for base in self.bases(ref)
-        )
-        self._agent_memo[ref] = result
-        return result
-
-    def method(self, ref: ClassRef, name: str) -> tuple[ClassRef, FunctionFacts] | None:
-        for owner in self.mro(ref):
-            klass = self.klass(owner)
-            if klass is not None:
-                for method in klass.methods:
-                    if method.name == name:
-                        return owner, method
-        return None
-
-    def class_binding(self, ref: ClassRef, name: str) -> tuple[ClassRef, Binding] | None:
-        """A class constant, else an attribute assigned on `self`, along the MRO."""
-        mro = self.mro(ref)
-        for attr in ("constants", "instance_attrs"):
-            for owner in mro:
-                klass = self.klass(owner)
-                if klass is not None:
-                    for binding in getattr(klass, attr):
-                        if binding.name == name:
-                            return owner, binding
-        return None
-
-    def function(self, ref: FunctionRef) -> FunctionFacts | None:
-        if ref.owner is not None:
-            found = self.method(ClassRef(ref.path, ref.owner), ref.name)
-            return found[1] if found else None
-        module = self.module(ref.path)
-        if module is None:
-            return None
-        for function in module.functions:
-            if function.name == ref.name:
+    def module_function(self, path: str, name: str) -> FunctionFacts | None:
+        module = self.module(path)
+        for function in module.functions if module else ():
+            if function.name == name:
                 return function
         return None

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on 
     from ..workspace.reuse import Observed
     from .facts import ModuleFacts
     from .gym_config import AgentInstance, Node
-    from .index import ClassRef, Index
+    from .hierarchy import Hierarchy
     from .resolve import Resolver
 
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
@@ -313,26 +313,29 @@ class Project:
         return store
 
     def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
+        from .hierarchy import Hierarchy
         from .index import ClassRef, Index
         from .resolve import Resolver
 
         settings = self.settings
         self.errors.update(files.errors)
         index = Index(set(files.modules), self._facts)
-        index.agent_bases = frozenset(settings.agent_bases)
+        bases = frozenset(settings.agent_bases)
         instances = self._instances(files, background=whole)
         targets = None
         if not whole:
-            resolver = Resolver(index, settings, instances(), self._subclass_finder(files.sources), self.read)
+            hierarchy = Hierarchy(index, bases, self._subclass_finder(files.sources))
+            resolver = Resolver(hierarchy, settings, instances(), self.read)
             targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
         if targets is None:
+            hierarchy = Hierarchy(index, bases)
             indexed = self._index_imports(files.sources) if self.cache else None
-            targets, rounds, searched = self._agent_modules(files.sources, index)
+            targets, rounds, searched = self._agent_modules(files.sources, hierarchy)
             if indexed:
                 indexed()
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
-            resolver = Resolver(index, settings, instances(), find_subclasses=None, read=self.read)
+            resolver = Resolver(hierarchy, settings, instances(), read=self.read)
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
@@ -366,9 +369,9 @@ class Project:
                 for rel in dict.fromkeys(targets)
                 if (module := index.module(rel)) is not None
                 for klass in module.classes
-                if _is_agent_class(index, ClassRef(rel, klass.name))
+                if hierarchy.is_agent_class(ClassRef(rel, klass.name))
             ),
-            agents=self._inventory(index, resolver, instances()) if inventory else None,
+            agents=self._inventory(hierarchy, resolver, instances()) if inventory else None,
         )
 
     def _scoped_modules(
@@ -386,7 +389,7 @@ class Project:
         for instance in instances:
             if in_scope(instance.where.path, scopes):
                 for served in resolver.served_classes(instance):
-                    targets += [owner.path for owner in resolver.index.mro(served)]
+                    targets += [owner.path for owner in resolver.hierarchy.mro(served)]
         listed = set(sources)
         targets = [rel for rel in dict.fromkeys(targets) if rel in listed]
         seen = set(targets)
@@ -401,13 +404,14 @@ class Project:
         return targets
 
     def _agent_modules(
-        self, sources: tuple[str, ...], index: Index
+        self, sources: tuple[str, ...], hierarchy: Hierarchy
     ) -> tuple[list[str], list[list[str]], list[set[str]]]:
         """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so
         far. The modules to report on, the files each round parsed (the first: those naming a
         base) and the agent names each later round searched for."""
         from .index import ClassRef
 
+        index = hierarchy.index
         pending = [rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))]
         rounds: list[list[str]] = []
         searched: list[set[str]] = []
@@ -422,7 +426,7 @@ class Project:
                 for rel in pending
                 if (module := index.module(rel)) is not None
                 for klass in module.classes
-                if index.is_agent(ref := ClassRef(rel, klass.name))
+                if hierarchy.is_agent(ref := ClassRef(rel, klass.name))
             } - known
             known |= names
             searched.append(names)
@@ -443,24 +447,20 @@ class Project:
 
         return find
 
-    def _inventory(self, index: Index, resolver: Resolver, instances: list) -> list[AgentInfo]:
+    def _inventory(self, hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
         from .index import ClassRef
 
+        index = hierarchy.index
         agents = []
         for module in index.parsed():
             for klass in module.classes:
                 ref = ClassRef(module.path, klass.name)
-                if not _is_agent_class(index, ref):
+                if not hierarchy.is_agent_class(ref):
                     continue
-                bases = tuple(b if isinstance(b, str) else index.qualname(b) for b in index.bases(ref))
+                bases = tuple(b if isinstance(b, str) else index.qualname(b) for b in hierarchy.bases(ref))
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
         return sorted(agents, key=lambda a: (a.path, a.line))
-
-
-def _is_agent_class(index: Index, ref: ClassRef) -> bool:
-    """An agent class of the project (the configured base classes themselves are not)."""
-    return index.is_agent(ref) and index.qualname(ref) not in index.agent_bases
 
 
 def _analysis_settings(settings: Settings) -> tuple:

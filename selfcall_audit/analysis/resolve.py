@@ -1,676 +1,52 @@
-"""Resolution over the whole index: agent classes, own names, routes, call targets → findings.
+"""Findings: the stages put together for the classes of one module.
 
-Every server-client call inside an agent class (or a base or mixin of one) is evaluated
-symbolically: the server name against the agent's own name (aliases, YAML instance names,
-config references that YAML points back at the instance), the path against the routes the
-agent serves. Helpers that forward their parameters into a client call are expanded at each
-call site, so a finding lands on the call that supplies both the own name and the route.
+hierarchy (agents, MRO) → deployment (instances, own routes) → call expansion (client calls,
+through helpers and partials) → evaluation (target names, paths) → classification (rule) →
+a finding, with a typed description of its call for `fix`.
 """
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from itertools import product
+from dataclasses import replace
 
 from ..config import Settings
-from ..ftypes import Evidence, Finding
+from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding, LocalBinding
+from ..migrate import policy
 from ..rules import RULES
-from ..workspace.prefilter import POSTER_TOKENS, mentions_any, word_matcher
-from .facts import (
-    CLIENT_METHODS,
-    ROUTE_METHODS,
-    SELF,
-    UNKNOWN,
-    CallFact,
-    Expr,
-    FunctionFacts,
-    inline,
-    map_children,
-)
+from .classify import Classifier, Verdict
+from .deployment import Deployment
+from .evaluate import ConfigRef, Evaluator, Literal
+from .expand import ClientCall, Expander
+from .facts import FunctionFacts
 from .gym_config import AgentInstance
-from .index import ClassRef, FunctionRef, Index
-
-HOLE: Expr = ("?",)
-PREFIX: Expr = ("prefix",)
-PARAM: Expr = ("p",)
-_MAX_ALTERNATIVES = 16
-_MAX_DEPTH = 25
-_ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[^/]+(?:/training-token-capture)?(?=/)")
-_HELPER_KWARGS = frozenset({"server_name", "url_path", "json", "cookies", "headers"})
-_CLIENT_SIGNATURES = {"request": ("server_name", "url_path", "method")}
-_DEFAULT_SIGNATURE = ("server_name", "url_path")
-
-
-@dataclass(frozen=True)
-class ClientCall:
-    """A server-client call as seen from one call site, after helpers and partials are expanded."""
-
-    site: CallFact
-    http_method: Expr
-    server: Expr
-    path: Expr
-    receiver: Expr
-    extra_kwargs: tuple[str, ...]
-    via: tuple[Evidence, ...] = ()
-    blocker: str | None = None  # why the codemod cannot rewrite this call
-
-
-@dataclass
-class _Ctx:
-    path: str
-    cls: ClassRef | None
-    evidence: list[Evidence] = field(default_factory=list)
-
-
-def _contains_param(expr: object) -> bool:
-    if isinstance(expr, tuple):
-        if expr and expr[0] == "p":
-            return True
-        return any(_contains_param(item) for item in expr)
-    return False
-
-
-def _rooted_at_param(expr: Expr, through: str | None = None) -> bool:
-    """An attribute chain on a parameter (`agent.server_client`), through `through` if given."""
-    attrs = []
-    while expr[0] == "a":
-        attrs.append(expr[2])
-        expr = expr[1]
-    return expr[0] == "p" and (through is None or through in attrs)
-
-
-def _qualify(expr: Expr, bindings: dict[str, Expr], callee_path: str) -> Expr:
-    """Rewrite a callee's expression into the caller's terms: parameters → arguments, globals → qualified."""
-    kind = expr[0]
-    if kind == "p":
-        return bindings.get(expr[1], UNKNOWN)
-    if kind == "n":
-        return ("g", callee_path, expr[1])
-    return map_children(expr, lambda child: _qualify(child, bindings, callee_path))
-
-
-def _expand_kwargs(kwargs: tuple[tuple[str | None, Expr], ...]) -> tuple[dict[str, Expr], bool]:
-    """Keyword arguments with `**{...}` dicts built in the function spread; True if a splat is opaque."""
-    result: dict[str, Expr] = {}
-    opaque = False
-    for key, value in kwargs:
-        if key is not None:
-            result[key] = value
-        elif value[0] == "d":
-            inner, inner_opaque = _expand_kwargs(value[1])
-            result.update(inner)
-            opaque = opaque or inner_opaque
-        else:
-            opaque = True
-    return result, opaque
-
-
-def _bind_params(
-    function: FunctionFacts, args: tuple[Expr, ...], kwargs: dict[str, Expr], skip_self: bool
-) -> dict[str, Expr]:
-    params = list(function.params)
-    if skip_self and function.self_param and params and params[0] == function.self_param:
-        params = params[1:]
-    bound: dict[str, Expr] = dict(function.defaults)
-    for name, value in zip(params, args):
-        bound[name] = value
-    for name, value in kwargs.items():
-        if name in function.params:
-            bound[name] = value
-    if function.self_param and not skip_self:
-        bound.setdefault(function.self_param, UNKNOWN)
-    return bound
+from .hierarchy import Hierarchy
+from .index import ClassRef, FunctionRef
 
 
 class Resolver:
     def __init__(
         self,
-        index: Index,
+        hierarchy: Hierarchy,
         settings: Settings,
         instances: list[AgentInstance],
-        find_subclasses: Callable[[str], list[str]] | None = None,
         read: Callable[[str], bytes | None] | None = None,
     ):
-        self.index = index
-        self.find_subclasses = find_subclasses
-        self.read = read
+        self.hierarchy = hierarchy
+        self.index = hierarchy.index
         self.settings = settings
-        self.instances = instances
-        self._calls_memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
-        self._in_progress: set[tuple[FunctionRef, ClassRef | None]] = set()
-        self._routes_memo: dict[ClassRef, dict[str, re.Pattern[str]]] = {}
-        self._route_sources: dict[ClassRef, dict[str, Evidence]] = {}
-        self._served_memo: dict[str, list[ClassRef]] = {}
-        self._children: dict[ClassRef, list[ClassRef]] | None = None
-        self._inlined: dict[int, tuple[CallFact, ...]] = {}
-        self._running: dict[ClassRef, list[AgentInstance]] = {}
-        self._mapped_all = False
-        self.posters: dict[str, bool] = {}  # files asked whether they could post, and the answer
+        self.evaluator = Evaluator(hierarchy, settings)
+        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read)
+        self.expander = Expander(self.evaluator, read)
+        self.classifier = Classifier(self.evaluator, self.deployment, settings)
 
-    def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
-        """The function's calls; their callees with local bindings substituted."""
-        key = id(function)
-        if key not in self._inlined:
-            table = function.locals
-            self._inlined[key] = (
-                tuple(replace(call, func=inline(call.func, table)) for call in function.calls)
-                if table
-                else function.calls
-            )
-        return self._inlined[key]
-
-    @staticmethod
-    def arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
-        """Arguments with local bindings substituted: done only for calls that matter."""
-        table = function.locals
-        if not table:
-            return call.args, call.kwargs
-        return tuple(inline(a, table) for a in call.args), tuple(
-            (k, inline(v, table)) for k, v in call.kwargs
-        )
-
-    # classes and instances ---------------------------------------------------------------
-    def children(self) -> dict[ClassRef, list[ClassRef]]:
-        if self._children is None:
-            children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
-            for ref in (ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes):
-                for base in self.index.bases(ref):
-                    if isinstance(base, ClassRef):
-                        children[base].append(ref)
-            self._children = children
-        return self._children
-
-    def agents_using(self, ref: ClassRef) -> list[ClassRef]:
-        """Agent classes whose MRO contains `ref` (itself first when it is one)."""
-        if not self.index.is_agent(ref) and self.find_subclasses and self._makes_client_calls(ref):
-            for path in self.find_subclasses(ref.name):  # a mixin: its agents may live elsewhere
-                self.index.module(path)
-            self._children = None
-        found: list[ClassRef] = []
-        stack = [ref]
-        while stack:
-            current = stack.pop(0)
-            if current in found:
-                continue
-            if self.index.is_agent(current):
-                found.append(current)
-            stack.extend(self.children().get(current, []))
-        return found
-
-    def _makes_client_calls(self, ref: ClassRef) -> bool:
-        klass = self.index.klass(ref)
-        return klass is not None and any(
-            call.func[0] == "a" and call.func[2] in CLIENT_METHODS
-            for method in klass.methods
-            for call in method.calls
-        )
+    @property
+    def posters(self) -> dict[str, bool]:
+        """Files asked whether they could hold a helper that posts, and the answer."""
+        return self.expander.posters
 
     def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
-        return self._served_in(instance.entrypoint) if instance.entrypoint else []
-
-    def _served_in(self, entry: str) -> list[ClassRef]:
-        """Classes an entrypoint module starts: its `X.run_webserver()`, else its agent classes."""
-        if entry not in self._served_memo:
-            module = self.index.module(entry)
-            served: list[ClassRef] = []
-            if module is not None:
-                for name in module.served:
-                    found = self.index.lookup(entry, name)
-                    if found and found[0] == "class":
-                        served.append(found[1])  # type: ignore[arg-type]
-                if not served:
-                    served = [
-                        ClassRef(entry, k.name)
-                        for k in module.classes
-                        if self.index.is_agent(ClassRef(entry, k.name))
-                    ]
-            self._served_memo[entry] = served
-        return self._served_memo[entry]
-
-    def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
-        """YAML instances whose served class runs the code of `ref`.
-
-        A scoped run loads only the entrypoint modules that name `ref` or one of its subclasses:
-        a one-file run must not decode every agent of the project.
-        """
-        if ref in self._running:
-            return self._running[ref]
-        if self.find_subclasses is None:  # a whole-project run: map every entrypoint once
-            if not self._mapped_all:
-                self._mapped_all = True
-                running: dict[ClassRef, dict[AgentInstance, None]] = {}
-                for instance in self.instances:
-                    for served in self.served_classes(instance):
-                        for owner in self.index.mro(served):
-                            running.setdefault(owner, {})[instance] = None
-                self._running.update((owner, list(found)) for owner, found in running.items())
-            return self._running.get(ref, [])
-        names = {ref.name, *(c.name for c in self._descendants(ref))}
-        entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
-        loaded: set[str] = set()
-        while True:
-            named = word_matcher(names)
-            new = [e for e in entries - loaded if e == ref.path or (self.read and named(self.read(e)))]
-            if not new:
-                break
-            for entry in new:
-                loaded.add(entry)
-                for served in self._served_in(entry):
-                    mro = self.index.mro(served)
-                    if ref in mro:
-                        names.update(c.name for c in mro[: mro.index(ref)])
-        running = [
-            i
-            for i in self.instances
-            if i.entrypoint in loaded and any(ref in self.index.mro(s) for s in self.served_classes(i))
-        ]
-        self._running[ref] = running
-        return running
-
-    def _descendants(self, ref: ClassRef) -> list[ClassRef]:
-        found: list[ClassRef] = []
-        stack = list(self.children().get(ref, []))
-        while stack:
-            current = stack.pop()
-            if current not in found:
-                found.append(current)
-                stack.extend(self.children().get(current, []))
-        return found
-
-    # routes ------------------------------------------------------------------------------
-    def own_routes(self, ref: ClassRef) -> dict[str, re.Pattern[str]]:
-        """Routes the agent serves, by normalised template; where code registers one is kept as evidence."""
-        if ref not in self._routes_memo:
-            templates = [self.settings.route, *self.settings.own_routes]
-            sources: dict[str, Evidence] = {}
-            for owner in self.index.mro(ref):
-                klass = self.index.klass(owner)
-                for method in klass.methods if klass else ():
-                    for call in self.calls_of(method):
-                        for text in self._registered_route(call, method, _Ctx(owner.path, owner)):
-                            templates.append(text)
-                            note = f"route `{text}` is registered here"
-                            sources.setdefault(_normal_route(text), Evidence(owner.path, call.line, note))
-            routes: dict[str, re.Pattern[str]] = {}
-            for template in templates:
-                normal = _normal_route(template)
-                pattern = re.sub(r"\\\{[^}]*\\\}", "[^/]+", re.escape(normal))
-                routes.setdefault(normal, re.compile(pattern))
-            self._routes_memo[ref] = routes
-            self._route_sources[ref] = sources
-        return self._routes_memo[ref]
-
-    def _registered_route(self, call: CallFact, function: FunctionFacts, ctx: _Ctx) -> list[str]:
-        """`app.post("/path")(handler)`, `app.add_api_route("/path", ...)`: a route the agent serves."""
-        func = call.func
-        if func[0] != "a" or func[2] not in ROUTE_METHODS:
-            return []
-        args, raw_kwargs = self.arguments(call, function)
-        kwargs, _ = _expand_kwargs(raw_kwargs)
-        if "server_name" in kwargs or self._is_client(func[1], ctx) or not args:
-            return []
-        found = []
-        for alternative in self.eval_str(args[0], ctx):
-            if all(isinstance(part, str) for part in alternative):
-                text = "".join(alternative)  # type: ignore[arg-type]
-                if text.startswith("/"):
-                    found.append(text)
-        return found
-
-    # client calls ------------------------------------------------------------------------
-    def _is_client(self, receiver: Expr, ctx: _Ctx) -> bool:
-        if receiver[0] == "p":
-            return True
-        if receiver[0] == "a" and receiver[2] == "server_client":
-            return True
-        if receiver[0] == "a" and receiver[1] == SELF and ctx.cls is not None:
-            found = self.index.class_binding(ctx.cls, receiver[2])
-            return bool(found and found[1].expr[0] == "a" and found[1].expr[2] == "server_client")
-        return False
-
-    def _unwrap_partial(
-        self, func: Expr, args: tuple[Expr, ...], kwargs: tuple[tuple[str | None, Expr], ...], ctx: _Ctx
-    ) -> tuple[Expr, tuple[Expr, ...], tuple[tuple[str | None, Expr], ...], bool]:
-        if func[0] == "c" and func[2]:
-            target = self.index.lookup_dotted(ctx.path, func[1])
-            if target == ("external", "functools.partial"):
-                return func[2][0], (*func[2][1:], *args), (*func[3], *kwargs), True
-        return func, args, kwargs, False
-
-    def client_calls(
-        self, function: FunctionFacts, fref: FunctionRef, cls: ClassRef | None
-    ) -> list[ClientCall]:
-        """Client calls made at this function's call sites, directly or through helpers."""
-        key = (fref, cls)
-        if key in self._calls_memo:
-            return self._calls_memo[key]
-        if key in self._in_progress or len(self._in_progress) > _MAX_DEPTH:
-            return []
-        self._in_progress.add(key)
-        ctx = _Ctx(fref.path, cls)
-        found: list[ClientCall] = []
-        for call in self.calls_of(function):
-            # A callee bound in branches (`send = self._post if flag else self._send`): each one.
-            for func in call.func[1] if call.func[0] == "or" else (call.func,):
-                arguments = None
-                via_partial = False
-                if func[0] == "c":
-                    args, raw_kwargs = self.arguments(call, function)
-                    func, args, raw_kwargs, via_partial = self._unwrap_partial(func, args, raw_kwargs, ctx)
-                    arguments = (args, raw_kwargs)
-                if func[0] == "a" and func[2] in CLIENT_METHODS and self._is_client(func[1], ctx):
-                    args, raw_kwargs = arguments or self.arguments(call, function)
-                    kwargs, opaque = _expand_kwargs(raw_kwargs)
-                    splatted = any(key is None for key, _ in raw_kwargs)
-                    found.append(self._direct_call(call, func, args, kwargs, opaque, via_partial, splatted))
-                    continue
-                target = self._helper_target(func, ctx)
-                if target is not None:
-                    args, raw_kwargs = arguments or self.arguments(call, function)
-                    found.extend(self._helper_calls(call, target, args, _expand_kwargs(raw_kwargs)[0]))
-        self._in_progress.discard(key)
-        self._calls_memo[key] = found
-        return found
-
-    def _direct_call(
-        self,
-        call: CallFact,
-        func: Expr,
-        args: tuple[Expr, ...],
-        kwargs: dict[str, Expr],
-        opaque: bool,
-        via_partial: bool,
-        splatted: bool = False,
-    ) -> ClientCall:
-        signature = _CLIENT_SIGNATURES.get(func[2], _DEFAULT_SIGNATURE)
-        values = dict(zip(signature, args))
-        values.update({k: v for k, v in kwargs.items() if k in signature})
-        missing = UNKNOWN if opaque else ("k", "None")
-        method = ("s", func[2].upper()) if func[2] != "request" else values.get("method", missing)
-        extra = tuple(k for k in kwargs if k not in _HELPER_KWARGS and k != "method")
-        blocker = None
-        if call.in_with:
-            blocker = "the response is used as an async context manager"
-        elif via_partial:
-            blocker = "the call goes through functools.partial"
-        elif opaque:
-            blocker = "arguments come from a `**` mapping it cannot see through"
-        elif splatted:
-            blocker = "arguments come from a `**` expansion: rewrite the call by hand"
-        elif len(args) > len(signature):
-            blocker = "it passes extra positional arguments"
-        elif extra:
-            blocker = f"the in-process helper takes no `{extra[0]}` argument"
-        return ClientCall(
-            site=call,
-            http_method=method,
-            server=values.get("server_name", missing),
-            path=values.get("url_path", missing),
-            receiver=func[1],
-            extra_kwargs=extra,
-            blocker=blocker,
-        )
-
-    def _helper_target(self, func: Expr, ctx: _Ctx) -> tuple[FunctionRef, bool] | None:
-        """The project function a call reaches (and whether through `self`), if any."""
-        if func[0] == "a" and ctx.cls is not None and func[1] == SELF:
-            found = self.index.method(ctx.cls, func[2])
-            return (FunctionRef(found[0].path, found[0].name, func[2]), True) if found else None
-        if func[0] == "a" and ctx.cls is not None and func[1][:2] == ("c", ("n", "super")):
-            for owner in self.index.mro(ctx.cls)[1:]:
-                klass = self.index.klass(owner)
-                if klass and any(m.name == func[2] for m in klass.methods):
-                    return FunctionRef(owner.path, owner.name, func[2]), True
-            return None
-        if func[0] in ("n", "g", "a"):
-            origin = self.index.origin(ctx.path, func)
-            if origin and not origin.endswith("__init__.py") and not self._may_post(origin):
-                return None  # a function in a module that never calls a server client
-            found_name = self.index.lookup_dotted(ctx.path, func)
-            if found_name and found_name[0] == "function":
-                return found_name[1], False  # type: ignore[return-value]
-        return None
-
-    def _may_post(self, path: str) -> bool:
-        """Could a module hold a helper that posts? Decided on its bytes, before parsing it."""
-        if self.read is None:
-            return True
-        if path not in self.posters:
-            self.posters[path] = mentions_any(self.read(path), POSTER_TOKENS)
-        return self.posters[path]
-
-    def _forwarding(self, target: FunctionRef) -> tuple[FunctionFacts, list[ClientCall]] | None:
-        """A helper's client calls whose target or route come from its parameters."""
-        function = self.index.function(target)
-        if function is None:
-            return None
-        owner = ClassRef(target.path, target.owner) if target.owner else None
-        inner = [
-            c
-            for c in self.client_calls(function, target, owner)
-            if self._forwards(c, _Ctx(target.path, owner))
-        ]
-        return (function, inner) if inner else None
-
-    def _helper_calls(
-        self,
-        call: CallFact,
-        target_via: tuple[FunctionRef, bool],
-        args: tuple[Expr, ...],
-        kwargs: dict[str, Expr],
-    ) -> list[ClientCall]:
-        """Client calls inside a helper that depend on its parameters, seen from this call."""
-        target, via_self = target_via
-        forwarding = self._forwarding(target)
-        if forwarding is None:
-            return []
-        function, inner_calls = forwarding
-        bindings = _bind_params(function, args, kwargs, skip_self=via_self)
-        result = []
-        for inner in inner_calls:
-            note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
-            result.append(
-                ClientCall(
-                    site=call,
-                    http_method=_qualify(inner.http_method, bindings, target.path),
-                    server=_qualify(inner.server, bindings, target.path),
-                    path=_qualify(inner.path, bindings, target.path),
-                    receiver=_qualify(inner.receiver, bindings, target.path),
-                    extra_kwargs=inner.extra_kwargs,
-                    via=(Evidence(target.path, inner.site.line, note), *inner.via),
-                    blocker=f"the call goes through the helper `{function.name}()`",
-                )
-            )
-        return result
-
-    def _forwards(self, call: ClientCall, ctx: _Ctx) -> bool:
-        """Does the call's target or route depend on the enclosing function's parameters?
-
-        A client passed in counts only outside classes: a method that names the target and the
-        route itself is reported where it makes the call, not again at each of its callers."""
-        return (
-            (ctx.cls is None and _rooted_at_param(call.receiver))  # `client.post`, `agent.server_client.post`
-            or _rooted_at_param(call.server, through="config")  # `agent.config.name`: maybe the agent's own
-            or any(kind == "param" for kind, _ in self.eval_server(call.server, ctx))
-            or any(PARAM in alt for alt in self.eval_str(call.path, ctx))
-            or _contains_param(call.http_method)
-        )
-
-    # evaluation --------------------------------------------------------------------------
-    def _constant(self, expr: Expr, ctx: _Ctx) -> tuple[str, Expr, ClassRef | None] | None:
-        """(module path, bound expression, class) of a name, module attribute or class constant."""
-        if expr[0] == "a" and expr[1] == SELF and ctx.cls is not None:
-            if expr[2] in ("config", "server_client"):
-                return None
-            found = self.index.class_binding(ctx.cls, expr[2])
-            if found is None:
-                return None
-            owner, binding = found
-            ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{expr[2]}` is bound here"))
-            return owner.path, binding.expr, ctx.cls
-        if expr[0] not in ("n", "g", "a"):
-            return None
-        found_name = self.index.lookup_dotted(ctx.path, expr)
-        if found_name is None:
-            return None
-        kind, value = found_name
-        if kind == "const":
-            path, binding = value  # type: ignore[misc]
-            ctx.evidence.append(Evidence(path, binding.line, f"`{binding.name}` is defined here"))
-            return path, binding.expr, None
-        if kind == "attr":
-            klass_ref, attr = value  # type: ignore[misc]
-            klass = self.index.klass(klass_ref)
-            for binding in klass.constants if klass else ():
-                if binding.name == attr:
-                    ctx.evidence.append(
-                        Evidence(klass_ref.path, binding.line, f"`{klass_ref.name}.{attr}` is defined here")
-                    )
-                    return klass_ref.path, binding.expr, None
-        return None
-
-    def eval_str(self, expr: Expr, ctx: _Ctx, depth: int = 0) -> list[tuple[object, ...]]:
-        """Alternatives of a string, each a tuple of literal parts and HOLE/PREFIX/PARAM markers."""
-        if depth > _MAX_DEPTH:
-            return [(HOLE,)]
-        kind = expr[0]
-        if kind == "s":
-            return [(expr[1],)]
-        if kind == "p":
-            return [(PARAM,)]
-        if kind == "j":
-            options = [self.eval_str(part, ctx, depth + 1) for part in expr[1]]
-            combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
-            return combined[:_MAX_ALTERNATIVES] if len(combined) <= _MAX_ALTERNATIVES else [(HOLE,)]
-        if kind == "or":
-            return [alt for option in expr[1] for alt in self.eval_str(option, ctx, depth + 1)][
-                :_MAX_ALTERNATIVES
-            ]
-        if kind == "c":
-            callee = expr[1]
-            name = callee[2] if callee[0] in ("a", "g") else callee[1] if callee[0] == "n" else None
-            if name in self.settings.route_wrappers:
-                first = expr[2][0] if expr[2] else dict(expr[3]).get("url_path")
-                if first is None:
-                    return [(PREFIX,)]
-                inner = self.eval_str(first, ctx, depth + 1)
-                return [(PREFIX, *alt) for alt in inner]
-            return [(HOLE,)]
-        found = self._constant(expr, ctx)
-        if found is not None:
-            path, bound, cls = found
-            return self.eval_str(bound, _Ctx(path, cls, ctx.evidence), depth + 1)
-        return [(HOLE,)]
-
-    def eval_server(self, expr: Expr, ctx: _Ctx, depth: int = 0) -> list[tuple[str, str | None]]:
-        """Alternatives of a server name: ("self", None), ("ref", key), ("lit", text), ("param", None),
-        ("unknown", None)."""
-        if depth > _MAX_DEPTH:
-            return [("unknown", None)]
-        kind = expr[0]
-        if kind == "or":
-            return [alt for option in expr[1] for alt in self.eval_server(option, ctx, depth + 1)]
-        if kind == "p":
-            return [("param", None)]
-        if kind == "a" and expr[2] == "name":
-            owner = expr[1]
-            if owner == ("a", SELF, "config"):
-                return [("self", None)]
-            if owner[0] == "a" and owner[1] == ("a", SELF, "config"):
-                return [("ref", owner[2])]
-        if kind in ("s", "j"):
-            alternatives = self.eval_str(expr, ctx, depth + 1)
-            return [_literal(alt) for alt in alternatives]
-        found = self._constant(expr, ctx)
-        if found is not None:
-            path, bound, cls = found
-            return self.eval_server(bound, _Ctx(path, cls, ctx.evidence), depth + 1)
-        if kind == "a" and expr[1][0] == "a" and expr[1][1] == SELF and ctx.cls is not None:
-            # self.<attr>.name where <attr> was bound to self.config (an alias kept on the instance)
-            found_attr = self.index.class_binding(ctx.cls, expr[1][2])
-            if found_attr and found_attr[1].expr == ("a", SELF, "config"):
-                ctx.evidence.append(
-                    Evidence(found_attr[0].path, found_attr[1].line, f"`self.{expr[1][2]}` is bound here")
-                )
-                return self.eval_server(("a", ("a", SELF, "config"), expr[2]), ctx, depth + 1)
-        return [("unknown", None)]
-
-    # findings ----------------------------------------------------------------------------
-    def classify(
-        self, call: ClientCall, site_cls: ClassRef, site_path: str
-    ) -> tuple[str, str, list[Evidence]] | None:
-        """(code, detail, evidence) for a client call inside an agent's code, or None."""
-        ctx = _Ctx(site_path, site_cls)
-        servers = self.eval_server(call.server, ctx)
-        paths = self.eval_str(call.path, ctx)
-        if any(kind == "param" for kind, _ in servers) or any(PARAM in alt for alt in paths):
-            return None  # a forwarding helper: its callers are checked instead
-        evidence: list[Evidence] = list(call.via)
-        running = self.instances_running(site_cls)
-        verdicts = []
-        for kind, value in servers:
-            if kind == "self":
-                verdicts.append("self")
-            elif kind == "ref":
-                back = [(i, r) for i in running for r in i.self_refs() if r.key == value]
-                verdicts.append("self" if back else "other")
-                for instance, ref in back:
-                    evidence.append(
-                        Evidence(
-                            ref.where.path,
-                            ref.where.line,
-                            f"instance `{instance.name}` routes `{value}` back to itself",
-                        )
-                    )
-            elif kind == "lit":
-                bound = [i for i in running if i.name == value]
-                verdicts.append("self" if bound else "other")
-                for instance in bound:
-                    evidence.append(
-                        Evidence(
-                            instance.where.path, instance.where.line, f"instance `{value}` runs this agent"
-                        )
-                    )
-            else:
-                verdicts.append("unknown")
-        routes = self.own_routes(site_cls)
-        matched = [_match_route(alt, routes) for alt in paths]
-        method = call.http_method
-        is_post = method == ("s", "POST") or (method[0] == "s" and method[1].upper() == "POST")
-        if "self" not in verdicts and "unknown" not in verdicts:
-            return None
-        definite_self = all(v == "self" for v in verdicts)
-        main = self.settings.route.split("?")[0]
-        if definite_self:
-            if any(kind == "self" for kind, _ in servers):
-                evidence.extend(
-                    Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent")
-                    for i in running[:3]
-                )
-            evidence.extend(
-                Evidence(site_path, line, f"`{name}` is bound here") for name, line in call.site.aliases
-            )
-            evidence.extend(e for e in ctx.evidence if e not in evidence)
-            if all(m == main for m in matched):
-                if is_post:
-                    return "SCA001", main, evidence
-                if method[0] == "s":
-                    return "SCA002", f"{method[1].upper()} {main}", evidence
-                return "SCA003", f"its own {main} with a method that cannot be resolved", evidence
-            if all(m not in (None, "?") for m in matched):
-                reached = list(dict.fromkeys(m for m in matched if m))
-                sources = self._route_sources[site_cls]
-                evidence.extend(sources[route] for route in reached if route in sources)
-                return "SCA002", " or ".join(reached), evidence
-            if any(m in (main, "?") for m in matched) or all(m is not None for m in matched):
-                return "SCA003", "the url path cannot be resolved statically", evidence
-            return None
-        if any(m == main for m in matched):
-            return "SCA003", f"the server name posting to {main} cannot be resolved statically", evidence
-        return None
+        return self.deployment.served_classes(instance)
 
     def findings_in(self, path: str) -> list[Finding]:
         module = self.index.module(path)
@@ -681,19 +57,16 @@ class Resolver:
         results: dict[tuple[int, int, str], Finding] = {}
         for klass in module.classes:
             ref = ClassRef(path, klass.name)
-            agents = self.agents_using(ref)
-            if not agents:
+            agent = self.hierarchy.agent_using(ref)
+            if agent is None:
                 continue
-            agent_name = agents[0].name
             for method in klass.methods:
-                for call in self.client_calls(method, FunctionRef(path, klass.name, method.name), ref):
-                    verdict = self.classify(call, ref, path)
+                fref = FunctionRef(path, klass.name, method.name)
+                for call in self.expander.client_calls(method, fref, ref):
+                    verdict = self.classifier.classify(call, ref, path)
                     if verdict is None:
                         continue
-                    code, detail, evidence = verdict
-                    if code == "SCA001" and call.blocker is None:
-                        call = replace(call, blocker=self._other_target_somewhere(call, ref, path))
-                    finding = self._finding(code, detail, evidence, call, path, agent_name, method.name)
+                    finding = self._finding(verdict, call, method, ref, agent.name)
                     key = (finding.line, finding.column, finding.code)
                     if key in results:
                         first = results[key]
@@ -702,86 +75,102 @@ class Resolver:
                             evidence=tuple(dict.fromkeys(first.evidence + finding.evidence)),
                             fixable=first.fixable and finding.fixable,
                             fix_blocker=first.fix_blocker or finding.fix_blocker,
+                            call=first.call if first.fix_blocker or not finding.fix_blocker else finding.call,
                         )
                     results[key] = finding
         return list(results.values())
 
-    def _other_target_somewhere(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> str | None:
-        """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
-        `self.config.<ref>.name`) that is this agent in some of its instances but another server
-        in others."""
-        running = self.instances_running(site_cls)
-        for kind, value in self.eval_server(call.server, _Ctx(site_path, site_cls)):
-            if kind == "lit":
-                others = [i.name for i in running if i.name != value]
-            elif kind == "ref":
-                others = [i.name for i in running if not any(r.key == value for r in i.self_refs())]
-            else:
-                continue
-            if others:
-                names = ", ".join(f"`{name}`" for name in sorted(set(others))[:3])
-                return f"in other instances ({names}) the target is another server: a rewrite would skip it"
-        return None
-
     def _finding(
-        self,
-        code: str,
-        detail: str,
-        evidence: list[Evidence],
-        call: ClientCall,
-        path: str,
-        agent: str,
-        method: str,
+        self, verdict: Verdict, call: ClientCall, method: FunctionFacts, site_cls: ClassRef, agent: str
     ) -> Finding:
+        code, detail = verdict.code, verdict.detail
         rule = RULES[code]
         if code == "SCA003":
-            message = rule.message.format(agent=agent, method=method, reason=detail)
+            message = rule.message.format(agent=agent, method=method.name, reason=detail)
         else:
-            message = rule.message.format(agent=agent, method=method, route=detail)
-        config_refs = [e for e in evidence if "routes `" in e.note]
+            message = rule.message.format(agent=agent, method=method.name, route=detail)
+        config_refs = [e for e in verdict.evidence if "routes `" in e.note]
         if config_refs:
             message += f" ({config_refs[0].note} in {config_refs[0].path})"
+        description = None
+        if code == "SCA001":
+            description = describe(call, method)
+            blocker = policy.blocker(description) or self._other_target_somewhere(verdict, site_cls)
+            description = replace(description, blocker=blocker)
         site = call.site
-        fixable = code == "SCA001" and call.blocker is None
         return Finding(
             code=code,
-            path=path,
+            path=site_cls.path,
             line=site.line,
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
             message=message,
             agent=agent,
-            method=method,
-            fixable=fixable,
-            evidence=tuple(dict.fromkeys(evidence)),
-            fix_blocker=None if fixable or code != "SCA001" else call.blocker,
+            method=method.name,
+            fixable=description is not None and description.blocker is None,
+            evidence=verdict.evidence,
+            fix_blocker=description.blocker if description else None,
+            call=description,
         )
 
+    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:
+        """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
+        `self.config.<ref>.name`) that is this agent in some of its instances but another server
+        in others."""
+        running = self.deployment.instances_running(site_cls)
+        for server in verdict.servers:
+            match server:
+                case Literal(text):
+                    others = [i.name for i in running if i.name != text]
+                case ConfigRef(key):
+                    others = [i.name for i in running if not any(r.key == key for r in i.self_refs())]
+                case _:
+                    continue
+            if others:
+                names = ", ".join(f"`{name}`" for name in sorted(set(others))[:3])
+                return f"in other instances ({names}) the target is another server: a rewrite would skip it"
+        return None
 
-def _literal(alternative: tuple[object, ...]) -> tuple[str, str | None]:
-    if PARAM in alternative:
-        return ("param", None)
-    if all(isinstance(part, str) for part in alternative):
-        return ("lit", "".join(alternative))  # type: ignore[arg-type]
-    return ("unknown", None)
+
+def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
+    """The call as written at its site, in the terms the rewrite policy uses."""
+    site = call.site
+    client_method = call.client_method
+    callee = site.callee or ""
+    if call.helper is not None:
+        receiver = CallReceiver("helper", client_method, call.helper)
+    elif call.via_partial:
+        receiver = CallReceiver("partial", client_method, callee)
+    elif callee and "." not in callee:
+        receiver = CallReceiver("bound_method", client_method, callee)
+    elif callee.count(".") == 2 and callee.split(".")[0] == method.self_param:
+        receiver = CallReceiver("self_attribute", client_method, callee)
+    else:
+        receiver = CallReceiver("alias", client_method, callee)
+    arguments = []
+    positional = 0
+    for index, (keyword, star) in enumerate(site.written):
+        if star:
+            arguments.append(CallArgument(index, "other", None, star))
+            continue
+        arguments.append(CallArgument(index, policy.role_of(client_method, positional, keyword), keyword))
+        positional += keyword is None
+    bindings = tuple(
+        LocalBinding(name, line, _feeds(part, client_method)) for name, line, part in site.aliases
+    )
+    return CallDescription(
+        receiver=receiver,
+        arguments=tuple(arguments),
+        bindings=bindings,
+        self_name=method.self_param,
+        context=site.context,  # type: ignore[arg-type]
+    )
 
 
-def _normal_route(template: str) -> str:
-    """A route template without query string or rollout prefix: the twins are one route."""
-    return _ROLLOUT_PREFIX.sub("", template.split("?")[0])
-
-
-def _match_route(alternative: tuple[object, ...], routes: dict[str, re.Pattern[str]]) -> str | None:
-    """The own route a path alternative reaches, "?" when it cannot be told, None for another route."""
-    parts = list(alternative)
-    if parts and parts[0] == PREFIX:
-        parts = parts[1:]
-    text = "".join(p if isinstance(p, str) else "\x00" for p in parts).split("?")[0]
-    text = _ROLLOUT_PREFIX.sub("", text)
-    if not text or text.startswith("\x00"):
-        return "?"
-    for template, pattern in routes.items():
-        if pattern.fullmatch(text):
-            return template
-    return "?" if "\x00" in text else None
+def _feeds(part: str, client_method: str) -> str:
+    if part == "receiver":
+        return part
+    if part.startswith("#"):
+        return policy.role_of(client_method, int(part[1:]), None)
+    return "other" if part == "**" else policy.role_of(client_method, 0, part)

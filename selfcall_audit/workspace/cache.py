@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import marshal
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from functools import cache, lru_cache
 from pathlib import Path
@@ -60,7 +60,8 @@ def content_key(path: str, data: bytes) -> str:
 
 class _Schema:
     """Cached dataclasses by name, their fields, and the fields that hold cached dataclasses
-    (a "*" suffix: a tuple of them); every other field is plain data, stored as it is."""
+    (a "*" suffix: a tuple of them) or expressions ("Expr": the analysis' own codec); every
+    other field is plain data, stored as it is."""
 
     def __init__(self, classes: tuple[type, ...], nested: dict[type, dict[str, str]]):
         self.types = {cls.__name__: cls for cls in classes}
@@ -96,12 +97,27 @@ def _analysis_schema() -> _Schema:
                 "classes": "ClassFacts*",
                 "functions": "FunctionFacts*",
             },
-            ClassFacts: {"constants": "Binding*", "instance_attrs": "Binding*", "methods": "FunctionFacts*"},
-            FunctionFacts: {"calls": "CallFact*"},
+            ClassFacts: {
+                "bases": "Expr",
+                "constants": "Binding*",
+                "instance_attrs": "Binding*",
+                "methods": "FunctionFacts*",
+            },
+            FunctionFacts: {"defaults": "Expr", "calls": "CallFact*", "locals": "Expr", "returns": "Expr"},
+            Binding: {"expr": "Expr"},
+            CallFact: {"func": "Expr", "args": "Expr", "kwargs": "Expr"},
             AgentInstance: {"where": "Where", "refs": "ServerRef*"},
             ServerRef: {"where": "Where"},
         },
     )
+
+
+@lru_cache(maxsize=1)
+def _expr_codec() -> tuple[Callable[[object], object], Callable[[object], object]]:
+    """How expression fields become plain tuples and back (imported with the analysis modules)."""
+    from ..analysis.expr import decode_value, encode_value
+
+    return encode_value, decode_value
 
 
 def _schema_for(cls_or_name: type | str) -> _Schema:
@@ -131,9 +147,11 @@ def _encode(value: Any) -> tuple:
     name = type(value).__name__
     _, names, steps = _plan(name)
     encoded = [name, *(getattr(value, field_name) for field_name in names)]
-    for place, _, _, many in steps:
+    for place, _, nested, many in steps:
         item = encoded[place + 1]
-        if item is not None:  # an optional one (a finding without a call description)
+        if nested == "Expr":
+            encoded[place + 1] = _expr_codec()[0](item)
+        elif item is not None:  # an optional one (a finding without a call description)
             encoded[place + 1] = tuple(_encode(element) for element in item) if many else _encode(item)
     return tuple(encoded)
 
@@ -158,7 +176,9 @@ def _decode(value: tuple, expected: str) -> Any:
     fields_of.update(zip(names, value[1:]))
     for place, field_name, nested, many in steps:
         item = value[place + 1]
-        if item is not None:
+        if nested == "Expr":
+            fields_of[field_name] = _expr_codec()[1](item)
+        elif item is not None:
             fields_of[field_name] = (
                 tuple([_decode(e, nested) for e in item]) if many else _decode(item, nested)
             )

@@ -1,0 +1,175 @@
+"""Classification: is a client call a self-call, and which rule says so.
+
+A call whose target is the agent's own server is a self-call whatever the path: SCA001 when the
+path can only reach the agent's `/v1/responses` handler (matched against the routes the class
+and its bases register, unknown parts matching as wildcards), SCA002 for any other path. SCA003
+is a call whose target cannot be resolved with a path that can only be `/v1/responses`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..config import Settings
+from ..ftypes import Evidence
+from .deployment import Deployment, normal_route
+from .evaluate import (
+    HOLE,
+    PARAM,
+    PREFIX,
+    ConfigRef,
+    Ctx,
+    Evaluator,
+    FromParam,
+    Literal,
+    OwnName,
+    Path,
+    Server,
+)
+from .expand import ClientCall
+from .expr import Str
+from .index import ClassRef
+
+
+@dataclass(frozen=True)
+class Verdict:
+    code: str
+    detail: str  # the route reached, or why the call may be a self-call
+    evidence: tuple[Evidence, ...]
+    servers: tuple[Server, ...]  # what the target name evaluated to
+
+
+class Classifier:
+    def __init__(self, evaluator: Evaluator, deployment: Deployment, settings: Settings):
+        self.evaluator = evaluator
+        self.deployment = deployment
+        self.settings = settings
+
+    def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> Verdict | None:
+        """The rule a client call inside an agent's code breaks, or None."""
+        ctx = Ctx(site_path, site_cls)
+        servers = self.evaluator.server(call.server, ctx)
+        paths = self.evaluator.path(call.path, ctx)
+        if any(isinstance(s, FromParam) for s in servers) or any(PARAM in alt for alt in paths):
+            return None  # a forwarding helper: its callers are checked instead
+        evidence: list[Evidence] = list(call.via)
+        running = self.deployment.instances_running(site_cls)
+        verdicts = []
+        for server in servers:
+            match server:
+                case OwnName():
+                    verdicts.append("self")
+                case ConfigRef(key):
+                    back = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+                    verdicts.append("self" if back else "other")
+                    evidence.extend(
+                        Evidence(
+                            r.where.path, r.where.line, f"instance `{i.name}` routes `{key}` back to itself"
+                        )
+                        for i, r in back
+                    )
+                case Literal(text):
+                    bound = [i for i in running if i.name == text]
+                    verdicts.append("self" if bound else "other")
+                    evidence.extend(
+                        Evidence(i.where.path, i.where.line, f"instance `{text}` runs this agent")
+                        for i in bound
+                    )
+                case _:
+                    verdicts.append("unknown")
+        if "self" not in verdicts and "unknown" not in verdicts:
+            return None
+        routes = self.deployment.own_routes(site_cls)
+        family = self.deployment.responses_routes(site_cls)
+        reached = [reachable(alt, routes) for alt in paths]
+        main = self.settings.route.split("?")[0]
+
+        def verdict(code: str, detail: str) -> Verdict:
+            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers))
+
+        if not all(v == "self" for v in verdicts):
+            if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
+                return verdict("SCA003", f"the server name posting to {main} cannot be resolved statically")
+            return None
+        # The target is the agent's own server: a self-call whatever the path.
+        if any(isinstance(s, OwnName) for s in servers):
+            evidence.extend(
+                Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent")
+                for i in running[:3]
+            )
+        evidence.extend(
+            Evidence(site_path, line, f"`{name}` is bound here") for name, line, _ in call.site.aliases
+        )
+        evidence.extend(ctx.evidence)
+        method = call.http_method
+        if all(r and r <= family for r in reached):
+            match method:
+                case Str(text) if text.upper() == "POST":
+                    return verdict("SCA001", main)
+                case Str(text):
+                    return verdict("SCA002", f"{text.upper()} {main}")
+            return verdict("SCA003", f"its own {main} with a method that cannot be resolved")
+        if all(HOLE not in alt for alt in paths):
+            names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]
+            found = list(dict.fromkeys(name for group in names for name in group))
+            sources = self.deployment.route_sources[site_cls]
+            evidence.extend(sources[route] for route in found if route in sources)
+            return verdict("SCA002", " or ".join(found))
+        shown = " or ".join(dict.fromkeys(path_text(alt) for alt in paths))
+        return verdict("SCA002", f"{shown} (a path that cannot be resolved statically)")
+
+
+def path_text(alternative: Path) -> str:
+    """A path alternative as a user reads it: unknown parts shown as `{?}`."""
+    text = "".join(part if isinstance(part, str) else "{?}" for part in alternative if part != PREFIX)
+    return text or "{?}"
+
+
+def _has_text(alternative: Path) -> bool:
+    return any(isinstance(part, str) and part for part in alternative)
+
+
+def reachable(alternative: Path, routes: Iterable[str]) -> frozenset[str]:
+    """The own routes (normalised templates) a path alternative may reach: unknown parts match
+    as wildcards, a rollout prefix and a query string are ignored."""
+    text = "".join(part if isinstance(part, str) else "\x00" for part in alternative if part != PREFIX)
+    tokens = [None if char == "\x00" else char for char in normal_route(text)]
+    return frozenset(template for template in routes if may_match(tokens, _template_tokens(template)))
+
+
+def _template_tokens(template: str) -> list[str | None]:
+    """A route template as characters, None standing for a `{param}` (one or more non-`/`)."""
+    return [None if piece.startswith("{") else piece for piece in re.findall(r"\{[^}]*\}|[^{]", template)]
+
+
+def may_match(path: list[str | None], template: list[str | None]) -> bool:
+    """Can one string match both a path with unknown parts (None: any text, `/` included) and a
+    route template (None: one or more characters other than `/`)? A search over position pairs."""
+    start = (0, 0, False)  # path index, template index, inside a template parameter
+    seen = {start}
+    stack = [start]
+    while stack:
+        i, j, in_param = stack.pop()
+        if i == len(path) and j == len(template) and not in_param:
+            return True
+        moves = []
+        if in_param:
+            moves.append((i, j + 1, False))  # the parameter ends
+        if i < len(path) and path[i] is None:
+            moves.append((i + 1, j, in_param))  # the unknown part ends
+            if j < len(template):
+                moves.append((i, j, True) if template[j] is None else (i, j + 1, False))
+        elif i < len(path) and j < len(template):
+            char = path[i]
+            if template[j] is None:
+                if char != "/":
+                    moves.append((i + 1, j, True))
+            elif template[j] == char and not in_param:
+                moves.append((i + 1, j + 1, False))
+        for move in moves:
+            if move not in seen:
+                seen.add(move)
+                stack.append(move)
+    return False

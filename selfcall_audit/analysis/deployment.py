@@ -1,0 +1,169 @@
+"""Deployment: which YAML instances run an agent class, and which routes its server registers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from ..config import Settings
+from ..ftypes import Evidence
+from ..workspace.prefilter import word_matcher
+from .evaluate import Ctx, Evaluator, expand_kwargs
+from .expr import UNKNOWN, Attr, Call, Expr, SelfRef
+from .facts import CallFact, FunctionFacts, inlined_arguments, inlined_calls
+from .gym_config import AgentInstance
+from .hierarchy import Hierarchy
+from .index import ClassRef
+from .walker import ROUTE_METHODS
+
+_ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[^/]+(?:/training-token-capture)?(?=/)")
+
+
+def normal_route(template: str) -> str:
+    """A route template without query string or rollout prefix: the twins are one route."""
+    return _ROLLOUT_PREFIX.sub("", template.split("?")[0])
+
+
+class Deployment:
+    def __init__(
+        self,
+        hierarchy: Hierarchy,
+        evaluator: Evaluator,
+        settings: Settings,
+        instances: list[AgentInstance],
+        read: Callable[[str], bytes | None] | None = None,
+    ):
+        self.hierarchy = hierarchy
+        self.index = hierarchy.index
+        self.evaluator = evaluator
+        self.settings = settings
+        self.instances = instances
+        self.read = read
+        self._served_memo: dict[str, list[ClassRef]] = {}
+        self._running: dict[ClassRef, list[AgentInstance]] = {}
+        self._mapped_all = False
+        self._routes_memo: dict[ClassRef, dict[str, str | None]] = {}
+        self.route_sources: dict[ClassRef, dict[str, Evidence]] = {}
+
+    # instances ------------------------------------------------------------------------------
+    def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
+        return self._served_in(instance.entrypoint) if instance.entrypoint else []
+
+    def _served_in(self, entry: str) -> list[ClassRef]:
+        """Classes an entrypoint module starts: its `X.run_webserver()`, else its agent classes."""
+        if entry not in self._served_memo:
+            module = self.index.module(entry)
+            served: list[ClassRef] = []
+            if module is not None:
+                for name in module.served:
+                    found = self.index.lookup(entry, name)
+                    if isinstance(found, ClassRef):
+                        served.append(found)
+                if not served:
+                    served = [
+                        ClassRef(entry, k.name)
+                        for k in module.classes
+                        if self.hierarchy.is_agent(ClassRef(entry, k.name))
+                    ]
+            self._served_memo[entry] = served
+        return self._served_memo[entry]
+
+    def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
+        """YAML instances whose served class runs the code of `ref`.
+
+        A scoped run loads only the entrypoint modules that name `ref` or one of its subclasses:
+        a one-file run must not decode every agent of the project.
+        """
+        if ref in self._running:
+            return self._running[ref]
+        if self.hierarchy.find_subclasses is None:  # a whole-project run: map every entrypoint once
+            if not self._mapped_all:
+                self._mapped_all = True
+                running: dict[ClassRef, dict[AgentInstance, None]] = {}
+                for instance in self.instances:
+                    for served in self.served_classes(instance):
+                        for owner in self.hierarchy.mro(served):
+                            running.setdefault(owner, {})[instance] = None
+                self._running.update((owner, list(found)) for owner, found in running.items())
+            return self._running.get(ref, [])
+        names = {ref.name, *(c.name for c in self.hierarchy.descendants(ref))}
+        entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
+        loaded: set[str] = set()
+        while True:
+            named = word_matcher(names)
+            new = [e for e in entries - loaded if e == ref.path or (self.read and named(self.read(e)))]
+            if not new:
+                break
+            for entry in new:
+                loaded.add(entry)
+                for served in self._served_in(entry):
+                    mro = self.hierarchy.mro(served)
+                    if ref in mro:
+                        names.update(c.name for c in mro[: mro.index(ref)])
+        found_running = [
+            i
+            for i in self.instances
+            if i.entrypoint in loaded and any(ref in self.hierarchy.mro(s) for s in self.served_classes(i))
+        ]
+        self._running[ref] = found_running
+        return found_running
+
+    # routes ---------------------------------------------------------------------------------
+    def own_routes(self, ref: ClassRef) -> dict[str, str | None]:
+        """Routes the agent serves, by normalised template, each with the name of the method that
+        handles it (None when not known); where code registers one is kept as evidence."""
+        if ref not in self._routes_memo:
+            routes: dict[str, str | None] = dict.fromkeys(
+                normal_route(t) for t in (self.settings.route, *self.settings.own_routes)
+            )
+            sources: dict[str, Evidence] = {}
+            for owner in self.hierarchy.mro(ref):
+                klass = self.index.klass(owner)
+                for method in klass.methods if klass else ():
+                    for call in inlined_calls(method):
+                        for text, handler in self._registered_route(call, method, Ctx(owner.path, owner)):
+                            normal = normal_route(text)
+                            if routes.get(normal) is None:
+                                routes[normal] = handler
+                            note = f"route `{text}` is registered here"
+                            sources.setdefault(normal, Evidence(owner.path, call.line, note))
+            self._routes_memo[ref] = routes
+            self.route_sources[ref] = sources
+        return self._routes_memo[ref]
+
+    def responses_routes(self, ref: ClassRef) -> frozenset[str]:
+        """The agent's own routes that reach its `/v1/responses` handler: the route itself and any
+        other route registered with the same handler (a suffixed or prefixed twin)."""
+        routes = self.own_routes(ref)
+        main = normal_route(self.settings.route)
+        handler = routes.get(main)
+        return frozenset(t for t, h in routes.items() if t == main or (handler is not None and h == handler))
+
+    def _registered_route(
+        self, call: CallFact, function: FunctionFacts, ctx: Ctx
+    ) -> list[tuple[str, str | None]]:
+        """`app.post("/path")(handler)`, `app.add_api_route("/path", handler)`: routes the agent
+        serves, with the name of their handler when it is a method of the agent."""
+        handler: Expr = UNKNOWN
+        args, raw_kwargs = inlined_arguments(call, function)
+        match call.func:
+            case Call(Attr(_, method) as func, inner_args, inner_kwargs) if method in ROUTE_METHODS:
+                handler = args[0] if args else UNKNOWN  # the outer call of `app.post(path)(handler)`
+                args, raw_kwargs = inner_args, inner_kwargs
+            case Attr(_, method) as func if method in ROUTE_METHODS:
+                pass
+            case _:
+                return []
+        kwargs, _ = expand_kwargs(raw_kwargs)
+        if "server_name" in kwargs or self.evaluator.is_client(func.base, ctx) or not args:
+            return []
+        if func.attr == "add_api_route":
+            handler = args[1] if len(args) > 1 else kwargs.get("endpoint", UNKNOWN)
+        name = handler.attr if isinstance(handler, Attr) and isinstance(handler.base, SelfRef) else None
+        found = []
+        for alternative in self.evaluator.path(args[0], ctx):
+            if all(isinstance(part, str) for part in alternative):
+                text = "".join(alternative)  # type: ignore[arg-type]
+                if text.startswith("/"):
+                    found.append((text, name))
+        return found

@@ -1,0 +1,332 @@
+"""Evaluation: the strings an expression can be (a url path) and the servers a name can denote.
+
+Names, module and class constants, values stored on `self` in any method, enum members and
+their `.value`, and calls of project functions (read from what their bodies return) are
+followed; what cannot be told becomes an unknown part, which route matching treats as a wildcard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+
+from ..config import Settings
+from ..ftypes import Evidence
+from .expr import (
+    SELF,
+    UNKNOWN,
+    Alt,
+    Attr,
+    Call,
+    DictOf,
+    Expr,
+    Global,
+    Join,
+    Name,
+    Param,
+    SelfRef,
+    Str,
+    inline,
+    qualify,
+)
+from .facts import FunctionFacts
+from .hierarchy import Hierarchy
+from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
+from .limits import LIMITS
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A part of an evaluated path that is not text."""
+
+    name: str
+
+
+HOLE = Marker("unknown")  # any text
+PREFIX = Marker("prefix")  # a rollout prefix a configured route wrapper may add
+PARAM = Marker("parameter")  # a parameter of the enclosing function: its callers decide
+
+PathPart = str | Marker
+Path = tuple[PathPart, ...]
+
+_PATH_JOINS = (External("os.path.join"), External("posixpath.join"))
+_CONFIG = Attr(SELF, "config")
+
+
+@dataclass(frozen=True)
+class OwnName:
+    """`self.config.name`: the agent's own instance name."""
+
+
+@dataclass(frozen=True)
+class ConfigRef:
+    """`self.config.<key>.name`: a server reference from the YAML config."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class Literal:
+    text: str
+
+
+@dataclass(frozen=True)
+class FromParam:
+    """A parameter of the enclosing function: its callers decide."""
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    pass
+
+
+Server = OwnName | ConfigRef | Literal | FromParam | Unresolved
+
+
+@dataclass
+class Ctx:
+    """Where an expression is read: its module, the agent class `self` is, and the evidence
+    gathered while following names."""
+
+    path: str
+    cls: ClassRef | None
+    evidence: list[Evidence] = field(default_factory=list)
+
+    def inside(self, path: str, cls: ClassRef | None) -> Ctx:
+        return Ctx(path, cls, self.evidence)
+
+
+def expand_kwargs(kwargs: tuple[tuple[str | None, Expr], ...]) -> tuple[dict[str, Expr], bool]:
+    """Keyword arguments with `**{...}` dicts built in the function spread; True if a splat is opaque."""
+    result: dict[str, Expr] = {}
+    opaque = False
+    for key, value in kwargs:
+        if key is not None:
+            result[key] = value
+        elif isinstance(value, DictOf):
+            inner, inner_opaque = expand_kwargs(value.items)
+            result.update(inner)
+            opaque = opaque or inner_opaque
+        else:
+            opaque = True
+    return result, opaque
+
+
+def bind_params(
+    function: FunctionFacts, args: tuple[Expr, ...], kwargs: dict[str, Expr], skip_self: bool
+) -> dict[str, Expr]:
+    """The values a call gives the function's parameters (defaults where it gives none)."""
+    params = list(function.params)
+    if skip_self and function.self_param and params and params[0] == function.self_param:
+        params = params[1:]
+    bound: dict[str, Expr] = dict(function.defaults)
+    bound.update(zip(params, args))
+    bound.update((name, value) for name, value in kwargs.items() if name in function.params)
+    if function.self_param and not skip_self:
+        bound.setdefault(function.self_param, UNKNOWN)
+    return bound
+
+
+class Evaluator:
+    def __init__(self, hierarchy: Hierarchy, settings: Settings):
+        self.hierarchy = hierarchy
+        self.index = hierarchy.index
+        self.settings = settings
+
+    # names ----------------------------------------------------------------------------------
+    def constant(self, expr: Expr, ctx: Ctx) -> tuple[Expr, Ctx] | None:
+        """The expression a name, module attribute, class constant or `self` attribute is bound to,
+        with the context to read it in."""
+        match expr:
+            case Attr(Attr() as member, "value"):  # `Route.RESPONSES.value`
+                return self.constant(member, ctx)
+            case Attr(SelfRef(), attr) if ctx.cls is not None:
+                if attr in ("config", "server_client"):
+                    return None
+                found = self.hierarchy.class_binding(ctx.cls, attr)
+                if found is None:
+                    return None
+                owner, binding = found
+                ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{attr}` is bound here"))
+                return qualify(binding.expr, owner.path, {}), ctx  # a stored parameter is unknown here
+            case Name() | Global() | Attr():
+                pass
+            case _:
+                return None
+        match self.index.lookup_dotted(ctx.path, expr):
+            case ConstRef(path, binding):
+                ctx.evidence.append(Evidence(path, binding.line, f"`{binding.name}` is defined here"))
+                return binding.expr, ctx.inside(path, None)
+            case ClassAttr(cls, attr):
+                klass = self.index.klass(cls)
+                for binding in klass.constants if klass else ():
+                    if binding.name == attr:
+                        ctx.evidence.append(
+                            Evidence(cls.path, binding.line, f"`{cls.name}.{attr}` is defined here")
+                        )
+                        return binding.expr, ctx.inside(cls.path, None)
+        return None
+
+    # paths ----------------------------------------------------------------------------------
+    def path(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Path]:
+        """Alternatives of a string, each a tuple of text and markers."""
+        if depth > LIMITS.evaluation_depth:
+            return [(HOLE,)]
+        match expr:
+            case Str(text):
+                return [(text,)]
+            case Param():
+                return [(PARAM,)]
+            case Join(parts):
+                options = [self.path(part, ctx, depth + 1) for part in parts]
+                combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
+                return combined if len(combined) <= LIMITS.alternatives else [(HOLE,)]
+            case Alt(options):
+                return [alt for option in options for alt in self.path(option, ctx, depth + 1)][
+                    : LIMITS.alternatives
+                ]
+            case Call():
+                return self._call_path(expr, ctx, depth)
+        found = self.constant(expr, ctx)
+        if found is not None:
+            return self.path(found[0], found[1], depth + 1)
+        return [(HOLE,)]
+
+    def _call_path(self, expr: Call, ctx: Ctx, depth: int) -> list[Path]:
+        """A string some call returns: a configured route wrapper keeps its path argument behind
+        a prefix; `os.path.join`/`posixpath.join` join; a project function is read from its body."""
+        callee = expr.func
+        name = (
+            callee.attr
+            if isinstance(callee, Attr)
+            else callee.name
+            if isinstance(callee, (Name, Global))
+            else None
+        )
+        if name in self.settings.route_wrappers:
+            first = expr.args[0] if expr.args else dict(expr.kwargs).get("url_path")
+            if first is None:
+                return [(PREFIX,)]
+            return [(PREFIX, *alt) for alt in self.path(first, ctx, depth + 1)]
+        if (
+            isinstance(callee, (Name, Global, Attr))
+            and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
+        ):
+            return self._path_join(expr.args, ctx, depth)
+        returned = self.returned(expr, ctx)
+        if returned is None:
+            return [(HOLE,)]
+        return self.path(returned[0], returned[1], depth + 1)
+
+    def _path_join(self, args: tuple[Expr, ...], ctx: Ctx, depth: int) -> list[Path]:
+        """`posixpath.join`: a `/` between parts, and an absolute part starts over."""
+        joined: list[Path] = [()]
+        for arg in args:
+            combined: list[Path] = []
+            for alternative in self.path(arg, ctx, depth + 1):
+                alternative = tuple(part for part in alternative if part != "")
+                head = alternative[0] if alternative else ""
+                absolute = isinstance(head, str) and head.startswith("/")
+                for prefix in joined:
+                    if absolute or not prefix:
+                        combined.append(alternative)
+                    elif isinstance(prefix[-1], str) and prefix[-1].endswith("/"):
+                        combined.append(prefix + alternative)
+                    else:
+                        combined.append((*prefix, "/", *alternative))
+            if len(combined) > LIMITS.alternatives:
+                return [(HOLE,)]
+            joined = combined
+        return joined
+
+    # calls ------------------------------------------------------------------------------------
+    def function_target(self, func: Expr, ctx: Ctx) -> tuple[FunctionRef, bool] | None:
+        """The project function a call reaches, and whether through `self`."""
+        match func:
+            case Attr(SelfRef(), attr) if ctx.cls is not None:
+                found = self.hierarchy.method(ctx.cls, attr)
+                return (FunctionRef(found[0].path, found[0].name, attr), True) if found else None
+            case Attr(Call(Name("super")), attr) if ctx.cls is not None:
+                for owner in self.hierarchy.mro(ctx.cls)[1:]:
+                    klass = self.index.klass(owner)
+                    if klass and any(m.name == attr for m in klass.methods):
+                        return FunctionRef(owner.path, owner.name, attr), True
+                return None
+            case Name() | Global() | Attr():
+                found_name = self.index.lookup_dotted(ctx.path, func)
+                if isinstance(found_name, FunctionRef):
+                    return found_name, False
+        return None
+
+    def returned(self, expr: Call, ctx: Ctx) -> tuple[Expr, Ctx] | None:
+        """What a call of a project function or method returns, in the caller's terms: its return
+        expressions with the parameters bound to the call's arguments."""
+        target = self.function_target(expr.func, ctx)
+        if target is None:
+            return None
+        ref, via_self = target
+        function = self.hierarchy.function(ref)
+        if function is None or function.returns == UNKNOWN:
+            return None
+        kwargs, _ = expand_kwargs(expr.kwargs)
+        args = tuple(qualify(a, ctx.path) for a in expr.args)
+        bindings = bind_params(function, args, {k: qualify(v, ctx.path) for k, v in kwargs.items()}, via_self)
+        value = qualify(inline(function.returns, function.locals), ref.path, bindings)
+        owner = ctx.cls if via_self else ClassRef(ref.path, ref.owner) if ref.owner else None
+        return value, ctx.inside(ref.path, owner)
+
+    def is_client(self, receiver: Expr, ctx: Ctx) -> bool:
+        """A server client: `self.server_client`, one stored on `self` in any method, or a parameter."""
+        match receiver:
+            case Param() | Attr(_, "server_client"):
+                return True
+            case Attr(SelfRef(), attr) if ctx.cls is not None:
+                found = self.hierarchy.class_binding(ctx.cls, attr)
+                return (
+                    found is not None
+                    and isinstance(found[1].expr, Attr)
+                    and found[1].expr.attr == "server_client"
+                )
+        return False
+
+    # servers ----------------------------------------------------------------------------------
+    def server(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Server]:
+        """Alternatives of a server name."""
+        if depth > LIMITS.evaluation_depth:
+            return [Unresolved()]
+        match expr:
+            case Alt(options):
+                return [alt for option in options for alt in self.server(option, ctx, depth + 1)]
+            case Param():
+                return [FromParam()]
+            case Attr(owner, "name") if owner == _CONFIG:
+                return [OwnName()]
+            case Attr(Attr(config, key), "name") if config == _CONFIG:
+                return [ConfigRef(key)]
+            case Str() | Join():
+                return [_literal(alt) for alt in self.path(expr, ctx, depth + 1)]
+            case Call():
+                returned = self.returned(expr, ctx)
+                if returned is not None:
+                    return self.server(returned[0], returned[1], depth + 1)
+        found = self.constant(expr, ctx)
+        if found is not None:
+            return self.server(found[0], found[1], depth + 1)
+        match expr:
+            case Attr(Attr(SelfRef(), alias), attr) if ctx.cls is not None:
+                # `self.<alias>.name` where <alias> was bound to self.config
+                bound = self.hierarchy.class_binding(ctx.cls, alias)
+                if bound and bound[1].expr == _CONFIG:
+                    ctx.evidence.append(
+                        Evidence(bound[0].path, bound[1].line, f"`self.{alias}` is bound here")
+                    )
+                    return self.server(Attr(_CONFIG, attr), ctx, depth + 1)
+        return [Unresolved()]
+
+
+def _literal(alternative: Path) -> Server:
+    if PARAM in alternative:
+        return FromParam()
+    if all(isinstance(part, str) for part in alternative):
+        return Literal("".join(alternative))  # type: ignore[arg-type]
+    return Unresolved()

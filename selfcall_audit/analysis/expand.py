@@ -1,0 +1,199 @@
+"""Call expansion: the server-client calls each call site makes, directly or through helpers.
+
+A helper (an agent method or a function) whose client call takes its target or route from its
+parameters is expanded at each of its call sites, with the parameters bound to the arguments:
+the finding lands on the call that supplies both the own name and the route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..ftypes import Evidence
+from ..workspace.prefilter import POSTER_TOKENS, mentions_any
+from .evaluate import PARAM, Ctx, Evaluator, FromParam, bind_params, expand_kwargs
+from .expr import (
+    NONE,
+    UNKNOWN,
+    Alt,
+    Attr,
+    Call,
+    Expr,
+    Global,
+    Name,
+    Param,
+    SelfRef,
+    Str,
+    contains_param,
+    qualify,
+)
+from .facts import CallFact, FunctionFacts, inlined_arguments, inlined_calls
+from .index import ClassRef, External, FunctionRef
+from .limits import LIMITS
+from .walker import CLIENT_METHODS
+
+_SIGNATURES = {"request": ("server_name", "url_path", "method")}
+_DEFAULT_SIGNATURE = ("server_name", "url_path")
+_PARTIAL = External("functools.partial")
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    """A server-client call as seen from one call site, after helpers and partials are expanded."""
+
+    site: CallFact
+    client_method: str
+    http_method: Expr
+    server: Expr
+    path: Expr
+    receiver: Expr
+    via_partial: bool = False
+    helper: str | None = None  # the helper the site calls, which makes the client call
+    via: tuple[Evidence, ...] = ()
+
+
+class Expander:
+    def __init__(self, evaluator: Evaluator, read: Callable[[str], bytes | None] | None = None):
+        self.evaluator = evaluator
+        self.hierarchy = evaluator.hierarchy
+        self.index = evaluator.index
+        self.read = read
+        self._memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
+        self._in_progress: set[tuple[FunctionRef, ClassRef | None]] = set()
+        self.posters: dict[str, bool] = {}  # files asked whether they could post, and the answer
+
+    def client_calls(
+        self, function: FunctionFacts, fref: FunctionRef, cls: ClassRef | None
+    ) -> list[ClientCall]:
+        """Client calls made at this function's call sites, directly or through helpers."""
+        key = (fref, cls)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._in_progress or len(self._in_progress) > LIMITS.helper_depth:
+            return []
+        self._in_progress.add(key)
+        ctx = Ctx(fref.path, cls)
+        found: list[ClientCall] = []
+        for call in inlined_calls(function):
+            # A callee bound in branches (`send = self._post if flag else self._send`): each one.
+            for func in call.func.options if isinstance(call.func, Alt) else (call.func,):
+                found.extend(self._site(call, function, self._stored_callable(func, ctx), ctx))
+        self._in_progress.discard(key)
+        self._memo[key] = found
+        return found
+
+    def _site(self, call: CallFact, function: FunctionFacts, func: Expr, ctx: Ctx) -> list[ClientCall]:
+        args, kwargs = inlined_arguments(call, function)
+        via_partial = False
+        match func:
+            case Call(partial, (inner, *bound_args), bound_kwargs) if (
+                self.index.lookup_dotted(ctx.path, partial) == _PARTIAL
+            ):
+                func, args, kwargs, via_partial = inner, (*bound_args, *args), (*bound_kwargs, *kwargs), True
+        match func:
+            case Attr(receiver, method) if method in CLIENT_METHODS and self.evaluator.is_client(
+                receiver, ctx
+            ):
+                return [self._direct(call, func, args, kwargs, via_partial)]
+        target = self._helper_target(func, ctx)
+        return self._through_helper(call, target, args, kwargs) if target else []
+
+    def _stored_callable(self, func: Expr, ctx: Ctx) -> Expr:
+        """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`
+        or `self._post = self.server_client.post`: the stored value is what is called."""
+        match func:
+            case Attr(SelfRef(), attr) if ctx.cls is not None and not self.hierarchy.method(ctx.cls, attr):
+                found = self.hierarchy.class_binding(ctx.cls, attr)
+                if found is not None and isinstance(found[1].expr, (Attr, Call)):
+                    return qualify(found[1].expr, found[0].path, {})
+        return func
+
+    def _direct(
+        self, call: CallFact, func: Attr, args: tuple[Expr, ...], raw_kwargs: tuple, via_partial: bool
+    ) -> ClientCall:
+        kwargs, opaque = expand_kwargs(raw_kwargs)
+        signature = _SIGNATURES.get(func.attr, _DEFAULT_SIGNATURE)
+        values = dict(zip(signature, args))
+        values.update({k: v for k, v in kwargs.items() if k in signature})
+        missing = UNKNOWN if opaque else NONE
+        method = Str(func.attr.upper()) if func.attr != "request" else values.get("method", missing)
+        return ClientCall(
+            site=call,
+            client_method=func.attr,
+            http_method=method,
+            server=values.get("server_name", missing),
+            path=values.get("url_path", missing),
+            receiver=func.base,
+            via_partial=via_partial,
+        )
+
+    def _helper_target(self, func: Expr, ctx: Ctx) -> tuple[FunctionRef, bool] | None:
+        """The project function a call reaches, if it lives where a client call can be made."""
+        if isinstance(func, (Name, Global)) or (isinstance(func, Attr) and isinstance(func.base, Name)):
+            origin = self.index.origin(ctx.path, func)
+            if origin and not origin.endswith("__init__.py") and not self._may_post(origin):
+                return None  # a function in a module that never calls a server client
+        return self.evaluator.function_target(func, ctx)
+
+    def _may_post(self, path: str) -> bool:
+        """Could a module hold a helper that posts? Decided on its bytes, before parsing it."""
+        if self.read is None:
+            return True
+        if path not in self.posters:
+            self.posters[path] = mentions_any(self.read(path), POSTER_TOKENS)
+        return self.posters[path]
+
+    def _through_helper(
+        self, call: CallFact, target_via: tuple[FunctionRef, bool], args: tuple[Expr, ...], raw_kwargs: tuple
+    ) -> list[ClientCall]:
+        """Client calls inside a helper that depend on its parameters, seen from this call."""
+        target, via_self = target_via
+        function = self.hierarchy.function(target)
+        if function is None:
+            return []
+        owner = ClassRef(target.path, target.owner) if target.owner else None
+        inner_calls = [
+            c
+            for c in self.client_calls(function, target, owner)
+            if self._forwards(c, Ctx(target.path, owner))
+        ]
+        bindings = bind_params(function, args, expand_kwargs(raw_kwargs)[0], skip_self=via_self)
+        result = []
+        for inner in inner_calls:
+            note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
+            result.append(
+                ClientCall(
+                    site=call,
+                    client_method=inner.client_method,
+                    http_method=qualify(inner.http_method, target.path, bindings),
+                    server=qualify(inner.server, target.path, bindings),
+                    path=qualify(inner.path, target.path, bindings),
+                    receiver=qualify(inner.receiver, target.path, bindings),
+                    helper=function.name,
+                    via=(Evidence(target.path, inner.site.line, note), *inner.via),
+                )
+            )
+        return result
+
+    def _forwards(self, call: ClientCall, ctx: Ctx) -> bool:
+        """Does the call's target or route depend on the enclosing function's parameters?
+
+        A client passed in counts only outside classes: a method that names the target and the
+        route itself is reported where it makes the call, not again at each of its callers."""
+        return (
+            (ctx.cls is None and _rooted_at_param(call.receiver))  # `client.post`, `agent.server_client.post`
+            or _rooted_at_param(call.server, through="config")  # `agent.config.name`: maybe the agent's own
+            or any(isinstance(s, FromParam) for s in self.evaluator.server(call.server, ctx))
+            or any(PARAM in alt for alt in self.evaluator.path(call.path, ctx))
+            or contains_param(call.http_method)
+        )
+
+
+def _rooted_at_param(expr: Expr, through: str | None = None) -> bool:
+    """An attribute chain on a parameter (`agent.server_client`), through `through` if given."""
+    attrs = []
+    while isinstance(expr, Attr):
+        attrs.append(expr.attr)
+        expr = expr.base
+    return isinstance(expr, Param) and (through is None or through in attrs)

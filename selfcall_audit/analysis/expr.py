@@ -1,0 +1,262 @@
+"""Expressions as the analysis keeps them: typed frozen nodes, with each function's local
+bindings already resolved, so that resolution across modules never needs the syntax tree.
+
+The facts cache stores them as plain tuples (`encode_value` / `decode_value`): a cache entry
+holds data only, never objects to rebuild by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+from .limits import LIMITS
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """A value the analysis does not follow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Str:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """Another constant (number, None, bool), by its `repr`."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    """Concatenation: `+`, f-strings, `%` and `str.format` templates, `str.join` of a literal list."""
+
+    parts: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Name:
+    """A free name: a module global, an import or a builtin."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Global:
+    """A free name of the module at `path`: a callee's name carried into its caller's terms."""
+
+    path: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A parameter of the enclosing function."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelfRef:
+    """The method's `self`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attr:
+    """Attribute access (`getattr(x, "attr")` too)."""
+
+    base: Expr
+    attr: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A call; a keyword named None is a `**expr` expansion."""
+
+    func: Expr
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str | None, Expr], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DictOf:
+    """A dict built in place; a key None is a `**expr` expansion."""
+
+    items: tuple[tuple[str | None, Expr], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Seq:
+    """A list or tuple written in place."""
+
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Alt:
+    """One of several values (branches, rebinding, `or`, several `return`s)."""
+
+    options: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Local:
+    """The value bound to a local variable: `FunctionFacts.locals[index]`."""
+
+    index: int
+
+
+Expr = (
+    Unknown | Str | Const | Join | Name | Global | Param | SelfRef | Attr | Call | DictOf | Seq | Alt | Local
+)
+
+UNKNOWN = Unknown()
+SELF = SelfRef()
+NONE = Const("None")
+
+
+def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """The same expression with `fn` applied to each sub-expression; leaves stay as they are."""
+    match expr:
+        case Attr(base, attr):
+            return Attr(fn(base), attr)
+        case Call(func, args, kwargs):
+            return Call(fn(func), tuple(map(fn, args)), tuple((k, fn(v)) for k, v in kwargs))
+        case DictOf(items):
+            return DictOf(tuple((k, fn(v)) for k, v in items))
+        case Join(parts):
+            return Join(tuple(map(fn, parts)))
+        case Seq(items):
+            return Seq(tuple(map(fn, items)))
+        case Alt(options):
+            return Alt(tuple(map(fn, options)))
+    return expr
+
+
+def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
+    """Replace `Local` references by the bound values (shared, so memory stays linear).
+
+    The result is cut at `LIMITS.inlined_depth`: a function rebinding one local hundreds of times
+    (`url += ...`) must not nest deeper than the evaluation that later reads it can go.
+    """
+    memo: dict[tuple[int, int], Expr] = {}
+
+    def walk(node: Expr, depth: int) -> Expr:
+        if depth > LIMITS.inlined_depth:
+            return UNKNOWN
+        if isinstance(node, Local):
+            key = (node.index, depth)
+            if key not in memo:
+                memo[key] = walk(table[node.index], depth)
+            return memo[key]
+        return map_children(node, lambda child: walk(child, depth + 1))
+
+    return walk(expr, 0)
+
+
+def merge(values: list[Expr]) -> Expr:
+    """One value for several: itself when they agree, else the alternatives (unknown past the limit)."""
+    unique: list[Expr] = []
+    for value in values:
+        for option in value.options if isinstance(value, Alt) else (value,):
+            if option not in unique:
+                unique.append(option)
+    if len(unique) == 1:
+        return unique[0]
+    if len(unique) > LIMITS.fact_alternatives:
+        return UNKNOWN
+    return Alt(tuple(unique))
+
+
+def prune(expr: Expr, depth: int = 0) -> Expr:
+    """Cut what lies deeper than any name or route expression resolution follows."""
+    if depth >= LIMITS.fact_depth:
+        return UNKNOWN
+    return map_children(expr, lambda child: prune(child, depth + 1))
+
+
+def qualify(expr: Expr, path: str, bindings: dict[str, Expr] | None = None) -> Expr:
+    """An expression of the module at `path` in another module's terms: free names qualified by
+    their module; with `bindings`, parameters replaced by the arguments of a call (unknown when
+    not given)."""
+    match expr:
+        case Name(name):
+            return Global(path, name)
+        case Param(name) if bindings is not None:
+            return bindings.get(name, UNKNOWN)
+    return map_children(expr, lambda child: qualify(child, path, bindings))
+
+
+def dotted(expr: Expr) -> str | None:
+    """`a.b.c` for a chain of attributes on a free name."""
+    match expr:
+        case Name(name):
+            return name
+        case Attr(base, attr):
+            prefix = dotted(base)
+            return f"{prefix}.{attr}" if prefix else None
+    return None
+
+
+def contains_param(expr: Expr) -> bool:
+    match expr:
+        case Param():
+            return True
+        case Attr(base, _):
+            return contains_param(base)
+        case Call(func, args, kwargs):
+            return (
+                contains_param(func)
+                or any(map(contains_param, args))
+                or any(contains_param(v) for _, v in kwargs)
+            )
+        case DictOf(items):
+            return any(contains_param(v) for _, v in items)
+        case Join(items) | Seq(items) | Alt(items):
+            return any(map(contains_param, items))
+    return False
+
+
+# cache codec -------------------------------------------------------------------------------
+
+_NODES: tuple[type, ...] = (
+    Unknown,
+    Str,
+    Const,
+    Join,
+    Name,
+    Global,
+    Param,
+    SelfRef,
+    Attr,
+    Call,
+    DictOf,
+    Seq,
+    Alt,
+    Local,
+)
+_TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}
+
+
+def encode_value(value: object) -> object:
+    """Expressions (alone, in tuples, in keyword pairs) as plain tuples: a node is its integer tag
+    followed by its fields; nothing else in these fields is a tuple starting with an int."""
+    if isinstance(value, tuple):
+        return tuple(encode_value(item) for item in value)
+    cls = type(value)
+    if cls in _TAGS:
+        return (_TAGS[cls], *(encode_value(getattr(value, name)) for name in _FIELDS[cls]))
+    return value
+
+
+def decode_value(value: object) -> object:
+    """The inverse of `encode_value`."""
+    if type(value) is tuple:
+        if value and type(value[0]) is int:
+            return _NODES[value[0]](*(decode_value(item) for item in value[1:]))
+        return tuple(decode_value(item) for item in value)
+    return value

@@ -1,0 +1,166 @@
+"""Classes and their bases: which are agents, in which order methods and attributes are found,
+and which subclasses use a mixin. Every walk is iterative and memoised, so work stays linear in
+the number of classes and no inheritance depth can exhaust the interpreter's recursion."""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Callable
+
+from .expr import Call
+from .facts import Binding, FunctionFacts
+from .index import ClassRef, External, FunctionRef, Index
+from .walker import CLIENT_METHODS
+
+
+class Hierarchy:
+    def __init__(
+        self,
+        index: Index,
+        agent_bases: frozenset[str],
+        find_subclasses: Callable[[str], list[str]] | None = None,
+    ):
+        self.index = index
+        self.agent_bases = agent_bases
+        self.find_subclasses = find_subclasses  # a scoped run: the files that may subclass a name
+        self._bases_memo: dict[ClassRef, list[ClassRef | str]] = {}
+        self._mro_memo: dict[ClassRef, list[ClassRef]] = {}
+        self._agent_memo: dict[ClassRef, bool] = {}
+        self._children: dict[ClassRef, list[ClassRef]] | None = None
+
+    def bases(self, ref: ClassRef) -> list[ClassRef | str]:
+        """Direct bases: a ClassRef in the project, or the dotted name of an external class."""
+        if ref not in self._bases_memo:
+            klass = self.index.klass(ref)
+            result: list[ClassRef | str] = []
+            for base in klass.bases if klass else ():
+                if isinstance(base, Call):  # Generic[...] parametrisations and the like
+                    continue
+                for symbol in self.index.candidates(ref.path, base):
+                    value = symbol.dotted if isinstance(symbol, External) else symbol
+                    if isinstance(value, (ClassRef, str)) and value not in result:
+                        result.append(value)
+            self._bases_memo[ref] = result
+        return self._bases_memo[ref]
+
+    def mro(self, ref: ClassRef) -> list[ClassRef]:
+        """Project classes in method-resolution order (depth first, left to right, no repeats)."""
+        if ref in self._mro_memo:
+            return self._mro_memo[ref]
+        order: list[ClassRef] = []
+        seen: set[ClassRef] = set()
+        stack: list[ClassRef] = [ref]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            order.append(current)
+            stack.extend(reversed([b for b in self.bases(current) if isinstance(b, ClassRef)]))
+        self._mro_memo[ref] = order
+        return order
+
+    def is_agent(self, ref: ClassRef) -> bool:
+        """Does the class derive from a configured agent base? Decided once for every class on
+        the way up (an inheritance cycle counts as no agent base)."""
+        memo = self._agent_memo
+        stack: list[tuple[ClassRef, bool]] = [(ref, False)]
+        on_path: set[ClassRef] = set()
+        while stack:
+            current, expanded = stack.pop()
+            if current in memo:
+                continue
+            bases = self.bases(current)
+            if expanded:
+                on_path.discard(current)
+                memo[current] = self.index.qualname(current) in self.agent_bases or any(
+                    base in self.agent_bases if isinstance(base, str) else memo.get(base, False)
+                    for base in bases
+                )
+                continue
+            on_path.add(current)
+            stack.append((current, True))
+            stack.extend(
+                (b, False) for b in bases if isinstance(b, ClassRef) and b not in memo and b not in on_path
+            )
+        return memo[ref]
+
+    def is_agent_class(self, ref: ClassRef) -> bool:
+        """An agent class of the project (the configured base classes themselves are not)."""
+        return self.is_agent(ref) and self.index.qualname(ref) not in self.agent_bases
+
+    def children(self) -> dict[ClassRef, list[ClassRef]]:
+        """Direct subclasses among the modules parsed so far."""
+        if self._children is None:
+            children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
+            for ref in (ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes):
+                for base in self.bases(ref):
+                    if isinstance(base, ClassRef):
+                        children[base].append(ref)
+            self._children = children
+        return self._children
+
+    def descendants(self, ref: ClassRef) -> list[ClassRef]:
+        found: dict[ClassRef, None] = {}
+        stack = list(self.children().get(ref, []))
+        while stack:
+            current = stack.pop()
+            if current not in found:
+                found[current] = None
+                stack.extend(self.children().get(current, []))
+        return list(found)
+
+    def agent_using(self, ref: ClassRef) -> ClassRef | None:
+        """The agent class whose MRO contains `ref`: itself when it is one, else the nearest
+        subclass that is one (breadth first). A mixin's agents may live in files not parsed yet."""
+        if self.is_agent(ref):
+            return ref
+        if self.find_subclasses and self._makes_client_calls(ref):
+            for path in self.find_subclasses(ref.name):
+                self.index.module(path)
+            self._children = None
+        seen = {ref}
+        queue = deque(self.children().get(ref, []))
+        while queue:
+            current = queue.popleft()
+            if current in seen:
+                continue
+            seen.add(current)
+            if self.is_agent(current):
+                return current
+            queue.extend(self.children().get(current, []))
+        return None
+
+    def _makes_client_calls(self, ref: ClassRef) -> bool:
+        klass = self.index.klass(ref)
+        return klass is not None and any(
+            getattr(call.func, "attr", None) in CLIENT_METHODS
+            for method in klass.methods
+            for call in method.calls
+        )
+
+    # members along the MRO ----------------------------------------------------------------
+    def method(self, ref: ClassRef, name: str) -> tuple[ClassRef, FunctionFacts] | None:
+        for owner in self.mro(ref):
+            klass = self.index.klass(owner)
+            for method in klass.methods if klass else ():
+                if method.name == name:
+                    return owner, method
+        return None
+
+    def class_binding(self, ref: ClassRef, name: str) -> tuple[ClassRef, Binding] | None:
+        """A class constant, else an attribute assigned on `self` in any method, along the MRO."""
+        mro = self.mro(ref)
+        for attr in ("constants", "instance_attrs"):
+            for owner in mro:
+                klass = self.index.klass(owner)
+                for binding in getattr(klass, attr) if klass else ():
+                    if binding.name == name:
+                        return owner, binding
+        return None
+
+    def function(self, ref: FunctionRef) -> FunctionFacts | None:
+        if ref.owner is not None:
+            found = self.method(ClassRef(ref.path, ref.owner), ref.name)
+            return found[1] if found else None
+        return self.index.module_function(ref.path, ref.name)

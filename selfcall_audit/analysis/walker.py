@@ -1,0 +1,539 @@
+"""One function body walked in order: local bindings tracked, expressions turned into nodes,
+and the calls resolution can use recorded as facts."""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from dataclasses import dataclass
+
+from .expr import (
+    NONE,
+    SELF,
+    UNKNOWN,
+    Alt,
+    Attr,
+    Call,
+    Const,
+    DictOf,
+    Expr,
+    Join,
+    Local,
+    Name,
+    Param,
+    SelfRef,
+    Seq,
+    Str,
+    inline,
+    merge,
+    prune,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .facts import ModuleExtractor
+
+CLIENT_METHODS = frozenset({"post", "get", "request", "put", "patch", "delete"})
+ROUTE_METHODS = frozenset({"post", "get", "put", "patch", "delete", "api_route", "add_api_route", "route"})
+_NOT_HELPERS = frozenset(
+    [
+        "len",
+        "isinstance",
+        "issubclass",
+        "print",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "set",
+        "tuple",
+        "repr",
+        "range",
+        "enumerate",
+        "zip",
+        "sorted",
+        "min",
+        "max",
+        "sum",
+        "any",
+        "all",
+        "hasattr",
+        "type",
+        "iter",
+        "next",
+    ]
+)
+_TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
+# Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
+_ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
+
+
+@dataclass(frozen=True)
+class Binding:
+    name: str
+    expr: Expr
+    line: int
+
+
+@dataclass(frozen=True)
+class CallFact:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    func: Expr
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str | None, Expr], ...]
+    # local bindings the call went through: name, line, and the part of the call that reads it
+    # ("receiver", a keyword, or "#<n>" for the n-th positional argument)
+    aliases: tuple[tuple[str, int, str], ...]
+    # the arguments as written, in source order: (keyword or None, "" / "*" / "**")
+    written: tuple[tuple[str | None, str], ...] = ()
+    callee: str | None = None  # the callee as written when it is a dotted name: `self.server_client.post`
+    context: str = "expression"  # "with": an (async) context manager; "default" / "decorator" of a def
+
+
+Env = dict[str, tuple[Expr, int]]
+
+
+class FunctionWalker:
+    """Walks one function body in order, tracking local bindings, and records its calls."""
+
+    def __init__(
+        self,
+        module: ModuleExtractor,
+        params: set[str],
+        self_param: str | None,
+        env: Env,
+        shadowed: frozenset[str] = frozenset(),
+    ):
+        self.m = module
+        self.params = params
+        self.self_param = self_param
+        self.env = env
+        self.shadowed = shadowed
+        self.locals: list[Expr] = []
+        self.calls: list[CallFact] = []
+        self.returns: list[Expr] = []
+        self.context = "expression"  # where the expressions being walked sit
+        self._aliases: list[tuple[str, int]] = []
+
+    # statements -----------------------------------------------------------------------
+    def body(self, stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            self.stmt(stmt)
+
+    def _branches(self, bodies: list[list[ast.stmt]], keep_base: bool) -> None:
+        """Walk alternative bodies from the same start and merge what they bind."""
+        start = self.env
+        ends: list[Env] = [dict(start)] if keep_base else []
+        for stmts in bodies:
+            self.env = dict(start)
+            self.body(stmts)
+            ends.append(self.env)
+        # Only the names some branch bound, rebound or dropped need merging: a function's other
+        # locals (most of them, in a long function) keep the binding they came in with.
+        touched = {name for env in ends for name, binding in env.items() if start.get(name) is not binding}
+        touched.update(*(start.keys() - env.keys() for env in ends))
+        merged: Env = dict(start)
+        for name in touched:
+            seen = [env[name] for env in ends if name in env]
+            if not seen:
+                del merged[name]
+            elif all(binding is seen[0] for binding in seen):
+                merged[name] = seen[0]
+            else:
+                merged[name] = (merge([value for value, _ in seen]), seen[-1][1])
+        self.env = merged
+
+    def stmt(self, node: ast.stmt) -> None:
+        match node:
+            case ast.Assign(targets=targets, value=value):
+                bound = self.expr(value)
+                for target in targets:
+                    self.bind(target, bound, node.lineno)
+            case ast.AnnAssign(target=target, value=value) if value is not None:
+                self.bind(target, self.expr(value), node.lineno)
+            case ast.AugAssign(target=target, op=op, value=value):
+                bound = self.expr(value)
+                if isinstance(target, ast.Name) and isinstance(op, ast.Add):
+                    self.bind(target, Join((self.expr(target), bound)), node.lineno)
+                else:
+                    self.bind(target, UNKNOWN, node.lineno)
+            case ast.If(test=test, body=body, orelse=orelse):
+                self.expr(test)
+                self._branches([body, orelse], keep_base=False)
+            case ast.For() | ast.AsyncFor():
+                self.expr(node.iter)
+                self.bind(node.target, UNKNOWN, node.lineno)
+                self._branches([node.body], keep_base=True)
+                self.body(node.orelse)
+            case ast.While(test=test, body=body, orelse=orelse):
+                self.expr(test)
+                self._branches([body], keep_base=True)
+                self.body(orelse)
+            case ast.Try() | _TRY_STAR():
+                self.body(node.body)
+                self._branches([h.body for h in node.handlers] + [node.orelse], keep_base=True)
+                self.body(node.finalbody)
+            case ast.With() | ast.AsyncWith():
+                for item in node.items:
+                    value = self.expr(item.context_expr, in_with=True)
+                    if item.optional_vars is not None:
+                        self.bind(item.optional_vars, value, node.lineno)
+                self.body(node.body)
+            case ast.FunctionDef() | ast.AsyncFunctionDef():
+                self.context = "decorator"
+                for decorator in node.decorator_list:
+                    self.expr(decorator)
+                self.context = "expression"
+                self.nested_function(node.args, node.body)
+                self.env[node.name] = (UNKNOWN, node.lineno)
+            case ast.ClassDef():
+                self.m.nested_class(node)  # a class built by a factory function is a class all the same
+                self.env[node.name] = (UNKNOWN, node.lineno)
+            case ast.Import() | ast.ImportFrom():
+                self.m.imports_from(node)
+                for alias in node.names:
+                    self.env.pop((alias.asname or alias.name).split(".")[0], None)
+            case ast.Match(subject=subject, cases=cases):
+                self.expr(subject)
+                self._branches([case.body for case in cases], keep_base=True)
+            case ast.Return(value=value):
+                self.returns.append(self.expr(value) if value is not None else NONE)
+            case ast.Expr(value=value):
+                self.expr(value)
+            case ast.Delete(targets=targets):
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        self.env.pop(target.id, None)
+            case _:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, ast.expr):
+                        self.expr(child)
+                    elif isinstance(child, ast.stmt):
+                        self.stmt(child)
+
+    def nested_function(self, args: ast.arguments, body: list[ast.stmt] | ast.expr) -> None:
+        """Closures see the enclosing bindings; their calls belong to the enclosing function."""
+        shadow = frozenset(param_names(args))
+        outer_context, self.context = self.context, "default"
+        for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+            self.expr(default)
+        self.context = outer_context
+        saved = (self.env, self.params)
+        self.env = {k: v for k, v in self.env.items() if k not in shadow}
+        self.params = self.params - shadow
+        inner = FunctionWalker(self.m, self.params, self.self_param, self.env, self.shadowed | shadow)
+        inner.calls = self.calls
+        inner.locals = self.locals
+        if isinstance(body, list):
+            inner.body(body)
+        else:
+            inner.expr(body)
+        self.env, self.params = saved
+
+    def bind(self, target: ast.expr, value: Expr, line: int) -> None:
+        match target:
+            case ast.Name(id=name):
+                self.locals.append(prune(value))
+                self.env[name] = (Local(len(self.locals) - 1), line)
+            case ast.Tuple(elts=elements) | ast.List(elts=elements):
+                for element in elements:
+                    self.bind(element.value if isinstance(element, ast.Starred) else element, UNKNOWN, line)
+            case ast.Subscript(value=base, slice=key):
+                self.expr(key)
+                current = (
+                    self.deref(self.env[base.id][0])
+                    if isinstance(base, ast.Name) and base.id in self.env
+                    else None
+                )
+                if (
+                    isinstance(current, DictOf)
+                    and isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                ):
+                    items = tuple(kv for kv in current.items if kv[0] != key.value)
+                    self.bind(base, DictOf((*items, (key.value, value))), line)
+                else:
+                    self.expr(base)
+            case ast.Attribute(value=ast.Name(id=owner), attr=attr) if owner == self.self_param:
+                binding = Binding(attr, inline(prune(value), self.locals), line)
+                self.m.instance_attrs.setdefault(attr, []).append(binding)
+            case ast.Attribute(value=base):
+                self.expr(base)
+            case ast.Starred(value=inner):
+                self.bind(inner, UNKNOWN, line)
+
+    def deref(self, expr: Expr) -> Expr:
+        while isinstance(expr, Local):
+            expr = self.locals[expr.index]
+        return expr
+
+    # expressions ----------------------------------------------------------------------
+    def name(self, ident: str) -> Expr:
+        if ident in self.env:
+            value, line = self.env[ident]
+            self._aliases.append((ident, line))
+            return value
+        if ident == self.self_param:
+            return SELF
+        if ident in self.params:
+            return Param(ident)
+        if ident in self.shadowed:
+            return UNKNOWN
+        return Name(ident)
+
+    def expr(self, node: ast.expr, in_with: bool = False) -> Expr:
+        match node:
+            case ast.Constant(value=str() as text):
+                return Str(text)
+            case ast.Constant(value=None | bool() | int() | float() as value):
+                return Const(repr(value))
+            case ast.Name(id=ident):
+                return self.name(ident)
+            case ast.Attribute(value=base, attr=attr):
+                return Attr(self.expr(base), attr)
+            case ast.Call():
+                return self.call(node, in_with)
+            case ast.Await(value=value):
+                return self.expr(value, in_with)
+            case ast.JoinedStr(values=values):
+                return Join(tuple(self._formatted(value) for value in values))
+            case ast.BinOp(left=left, op=op, right=right):
+                left_value, right_value = self.expr(left), self.expr(right)
+                if isinstance(op, ast.Add):
+                    return Join((left_value, right_value))
+                if isinstance(op, ast.Mod) and isinstance(left_value, Str):
+                    return percent_format(left_value.text, self.deref(right_value))
+                return UNKNOWN
+            case ast.List(elts=elements) | ast.Tuple(elts=elements):
+                values = tuple(self.expr(element) for element in elements)
+                return UNKNOWN if any(isinstance(e, ast.Starred) for e in elements) else Seq(values)
+            case ast.Dict(keys=keys, values=values):
+                items = []
+                for key, value in zip(keys, values):
+                    value_expr = self.expr(value)
+                    if key is None:
+                        items.append((None, value_expr))
+                    elif isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        items.append((key.value, value_expr))
+                    else:
+                        self.expr(key)
+                return DictOf(tuple(items))
+            case ast.IfExp(test=test, body=body, orelse=orelse):
+                self.expr(test)
+                return merge([self.expr(body), self.expr(orelse)])
+            case ast.BoolOp(op=op, values=values):
+                found = [self.expr(v) for v in values]
+                return merge(found) if isinstance(op, ast.Or) else UNKNOWN
+            case ast.NamedExpr(target=target, value=value):
+                bound = self.expr(value)
+                self.bind(target, bound, node.lineno)
+                return bound
+            case ast.Lambda(args=args, body=body):
+                self.nested_function(args, body)
+                return UNKNOWN
+            case ast.ListComp() | ast.SetComp() | ast.GeneratorExp() | ast.DictComp():
+                self._comprehension(node)
+                return UNKNOWN
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+        return UNKNOWN
+
+    def _formatted(self, value: ast.expr) -> Expr:
+        if not isinstance(value, ast.FormattedValue):
+            return self.expr(value)
+        inner = self.expr(value.value)
+        if value.format_spec is not None:
+            self.expr(value.format_spec)
+        return inner if value.conversion in (-1, 115) and value.format_spec is None else UNKNOWN
+
+    def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
+        saved_env = self.env
+        self.env = dict(self.env)
+        for generator in node.generators:
+            self.expr(generator.iter)
+            self.bind(generator.target, UNKNOWN, node.lineno)
+            for condition in generator.ifs:
+                self.expr(condition)
+        if isinstance(node, ast.DictComp):
+            self.expr(node.key)
+            self.expr(node.value)
+        else:
+            self.expr(node.elt)
+        self.env = saved_env
+
+    def call(self, node: ast.Call, in_with: bool) -> Expr:
+        outer_aliases = self._aliases
+        self._aliases = []
+        func = self.expr(node.func)
+        callee = self.deref(func)  # `post = self.server_client.post; post(...)`
+        client = isinstance(callee, Attr) and callee.attr in CLIENT_METHODS
+        feeds: list[tuple[str, int, str]] = [(name, line, "receiver") for name, line in self._aliases]
+        args: list[Expr] = []
+        for number, arg in enumerate(node.args):
+            seen = len(self._aliases)
+            if isinstance(arg, ast.Starred):
+                self.expr(arg.value)
+                args.append(UNKNOWN)
+            else:
+                args.append(self.expr(arg))
+            feeds += [(name, line, f"#{number}") for name, line in self._aliases[seen:]]
+        kwargs_list = []
+        for kw in node.keywords:
+            seen = len(self._aliases)
+            kwargs_list.append((kw.arg, self.expr(kw.value)))
+            if client and kw.arg is not None and kw.arg not in _ROUTING_KWARGS:
+                del self._aliases[seen:]  # `json=body`: says nothing about where the call goes
+            feeds += [(name, line, kw.arg or "**") for name, line in self._aliases[seen:]]
+        kwargs = tuple(kwargs_list)
+        self._aliases = outer_aliases + self._aliases
+
+        match func, args:
+            case Name("getattr"), [base, Str(attr)]:
+                return Attr(base, attr)
+            case Name("dict"), []:
+                return DictOf(kwargs)
+            case Attr(Str(template), "format"), _:
+                return str_format(template, args, kwargs)
+            case Attr(Str(separator), "join"), [items] if not kwargs:
+                return str_join(separator, self.deref(items))
+        if worth_recording(callee, args, kwargs):
+            self.calls.append(self._fact(node, func, args, kwargs, client, feeds, in_with))
+        return Call(func, tuple(args), kwargs)
+
+    def _fact(
+        self,
+        node: ast.Call,
+        func: Expr,
+        args: list[Expr],
+        kwargs: tuple[tuple[str | None, Expr], ...],
+        client: bool,
+        feeds: list[tuple[str, int, str]],
+        in_with: bool,
+    ) -> CallFact:
+        line, col = self.m.position(node.lineno, node.col_offset)
+        end_line, end_col = self.m.position(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        recorded_kwargs = tuple(
+            (k, prune(v) if not client or k is None or k in _ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
+        )
+        written = sorted(
+            [
+                (arg.lineno, arg.col_offset, None, "*" if isinstance(arg, ast.Starred) else "")
+                for arg in node.args
+            ]
+            + [(kw.lineno, kw.col_offset, kw.arg, "" if kw.arg else "**") for kw in node.keywords],
+            key=lambda item: (item[0], item[1]),
+        )
+        return CallFact(
+            line,
+            col,
+            end_line,
+            end_col,
+            prune(func),
+            tuple(map(prune, args)),
+            recorded_kwargs,
+            tuple(dict.fromkeys(feeds)),
+            tuple((keyword, star) for _, _, keyword, star in written),
+            _dotted_source(node.func),
+            "with" if in_with else self.context,
+        )
+
+
+def _dotted_source(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
+_PERCENT_FIELD = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+)?(?:\.\d+)?([a-zA-Z%])")
+
+
+def percent_format(template: str, values: Expr) -> Expr:
+    """`"/v1/%s" % x` as a concatenation: `%s` fields take the values in order (or by key from a
+    dict); other conversions (`%d`, `%r`, ...) are unknown parts."""
+    positional = list(values.items) if isinstance(values, Seq) else [values]
+    by_key = {k: v for k, v in values.items if k is not None} if isinstance(values, DictOf) else {}
+    parts: list[Expr] = []
+    position = 0
+    for match in _PERCENT_FIELD.finditer(template):
+        parts.append(Str(template[position : match.start()]))
+        position = match.end()
+        key, conversion = match.groups()
+        if conversion == "%":
+            parts.append(Str("%"))
+            continue
+        value = by_key.get(key, UNKNOWN) if key else (positional.pop(0) if positional else UNKNOWN)
+        parts.append(value if conversion == "s" else UNKNOWN)
+    parts.append(Str(template[position:]))
+    return Join(tuple(parts))
+
+
+def str_format(template: str, args: list[Expr], kwargs: tuple[tuple[str | None, Expr], ...]) -> Expr:
+    """`"/v1/{}".format(x)` as a concatenation; fields with a format spec, a conversion or an
+    attribute/index lookup are unknown parts."""
+    named = {key: value for key, value in kwargs if key is not None}
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return UNKNOWN
+    parts: list[Expr] = []
+    auto = 0
+    for literal, field_name, spec, conversion in fields:
+        parts.append(Str(literal))
+        if field_name is None:
+            continue
+        if field_name == "":
+            field_name, auto = str(auto), auto + 1
+        if field_name.isdigit():
+            value = args[int(field_name)] if int(field_name) < len(args) else UNKNOWN
+        else:
+            value = named.get(field_name, UNKNOWN)
+        parts.append(UNKNOWN if spec or conversion not in (None, "s") else value)
+    return Join(tuple(parts))
+
+
+def str_join(separator: str, items: Expr) -> Expr:
+    """`"/".join(["", "v1", x])` as a concatenation, for a list or tuple written in place."""
+    if not isinstance(items, Seq):
+        return UNKNOWN
+    parts: list[Expr] = []
+    for number, item in enumerate(items.items):
+        if number:
+            parts.append(Str(separator))
+        parts.append(item)
+    return Join(tuple(parts)) if parts else Str("")
+
+
+def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
+    """Calls resolution can use: client methods, route registration, and possible helpers
+    (methods on `self` or `super()`, functions by name or through a module, calls of partials
+    or parameters). Methods of arbitrary objects can do neither."""
+    match func:
+        case Attr(base, attr):
+            return (
+                attr in CLIENT_METHODS
+                or attr in ROUTE_METHODS
+                or isinstance(base, (SelfRef, Name))
+                or (isinstance(base, Call) and base.func == Name("super"))
+            )
+        case Name(name):
+            return name not in _NOT_HELPERS and bool(args or kwargs)
+        case Alt(options):  # `send = self._post if flag else self._send; send(...)`
+            return any(worth_recording(option, args, kwargs) for option in options)
+    return isinstance(func, (Call, Param))
+
+
+def param_names(args: ast.arguments) -> set[str]:
+    names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    return names
