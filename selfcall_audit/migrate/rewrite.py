@@ -13,7 +13,7 @@ import io
 import tokenize
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -92,6 +92,8 @@ class _Rewriter:
         call: CallDescription = finding.call or seen
         if finding.call is not None and mismatch(finding.call, seen):
             return "the call is not the one the analysis described; run `selfcall-audit fix` again"
+        if call.context == "expression":  # where the call stands, the tree tells for certain
+            call = replace(call, context=seen.context)
         reason = policy.blocker(call)
         if reason is not None:
             return reason

@@ -161,3 +161,27 @@ def test_without_a_description_the_tree_is_read_with_the_same_rules() -> None:
 
     assert from_the_tree[0] == with_description[0]
     assert from_the_tree[2] == with_description[2]
+
+
+def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_says() -> None:
+    line = '        @self.remember(await send(self.config.name, "/v1/responses", json=body))'
+    source = SOURCE.replace(
+        b'        return await send(self.config.name, "/v1/responses", json=body)\n',
+        f"\n{line}\n        def cached():\n            pass\n".encode(),
+    )
+    start, end = line.index("send("), line.index("))") + 1
+    where = {"line": 8, "column": start + 1, "end_line": 8, "end_column": end + 1}
+    in_a_decorator = Finding(
+        "SCA001",
+        "app.py",
+        message="m",
+        agent="EchoAgent",
+        method="run",
+        call=described(BOUND, POSITIONAL),
+        **where,
+    )
+
+    after, [outcome], _ = rewrite_source(source, [in_a_decorator], HELPER)
+
+    assert after == source
+    assert outcome.reason == "the call is in a decorator, evaluated once when the function is defined"
