@@ -102,6 +102,18 @@ def test_diff_prints_a_patch_that_applies_and_writes_nothing(project: Path, cli,
     assert (clean.exit_code, clean.stdout) == (0, "")
 
 
+def test_the_patch_of_a_file_with_a_form_feed_applies(project: Path, cli, tmp_path: Path) -> None:
+    """A form feed does not end a line for patch: the diff must not split one there."""
+    case = CASES / "form_feed"
+    (project / APP).write_bytes((case / "before.py").read_bytes())
+    patch_file = tmp_path / "fix.patch"
+    patch_file.write_text(cli("fix", "--no-cache", "--diff", project).stdout)
+
+    subprocess.run(["patch", "-p1", "-s", "-i", str(patch_file)], cwd=project, check=True)
+
+    assert (project / APP).read_bytes() == (case / "after.py").read_bytes()
+
+
 def test_check_writes_nothing_and_exits_1_while_anything_would_change(project: Path, cli) -> None:
     result = cli("fix", "--no-cache", "--check", project)
 

@@ -61,8 +61,9 @@ class FileFix:
 
     def diff(self) -> str:
         encoding = tokenize.detect_encoding(io.BytesIO(self.before).readline)[0]
-        old = self.before.decode(encoding, "replace").splitlines(keepends=True)
-        new = self.after.decode(encoding, "replace").splitlines(keepends=True)
+        # lines as Python and patch count them: a form feed does not end one
+        old = io.StringIO(self.before.decode(encoding, "replace"), newline="").readlines()
+        new = io.StringIO(self.after.decode(encoding, "replace"), newline="").readlines()
         lines = difflib.unified_diff(old, new, f"a/{self.path}", f"b/{self.path}")
         return "".join(
             line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
