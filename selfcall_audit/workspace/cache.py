@@ -47,6 +47,8 @@ def code_version() -> str:
             if source.name.endswith(".py"):
                 stat = source.stat()
                 digest.update(f"{folder}/{source.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    policy = (package / "migrate" / "policy.py").stat()  # it decides which findings are fixable
+    digest.update(f"migrate/policy.py\0{policy.st_size}\0{policy.st_mtime_ns}\n".encode())
     return f"{__version__}-{digest.hexdigest()}"
 
 
