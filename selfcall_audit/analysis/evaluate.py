@@ -29,7 +29,7 @@ from .expr import (
     inline,
     qualify,
 )
-from .facts import FunctionFacts
+from .facts import CallFact, FunctionFacts, inlined_calls
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
@@ -132,6 +132,15 @@ class Evaluator:
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
+        self._calls: dict[int, tuple[FunctionFacts, tuple[CallFact, ...]]] = {}
+
+    def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
+        """The function's calls, callees inlined; kept by identity (a base class's methods are
+        read again for each of its agents, and hashing facts would walk them whole)."""
+        found = self._calls.get(id(function))
+        if found is None or found[0] is not function:
+            found = self._calls[id(function)] = (function, inlined_calls(function))
+        return found[1]
 
     # names ----------------------------------------------------------------------------------
     def constant(self, expr: Expr, ctx: Ctx) -> tuple[Expr, Ctx] | None:

@@ -113,27 +113,43 @@ Expr = (
     Unknown | Str | Const | Join | Name | Global | Param | SelfRef | Attr | Call | DictOf | Seq | Alt | Local
 )
 
+_LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
 UNKNOWN = Unknown()
 SELF = SelfRef()
 NONE = Const("None")
 
 
 def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
-    """The same expression with `fn` applied to each sub-expression; leaves stay as they are."""
-    match expr:
-        case Attr(base, attr):
-            return Attr(fn(base), attr)
-        case Call(func, args, kwargs):
-            return Call(fn(func), tuple(map(fn, args)), tuple((k, fn(v)) for k, v in kwargs))
-        case DictOf(items):
-            return DictOf(tuple((k, fn(v)) for k, v in items))
-        case Join(parts):
-            return Join(tuple(map(fn, parts)))
-        case Seq(items):
-            return Seq(tuple(map(fn, items)))
-        case Alt(options):
-            return Alt(tuple(map(fn, options)))
-    return expr
+    """The same expression with `fn` applied to each sub-expression; leaves stay as they are, and
+    so does a node none of whose children changed (no copy: facts keep many such nodes).
+
+    Dispatched on the exact type: this runs for every node the facts keep, and a `match` on
+    class patterns tries each case in turn."""
+    cls = type(expr)
+    if cls in _LEAVES:
+        return expr
+    if cls is Attr:
+        base = fn(expr.base)  # type: ignore[union-attr]
+        return expr if base is expr.base else Attr(base, expr.attr)  # type: ignore[union-attr]
+    if cls is Call:
+        func = fn(expr.func)  # type: ignore[union-attr]
+        args = tuple(map(fn, expr.args))  # type: ignore[union-attr]
+        kwargs = tuple((k, fn(v)) for k, v in expr.kwargs)  # type: ignore[union-attr]
+        if func is expr.func and _same(args, expr.args) and _same(kwargs, expr.kwargs, pairs=True):  # type: ignore[union-attr]
+            return expr
+        return Call(func, args, kwargs)
+    if cls is DictOf:
+        items = tuple((k, fn(v)) for k, v in expr.items)  # type: ignore[union-attr]
+        return expr if _same(items, expr.items, pairs=True) else DictOf(items)  # type: ignore[union-attr]
+    old = expr.parts if cls is Join else expr.items if cls is Seq else expr.options  # type: ignore[union-attr]
+    new = tuple(map(fn, old))
+    return expr if _same(new, old) else cls(new)
+
+
+def _same(new: tuple, old: tuple, pairs: bool = False) -> bool:
+    if pairs:
+        return all(a[1] is b[1] for a, b in zip(new, old))
+    return all(a is b for a, b in zip(new, old))
 
 
 def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
@@ -172,10 +188,19 @@ def merge(values: list[Expr]) -> Expr:
 
 
 def prune(expr: Expr, depth: int = 0) -> Expr:
-    """Cut what lies deeper than any name or route expression resolution follows."""
+    """Cut what lies deeper than any name or route expression resolution follows.
+
+    Written out rather than through `map_children`: it runs on every value the facts keep."""
+    cls = type(expr)
+    if cls in _LEAVES:
+        return expr
     if depth >= LIMITS.fact_depth:
         return UNKNOWN
-    return map_children(expr, lambda child: prune(child, depth + 1))
+    depth += 1
+    if cls is Attr:
+        base = prune(expr.base, depth)  # type: ignore[union-attr]
+        return expr if base is expr.base else Attr(base, expr.attr)  # type: ignore[union-attr]
+    return map_children(expr, lambda child: prune(child, depth))
 
 
 def qualify(expr: Expr, path: str, bindings: dict[str, Expr] | None = None) -> Expr:
