@@ -25,6 +25,7 @@ from .expr import (
     Name,
     Param,
     SelfRef,
+    Seq,
     Str,
     inline,
     qualify,
@@ -33,6 +34,7 @@ from .facts import CallFact, FunctionFacts, inlined_calls
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
+from .walker import str_format, str_join
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,10 @@ class Evaluator:
         match expr:
             case Attr(Attr() as member, "value"):  # `Route.RESPONSES.value`
                 return self.constant(member, ctx)
+            case Attr(
+                Call(Name("type"), (SelfRef(),)) | Attr(SelfRef(), "__class__"), attr
+            ):  # `type(self).X`
+                return self.constant(Attr(SELF, attr), ctx)
             case Attr(SelfRef(), attr) if ctx.cls is not None:
                 if attr in ("config", "server_client"):
                     return None
@@ -222,6 +228,18 @@ class Evaluator:
             and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
         ):
             return self._path_join(expr.args, ctx, depth)
+        match callee:
+            case Attr(Str(separator), "join") if len(expr.args) == 1:  # `"/".join(SEGMENTS)`
+                found = self.constant(expr.args[0], ctx)
+                if found is not None and isinstance(found[0], Seq):
+                    return self.path(str_join(separator, found[0]), found[1], depth + 1)
+            case Attr(template, "format") if not isinstance(template, Str):  # `TEMPLATE.format(...)`
+                texts = self.path(template, ctx, depth + 1)
+                if all(all(isinstance(part, str) for part in text) for text in texts):
+                    built = [str_format("".join(t), list(expr.args), expr.kwargs) for t in texts]  # type: ignore[arg-type]
+                    return [alt for value in built for alt in self.path(value, ctx, depth + 1)][
+                        : LIMITS.alternatives
+                    ]
         returned = self.returned(expr, ctx)
         if returned is None:
             return [(HOLE,)]

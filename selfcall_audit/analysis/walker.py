@@ -409,8 +409,9 @@ class FunctionWalker:
         elif kind is Attr and type(func.base) is Str:  # type: ignore[union-attr]
             if func.attr == "format":  # type: ignore[union-attr]
                 return str_format(func.base.text, args, kwargs)  # type: ignore[union-attr]
-            if func.attr == "join" and len(args) == 1 and not kwargs:  # type: ignore[union-attr]
-                return str_join(func.base.text, self.deref(args[0]))  # type: ignore[union-attr]
+            items = self.deref(args[0]) if len(args) == 1 and not kwargs else None
+            if func.attr == "join" and isinstance(items, Seq):  # type: ignore[union-attr]
+                return str_join(func.base.text, items)  # type: ignore[union-attr]
         if worth_recording(callee, args, kwargs):
             self.calls.append(self._fact(node, func, args, kwargs, client, feeds, in_with))
         return Call(func, tuple(args), kwargs)
@@ -508,10 +509,8 @@ def str_format(template: str, args: list[Expr], kwargs: tuple[tuple[str | None, 
     return Join(tuple(parts))
 
 
-def str_join(separator: str, items: Expr) -> Expr:
+def str_join(separator: str, items: Seq) -> Expr:
     """`"/".join(["", "v1", x])` as a concatenation, for a list or tuple written in place."""
-    if not isinstance(items, Seq):
-        return UNKNOWN
     parts: list[Expr] = []
     for number, item in enumerate(items.items):
         if number:
