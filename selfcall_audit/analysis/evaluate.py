@@ -29,12 +29,13 @@ from .expr import (
     Str,
     inline,
     qualify,
+    str_format,
+    str_join,
 )
 from .facts import CallFact, FunctionFacts, inlined_calls
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
-from .walker import str_format, str_join
 
 
 @dataclass(frozen=True)
