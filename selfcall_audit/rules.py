@@ -27,12 +27,19 @@ RULES: dict[str, Rule] = {
             message="{agent}.{method} posts to its own {route} over HTTP; call the handler in-process",
             summary="Agent server posts over HTTP to its own /v1/responses.",
             explanation=(
-                "An agent server that sends `POST /v1/responses` (or a rollout-prefixed twin) to its own "
-                "instance name through `self.server_client` pays for an aiohttp round trip, a middleware "
-                "traversal, JSON serialisation and parsing, Pydantic re-validation and a socket on every "
-                "call, and can exhaust file descriptors under high concurrency. Call the handler "
-                "in-process instead: `selfcall-audit fix` rewrites the call to `responses_in_process(self, "
-                "...)`, which returns a response object the surrounding code keeps using unchanged."
+                "An agent server that sends `POST /v1/responses` to its own server through "
+                "`self.server_client` (its own instance name, an alias of it, or a YAML reference that "
+                "points back at the instance) pays for an aiohttp round trip, a middleware traversal, "
+                "JSON serialisation and parsing, Pydantic re-validation and a socket on every call, and "
+                "can exhaust file descriptors under high concurrency. The path counts as `/v1/responses` "
+                "when it can only reach the agent's `/v1/responses` handler: it is matched against the "
+                "routes the class and its bases register (a rollout-prefixed or suffixed twin registered "
+                "with the same handler counts), parts the analysis cannot tell matching anything. Paths "
+                "are followed as Python builds them (f-strings, `%`, `str.format`, `str.join`, "
+                "`posixpath.join`, constants, enum values, helpers that return their path argument "
+                "prefixed or suffixed). Call the handler in-process instead: `selfcall-audit fix` "
+                "rewrites the call to `responses_in_process(self, ...)`, which returns a response object "
+                "the surrounding code keeps using unchanged."
             ),
             bad=(
                 "response = await self.server_client.post(\n"
@@ -58,12 +65,14 @@ RULES: dict[str, Rule] = {
             code="SCA002",
             name="agent-self-call-other-route",
             message="{agent}.{method} calls its own {route} route over HTTP; call the method directly",
-            summary="Agent server calls another of its own routes (e.g. /run) over HTTP.",
+            summary="Agent server calls its own server on another path (e.g. /run, or one it cannot resolve) over HTTP.",
             explanation=(
-                "The agent calls a route that its own server registers (for example `/run`, "
-                "`/aggregate_metrics` or a session route) through `self.server_client`. The request "
-                "loops back through the network stack and the web framework to reach code in the same "
-                "process. Call the method that serves the route directly."
+                "The agent calls its own server through `self.server_client` on any path other than "
+                "its `/v1/responses` handler: a route it registers (for example `/run`, "
+                "`/aggregate_metrics` or a session route), a path it does not serve, or a path the "
+                "analysis cannot resolve (which could reach any of its routes). The request loops back "
+                "through the network stack and the web framework to reach code in the same process, or "
+                "fails there. Call the method that serves the route directly."
             ),
             bad='await self.server_client.post(server_name=self.config.name, url_path="/aggregate_metrics", json=req)',
             good="await self.aggregate_metrics(req)",
@@ -72,13 +81,15 @@ RULES: dict[str, Rule] = {
             code="SCA003",
             name="possible-agent-self-call",
             message="{agent}.{method} may post to itself: {reason}",
-            summary="Possible self-call: the target or the path cannot be resolved statically.",
+            summary="Possible self-call: a post to /v1/responses whose target cannot be resolved statically.",
             explanation=(
-                "Inside an agent class, a server-client call either targets the agent's own name with a "
-                "path that cannot be resolved statically, or posts to `/v1/responses` on a server whose "
-                "name cannot be resolved. It may be a self-call. Off by default; enable it with "
-                "`--select SCA003` or `--strict` and review each case, then add `# noqa: SCA003` where "
-                "the target is known to be another server."
+                "Inside an agent class, a server-client call posts to a path that can only be "
+                "`/v1/responses` on a server whose name cannot be resolved statically (or a call to the "
+                "agent's own `/v1/responses` with an HTTP method that cannot be resolved). It may be a "
+                "self-call. Off by default; enable it with `--select SCA003` or `--strict` and review "
+                "each case, then add `# noqa: SCA003` where the target is known to be another server. "
+                "A call whose target is the agent's own server is never only possible: with a path it "
+                "cannot resolve it is SCA002."
             ),
             bad='await self.server_client.post(server_name=pick_server(), url_path="/v1/responses", json=b)',
             good='await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=b)',

@@ -10,7 +10,7 @@ from ..ftypes import Evidence
 from ..workspace.prefilter import word_matcher
 from .evaluate import Ctx, Evaluator, expand_kwargs
 from .expr import UNKNOWN, Attr, Call, Expr, SelfRef
-from .facts import CallFact, FunctionFacts, inlined_arguments, inlined_calls
+from .facts import CallFact, FunctionFacts, inlined_arguments
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef
@@ -120,7 +120,7 @@ class Deployment:
             for owner in self.hierarchy.mro(ref):
                 klass = self.index.klass(owner)
                 for method in klass.methods if klass else ():
-                    for call in inlined_calls(method):
+                    for call in self.evaluator.calls_of(method):
                         for text, handler in self._registered_route(call, method, Ctx(owner.path, owner)):
                             normal = normal_route(text)
                             if routes.get(normal) is None:
@@ -145,13 +145,14 @@ class Deployment:
         """`app.post("/path")(handler)`, `app.add_api_route("/path", handler)`: routes the agent
         serves, with the name of their handler when it is a method of the agent."""
         handler: Expr = UNKNOWN
-        args, raw_kwargs = inlined_arguments(call, function)
         match call.func:
-            case Call(Attr(_, method) as func, inner_args, inner_kwargs) if method in ROUTE_METHODS:
-                handler = args[0] if args else UNKNOWN  # the outer call of `app.post(path)(handler)`
-                args, raw_kwargs = inner_args, inner_kwargs
+            case Call(Attr(_, method) as func, args, raw_kwargs) if method in ROUTE_METHODS:
+                outer_args, _ = inlined_arguments(call, function)
+                handler = (
+                    outer_args[0] if outer_args else UNKNOWN
+                )  # the outer call of `app.post(path)(handler)`
             case Attr(_, method) as func if method in ROUTE_METHODS:
-                pass
+                args, raw_kwargs = inlined_arguments(call, function)
             case _:
                 return []
         kwargs, _ = expand_kwargs(raw_kwargs)

@@ -25,11 +25,14 @@ from .expr import (
     Name,
     Param,
     SelfRef,
+    Seq,
     Str,
     inline,
     qualify,
+    str_format,
+    str_join,
 )
-from .facts import FunctionFacts
+from .facts import CallFact, FunctionFacts, inlined_calls
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
@@ -132,6 +135,15 @@ class Evaluator:
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
+        self._calls: dict[int, tuple[FunctionFacts, tuple[CallFact, ...]]] = {}
+
+    def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
+        """The function's calls, callees inlined; kept by identity (a base class's methods are
+        read again for each of its agents, and hashing facts would walk them whole)."""
+        found = self._calls.get(id(function))
+        if found is None or found[0] is not function:
+            found = self._calls[id(function)] = (function, inlined_calls(function))
+        return found[1]
 
     # names ----------------------------------------------------------------------------------
     def constant(self, expr: Expr, ctx: Ctx) -> tuple[Expr, Ctx] | None:
@@ -140,6 +152,10 @@ class Evaluator:
         match expr:
             case Attr(Attr() as member, "value"):  # `Route.RESPONSES.value`
                 return self.constant(member, ctx)
+            case Attr(
+                Call(Name("type"), (SelfRef(),)) | Attr(SelfRef(), "__class__"), attr
+            ):  # `type(self).X`
+                return self.constant(Attr(SELF, attr), ctx)
             case Attr(SelfRef(), attr) if ctx.cls is not None:
                 if attr in ("config", "server_client"):
                     return None
@@ -213,6 +229,18 @@ class Evaluator:
             and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
         ):
             return self._path_join(expr.args, ctx, depth)
+        match callee:
+            case Attr(Str(separator), "join") if len(expr.args) == 1:  # `"/".join(SEGMENTS)`
+                found = self.constant(expr.args[0], ctx)
+                if found is not None and isinstance(found[0], Seq):
+                    return self.path(str_join(separator, found[0]), found[1], depth + 1)
+            case Attr(template, "format") if not isinstance(template, Str):  # `TEMPLATE.format(...)`
+                texts = self.path(template, ctx, depth + 1)
+                if all(all(isinstance(part, str) for part in text) for text in texts):
+                    built = [str_format("".join(t), list(expr.args), expr.kwargs) for t in texts]  # type: ignore[arg-type]
+                    return [alt for value in built for alt in self.path(value, ctx, depth + 1)][
+                        : LIMITS.alternatives
+                    ]
         returned = self.returned(expr, ctx)
         if returned is None:
             return [(HOLE,)]

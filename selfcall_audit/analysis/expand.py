@@ -28,7 +28,7 @@ from .expr import (
     contains_param,
     qualify,
 )
-from .facts import CallFact, FunctionFacts, inlined_arguments, inlined_calls
+from .facts import CallFact, FunctionFacts, inlined_arguments
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
 from .walker import CLIENT_METHODS
@@ -75,7 +75,7 @@ class Expander:
         self._in_progress.add(key)
         ctx = Ctx(fref.path, cls)
         found: list[ClientCall] = []
-        for call in inlined_calls(function):
+        for call in self.evaluator.calls_of(function):
             # A callee bound in branches (`send = self._post if flag else self._send`): each one.
             for func in call.func.options if isinstance(call.func, Alt) else (call.func,):
                 found.extend(self._site(call, function, self._stored_callable(func, ctx), ctx))
@@ -84,20 +84,27 @@ class Expander:
         return found
 
     def _site(self, call: CallFact, function: FunctionFacts, func: Expr, ctx: Ctx) -> list[ClientCall]:
-        args, kwargs = inlined_arguments(call, function)
+        # Arguments are inlined only for the calls that matter: most calls a method makes do not.
+        arguments = None
         via_partial = False
         match func:
             case Call(partial, (inner, *bound_args), bound_kwargs) if (
                 self.index.lookup_dotted(ctx.path, partial) == _PARTIAL
             ):
-                func, args, kwargs, via_partial = inner, (*bound_args, *args), (*bound_kwargs, *kwargs), True
+                args, kwargs = inlined_arguments(call, function)
+                arguments = (*bound_args, *args), (*bound_kwargs, *kwargs)
+                func, via_partial = inner, True
         match func:
             case Attr(receiver, method) if method in CLIENT_METHODS and self.evaluator.is_client(
                 receiver, ctx
             ):
-                return [self._direct(call, func, args, kwargs, via_partial)]
+                return [
+                    self._direct(call, func, *(arguments or inlined_arguments(call, function)), via_partial)
+                ]
         target = self._helper_target(func, ctx)
-        return self._through_helper(call, target, args, kwargs) if target else []
+        if target is None:
+            return []
+        return self._through_helper(call, target, *(arguments or inlined_arguments(call, function)))
 
     def _stored_callable(self, func: Expr, ctx: Ctx) -> Expr:
         """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`

@@ -7,6 +7,8 @@ holds data only, never objects to rebuild by name.
 
 from __future__ import annotations
 
+import re
+import string
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
@@ -113,27 +115,43 @@ Expr = (
     Unknown | Str | Const | Join | Name | Global | Param | SelfRef | Attr | Call | DictOf | Seq | Alt | Local
 )
 
+_LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
 UNKNOWN = Unknown()
 SELF = SelfRef()
 NONE = Const("None")
 
 
 def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
-    """The same expression with `fn` applied to each sub-expression; leaves stay as they are."""
-    match expr:
-        case Attr(base, attr):
-            return Attr(fn(base), attr)
-        case Call(func, args, kwargs):
-            return Call(fn(func), tuple(map(fn, args)), tuple((k, fn(v)) for k, v in kwargs))
-        case DictOf(items):
-            return DictOf(tuple((k, fn(v)) for k, v in items))
-        case Join(parts):
-            return Join(tuple(map(fn, parts)))
-        case Seq(items):
-            return Seq(tuple(map(fn, items)))
-        case Alt(options):
-            return Alt(tuple(map(fn, options)))
-    return expr
+    """The same expression with `fn` applied to each sub-expression; leaves stay as they are, and
+    so does a node none of whose children changed (no copy: facts keep many such nodes).
+
+    Dispatched on the exact type: this runs for every node the facts keep, and a `match` on
+    class patterns tries each case in turn."""
+    cls = type(expr)
+    if cls in _LEAVES:
+        return expr
+    if cls is Attr:
+        base = fn(expr.base)  # type: ignore[union-attr]
+        return expr if base is expr.base else Attr(base, expr.attr)  # type: ignore[union-attr]
+    if cls is Call:
+        func = fn(expr.func)  # type: ignore[union-attr]
+        args = tuple(map(fn, expr.args))  # type: ignore[union-attr]
+        kwargs = tuple((k, fn(v)) for k, v in expr.kwargs)  # type: ignore[union-attr]
+        if func is expr.func and _same(args, expr.args) and _same(kwargs, expr.kwargs, pairs=True):  # type: ignore[union-attr]
+            return expr
+        return Call(func, args, kwargs)
+    if cls is DictOf:
+        items = tuple((k, fn(v)) for k, v in expr.items)  # type: ignore[union-attr]
+        return expr if _same(items, expr.items, pairs=True) else DictOf(items)  # type: ignore[union-attr]
+    old = expr.parts if cls is Join else expr.items if cls is Seq else expr.options  # type: ignore[union-attr]
+    new = tuple(map(fn, old))
+    return expr if _same(new, old) else cls(new)
+
+
+def _same(new: tuple, old: tuple, pairs: bool = False) -> bool:
+    if pairs:
+        return all(a[1] is b[1] for a, b in zip(new, old))
+    return all(a is b for a, b in zip(new, old))
 
 
 def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
@@ -172,10 +190,19 @@ def merge(values: list[Expr]) -> Expr:
 
 
 def prune(expr: Expr, depth: int = 0) -> Expr:
-    """Cut what lies deeper than any name or route expression resolution follows."""
+    """Cut what lies deeper than any name or route expression resolution follows.
+
+    Written out rather than through `map_children`: it runs on every value the facts keep."""
+    cls = type(expr)
+    if cls in _LEAVES:
+        return expr
     if depth >= LIMITS.fact_depth:
         return UNKNOWN
-    return map_children(expr, lambda child: prune(child, depth + 1))
+    depth += 1
+    if cls is Attr:
+        base = prune(expr.base, depth)  # type: ignore[union-attr]
+        return expr if base is expr.base else Attr(base, expr.attr)  # type: ignore[union-attr]
+    return map_children(expr, lambda child: prune(child, depth))
 
 
 def qualify(expr: Expr, path: str, bindings: dict[str, Expr] | None = None) -> Expr:
@@ -218,6 +245,65 @@ def contains_param(expr: Expr) -> bool:
         case Join(items) | Seq(items) | Alt(items):
             return any(map(contains_param, items))
     return False
+
+
+# Python's string-building forms -----------------------------------------------------------
+
+_PERCENT_FIELD = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+)?(?:\.\d+)?([a-zA-Z%])")
+
+
+def percent_format(template: str, values: Expr) -> Expr:
+    """`"/v1/%s" % x` as a concatenation: `%s` fields take the values in order (or by key from a
+    dict); other conversions (`%d`, `%r`, ...) are unknown parts."""
+    positional = list(values.items) if isinstance(values, Seq) else [values]
+    by_key = {k: v for k, v in values.items if k is not None} if isinstance(values, DictOf) else {}
+    parts: list[Expr] = []
+    position = 0
+    for match in _PERCENT_FIELD.finditer(template):
+        parts.append(Str(template[position : match.start()]))
+        position = match.end()
+        key, conversion = match.groups()
+        if conversion == "%":
+            parts.append(Str("%"))
+            continue
+        value = by_key.get(key, UNKNOWN) if key else (positional.pop(0) if positional else UNKNOWN)
+        parts.append(value if conversion == "s" else UNKNOWN)
+    parts.append(Str(template[position:]))
+    return Join(tuple(parts))
+
+
+def str_format(template: str, args: list[Expr], kwargs: tuple[tuple[str | None, Expr], ...]) -> Expr:
+    """`"/v1/{}".format(x)` as a concatenation; fields with a format spec, a conversion or an
+    attribute/index lookup are unknown parts."""
+    named = {key: value for key, value in kwargs if key is not None}
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return UNKNOWN
+    parts: list[Expr] = []
+    auto = 0
+    for literal, field_name, spec, conversion in fields:
+        parts.append(Str(literal))
+        if field_name is None:
+            continue
+        if field_name == "":
+            field_name, auto = str(auto), auto + 1
+        if field_name.isdigit():
+            value = args[int(field_name)] if int(field_name) < len(args) else UNKNOWN
+        else:
+            value = named.get(field_name, UNKNOWN)
+        parts.append(UNKNOWN if spec or conversion not in (None, "s") else value)
+    return Join(tuple(parts))
+
+
+def str_join(separator: str, items: Seq) -> Expr:
+    """`"/".join(["", "v1", x])` as a concatenation, for a list or tuple written in place."""
+    parts: list[Expr] = []
+    for number, item in enumerate(items.items):
+        if number:
+            parts.append(Str(separator))
+        parts.append(item)
+    return Join(tuple(parts)) if parts else Str("")
 
 
 # cache codec -------------------------------------------------------------------------------

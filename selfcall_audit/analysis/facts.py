@@ -188,6 +188,8 @@ class ModuleExtractor:
                 if isinstance(target, ast.Name):
                     value = prune(walker.expr(stmt.value))  # type: ignore[union-attr]
                     found.setdefault(target.id, []).append(Binding(target.id, value, stmt.lineno))
+                    # a later constant built from this one (`ROLLOUT = "/x" + RESPONSES` in a class body)
+                    walker.env[target.id] = (value, stmt.lineno)
         return [
             Binding(name, merge([b.expr for b in bindings]), bindings[0].line)
             for name, bindings in found.items()

@@ -141,11 +141,11 @@ class Index:
             found = self.lookup(target, imp.name, depth)
             if found is not None:
                 return found
-            submodule = self.module_path(
-                f"{imp.module}.{imp.name}" if imp.module else imp.name, path, imp.level
-            )
-            return ModuleRef(submodule) if submodule else None
-        if imp.level:
+        # `from package import module`, the package with or without an `__init__.py`
+        submodule = self.module_path(f"{imp.module}.{imp.name}" if imp.module else imp.name, path, imp.level)
+        if submodule:
+            return ModuleRef(submodule)
+        if target is not None or imp.level:
             return None
         return External(f"{imp.module}.{imp.name}")
 

@@ -4,8 +4,6 @@ and the calls resolution can use recorded as facts."""
 from __future__ import annotations
 
 import ast
-import re
-import string
 from dataclasses import dataclass
 
 from .expr import (
@@ -27,7 +25,10 @@ from .expr import (
     Str,
     inline,
     merge,
+    percent_format,
     prune,
+    str_format,
+    str_join,
 )
 
 TYPE_CHECKING = False
@@ -150,11 +151,16 @@ class FunctionWalker:
         self.env = merged
 
     def stmt(self, node: ast.stmt) -> None:
+        kind = type(node)  # the most frequent statements first, without trying each pattern
+        if kind is ast.Expr:
+            self.expr(node.value)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Assign:
+            bound = self.expr(node.value)  # type: ignore[attr-defined]
+            for target in node.targets:  # type: ignore[attr-defined]
+                self.bind(target, bound, node.lineno)
+            return
         match node:
-            case ast.Assign(targets=targets, value=value):
-                bound = self.expr(value)
-                for target in targets:
-                    self.bind(target, bound, node.lineno)
             case ast.AnnAssign(target=target, value=value) if value is not None:
                 self.bind(target, self.expr(value), node.lineno)
             case ast.AugAssign(target=target, op=op, value=value):
@@ -204,8 +210,6 @@ class FunctionWalker:
                 self._branches([case.body for case in cases], keep_base=True)
             case ast.Return(value=value):
                 self.returns.append(self.expr(value) if value is not None else NONE)
-            case ast.Expr(value=value):
-                self.expr(value)
             case ast.Delete(targets=targets):
                 for target in targets:
                     if isinstance(target, ast.Name):
@@ -288,17 +292,18 @@ class FunctionWalker:
         return Name(ident)
 
     def expr(self, node: ast.expr, in_with: bool = False) -> Expr:
+        kind = type(node)  # the four most frequent kinds first, without trying each pattern
+        if kind is ast.Name:
+            return self.name(node.id)  # type: ignore[attr-defined]
+        if kind is ast.Attribute:
+            return Attr(self.expr(node.value), node.attr)  # type: ignore[attr-defined]
+        if kind is ast.Call:
+            return self.call(node, in_with)  # type: ignore[arg-type]
         match node:
             case ast.Constant(value=str() as text):
                 return Str(text)
             case ast.Constant(value=None | bool() | int() | float() as value):
                 return Const(repr(value))
-            case ast.Name(id=ident):
-                return self.name(ident)
-            case ast.Attribute(value=base, attr=attr):
-                return Attr(self.expr(base), attr)
-            case ast.Call():
-                return self.call(node, in_with)
             case ast.Await(value=value):
                 return self.expr(value, in_with)
             case ast.JoinedStr(values=values):
@@ -383,26 +388,31 @@ class FunctionWalker:
                 args.append(UNKNOWN)
             else:
                 args.append(self.expr(arg))
-            feeds += [(name, line, f"#{number}") for name, line in self._aliases[seen:]]
+            if len(self._aliases) > seen:
+                feeds += [(name, line, f"#{number}") for name, line in self._aliases[seen:]]
         kwargs_list = []
         for kw in node.keywords:
             seen = len(self._aliases)
             kwargs_list.append((kw.arg, self.expr(kw.value)))
             if client and kw.arg is not None and kw.arg not in _ROUTING_KWARGS:
                 del self._aliases[seen:]  # `json=body`: says nothing about where the call goes
-            feeds += [(name, line, kw.arg or "**") for name, line in self._aliases[seen:]]
+            if len(self._aliases) > seen:
+                feeds += [(name, line, kw.arg or "**") for name, line in self._aliases[seen:]]
         kwargs = tuple(kwargs_list)
         self._aliases = outer_aliases + self._aliases
 
-        match func, args:
-            case Name("getattr"), [base, Str(attr)]:
-                return Attr(base, attr)
-            case Name("dict"), []:
+        kind = type(func)  # plain checks: this runs for every call in every file
+        if kind is Name:
+            if func.name == "getattr" and len(args) == 2 and type(args[1]) is Str:  # type: ignore[union-attr]
+                return Attr(args[0], args[1].text)  # type: ignore[union-attr]
+            if func.name == "dict" and not args:  # type: ignore[union-attr]
                 return DictOf(kwargs)
-            case Attr(Str(template), "format"), _:
-                return str_format(template, args, kwargs)
-            case Attr(Str(separator), "join"), [items] if not kwargs:
-                return str_join(separator, self.deref(items))
+        elif kind is Attr and type(func.base) is Str:  # type: ignore[union-attr]
+            if func.attr == "format":  # type: ignore[union-attr]
+                return str_format(func.base.text, args, kwargs)  # type: ignore[union-attr]
+            items = self.deref(args[0]) if len(args) == 1 and not kwargs else None
+            if func.attr == "join" and isinstance(items, Seq):  # type: ignore[union-attr]
+                return str_join(func.base.text, items)  # type: ignore[union-attr]
         if worth_recording(callee, args, kwargs):
             self.calls.append(self._fact(node, func, args, kwargs, client, feeds, in_with))
         return Call(func, tuple(args), kwargs)
@@ -422,14 +432,12 @@ class FunctionWalker:
         recorded_kwargs = tuple(
             (k, prune(v) if not client or k is None or k in _ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
         )
-        written = sorted(
-            [
-                (arg.lineno, arg.col_offset, None, "*" if isinstance(arg, ast.Starred) else "")
-                for arg in node.args
-            ]
-            + [(kw.lineno, kw.col_offset, kw.arg, "" if kw.arg else "**") for kw in node.keywords],
-            key=lambda item: (item[0], item[1]),
-        )
+        written = [
+            (a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "") for a in node.args
+        ]
+        written += [(kw.lineno, kw.col_offset, kw.arg, "" if kw.arg else "**") for kw in node.keywords]
+        if node.args and node.keywords:
+            written.sort(key=lambda item: (item[0], item[1]))  # `f(a=1, *rest)` is source order too
         return CallFact(
             line,
             col,
@@ -453,65 +461,6 @@ def _dotted_source(node: ast.expr) -> str | None:
     if not isinstance(node, ast.Name):
         return None
     return ".".join([node.id, *reversed(parts)])
-
-
-_PERCENT_FIELD = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+)?(?:\.\d+)?([a-zA-Z%])")
-
-
-def percent_format(template: str, values: Expr) -> Expr:
-    """`"/v1/%s" % x` as a concatenation: `%s` fields take the values in order (or by key from a
-    dict); other conversions (`%d`, `%r`, ...) are unknown parts."""
-    positional = list(values.items) if isinstance(values, Seq) else [values]
-    by_key = {k: v for k, v in values.items if k is not None} if isinstance(values, DictOf) else {}
-    parts: list[Expr] = []
-    position = 0
-    for match in _PERCENT_FIELD.finditer(template):
-        parts.append(Str(template[position : match.start()]))
-        position = match.end()
-        key, conversion = match.groups()
-        if conversion == "%":
-            parts.append(Str("%"))
-            continue
-        value = by_key.get(key, UNKNOWN) if key else (positional.pop(0) if positional else UNKNOWN)
-        parts.append(value if conversion == "s" else UNKNOWN)
-    parts.append(Str(template[position:]))
-    return Join(tuple(parts))
-
-
-def str_format(template: str, args: list[Expr], kwargs: tuple[tuple[str | None, Expr], ...]) -> Expr:
-    """`"/v1/{}".format(x)` as a concatenation; fields with a format spec, a conversion or an
-    attribute/index lookup are unknown parts."""
-    named = {key: value for key, value in kwargs if key is not None}
-    try:
-        fields = list(string.Formatter().parse(template))
-    except ValueError:
-        return UNKNOWN
-    parts: list[Expr] = []
-    auto = 0
-    for literal, field_name, spec, conversion in fields:
-        parts.append(Str(literal))
-        if field_name is None:
-            continue
-        if field_name == "":
-            field_name, auto = str(auto), auto + 1
-        if field_name.isdigit():
-            value = args[int(field_name)] if int(field_name) < len(args) else UNKNOWN
-        else:
-            value = named.get(field_name, UNKNOWN)
-        parts.append(UNKNOWN if spec or conversion not in (None, "s") else value)
-    return Join(tuple(parts))
-
-
-def str_join(separator: str, items: Expr) -> Expr:
-    """`"/".join(["", "v1", x])` as a concatenation, for a list or tuple written in place."""
-    if not isinstance(items, Seq):
-        return UNKNOWN
-    parts: list[Expr] = []
-    for number, item in enumerate(items.items):
-        if number:
-            parts.append(Str(separator))
-        parts.append(item)
-    return Join(tuple(parts)) if parts else Str("")
 
 
 def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
