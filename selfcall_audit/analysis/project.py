@@ -81,7 +81,7 @@ class Project:
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         self._stats: dict[str, tuple[int, int]] = {}
         self.files_parsed = 0
-        self.cache = FactsCache.open(root / settings.cache_dir) if settings.cache_dir else None
+        self.cache = FactsCache.open(root, settings.cache_dir) if settings.cache_dir else None
         self._pool: Executor | None = None
         self._pool_size = 0
         self._setup_of: tuple[FileSet, str] | None = None
