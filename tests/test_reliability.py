@@ -811,10 +811,10 @@ def test_config_paths_chains_shared_by_many_files_are_merged_once(cli, tmp_path:
     files = {}
     for level in range(22):
         for side in "ab":
-            files[f"conf/l{level}{side}.yaml"] = (
-                f"config_paths: [conf/l{level + 1}a.yaml, conf/l{level + 1}b.yaml]\n"
-                f"responses_api_agents_level_{level}{side}: 1\n"
+            chained = (
+                f"config_paths: [conf/l{level + 1}a.yaml, conf/l{level + 1}b.yaml]\n" if level < 21 else ""
             )
+            files[f"conf/l{level}{side}.yaml"] = f"{chained}responses_api_agents_level_{level}{side}: 1\n"
     root = make_project(tmp_path / "repo", files)
 
     started = time.perf_counter()
