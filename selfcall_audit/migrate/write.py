@@ -1,9 +1,9 @@
 """Writing `fix`'s results without losing anyone's work.
 
 Each file is rewritten only if it is, at the moment of the swap, exactly what was analysed: the
-new text goes to a temporary file beside it (same owner, group and mode), the file is moved
-aside, checked, and the new one linked in its place, so an edit saved at any moment (before
-the swap, or onto the old file during it) is kept and the file reported as not rewritten.
+new text goes to a temporary file beside it (same owner, group and mode), the two are swapped,
+and the old file checked after the swap and put back if it is not what was analysed, so an edit
+saved at any moment up to the swap is kept and the file reported as not rewritten.
 Nothing is written outside the project root, nor through a link that leads out of it. SIGINT
 and SIGTERM wait for the file being written, then stop: no temporary file is left, and the
 caller learns which files were rewritten.
@@ -12,9 +12,11 @@ caller learns which files were rewritten.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -135,25 +137,33 @@ def _temporary_copy(target: Path, data: bytes, status: os.stat_result) -> str:
 
 
 def _swap(target: Path, temporary: str, before: bytes) -> None:
-    """Put `temporary` in the place of `target` if `target` still holds `before` as it is moved.
+    """Put `temporary` in the place of `target` if `target` still holds `before` at that moment.
 
-    The file is moved aside (one atomic step: what it holds then is what is checked), and the new
-    one linked in its place (which fails if a new file was saved there meanwhile); a write into
-    the old file after the check is caught by checking it once more at the end."""
+    Where the system can swap two names in one step (Linux), it does, then checks the old file
+    and swaps back if it is not the one analysed. Elsewhere the file is moved aside and the new
+    one linked in its place (which fails if a new file was saved there meanwhile), then the old
+    one is checked and put back if it was edited; readers may find no file for the moment
+    between the two steps."""
+    if _exchange(temporary, target):
+        if _read(temporary) != before:  # the file as it was at the swap, now under the temporary name
+            _exchange(temporary, target)
+            raise Refused(_EDITED)
+        return
     aside = f"{temporary[: -len('.tmp')]}.orig"
     os.rename(target, aside)
     try:
-        _swap_aside(target, temporary, aside, before)
+        _link_in_place(temporary, target, aside)
+        if _read(aside) != before:  # edited before it was moved aside
+            os.replace(aside, target)
+            raise Refused(_EDITED)
+        os.unlink(aside)
     except OSError:  # an I/O error half way: the file goes back where it was
         if not os.path.lexists(target):
             os.rename(aside, target)
         raise
 
 
-def _swap_aside(target: Path, temporary: str, aside: str, before: bytes) -> None:
-    if _read(aside) != before:
-        _put_back(aside, target)
-        raise Refused(_EDITED)
+def _link_in_place(temporary: str, target: Path, aside: str) -> None:
     try:
         os.link(temporary, target)
     except FileExistsError:  # saved anew while aside: the new save stays, the old text is not needed
@@ -164,10 +174,25 @@ def _swap_aside(target: Path, temporary: str, aside: str, before: bytes) -> None
             os.unlink(aside)
             raise Refused(_EDITED) from None
         os.rename(temporary, target)
-    if _read(aside) != before:  # written to in place while it was being swapped
-        os.replace(aside, target)
-        raise Refused(_EDITED)
-    os.unlink(aside)
+
+
+def _exchange(first: str | Path, second: str | Path) -> bool:
+    """Swap two names in one step (Linux's renameat2 with RENAME_EXCHANGE); False where the
+    system or the file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), os.fspath(second))
 
 
 _EDITED = (
@@ -181,20 +206,6 @@ def _read(path: str) -> bytes | None:
         return read_file(Path(path), _MAX_SIZE)
     except UnreadableFile:
         return None
-
-
-def _put_back(aside: str, target: Path) -> None:
-    """Move the set-aside file back, unless a new one was saved in its place (both are kept then)."""
-    try:
-        os.link(aside, target)
-    except FileExistsError:
-        raise Refused(
-            f"the file was edited while it was being rewritten, and saved again; the earlier edit is in {aside}"
-        ) from None
-    except OSError:
-        os.rename(aside, target)
-        return
-    os.unlink(aside)
 
 
 def atomic_write(target: Path, data: bytes, mode: int) -> None:
