@@ -363,12 +363,14 @@ class ConfigSet:
                         value.where.get("name", impl_cfg.where[key]),
                     )
                 )
-        agent_dir = f"{AGENT_TYPE}/{impl}"
-        # An impl key that does not match its folder: the folder of the file that set the entrypoint
-        # (an instance inheriting it from another file takes that file's folder).
+        # In the Gym root of the config (a project in a sub-folder has its own); an impl key that
+        # does not match its folder: the folder of the file that set the entrypoint (an instance
+        # inheriting it from another file takes that file's folder).
+        base = "".join(f"{folder}/" for folder in self._gym_roots(path))
+        agent_dir = f"{base}{AGENT_TYPE}/{impl}"
         written = impl_cfg.where.get("entrypoint", Where(path, 1)).path
-        if not self._exists(agent_dir) and written.startswith(f"{AGENT_TYPE}/"):
-            agent_dir = "/".join(written.split("/")[:2])
+        if not self._exists(agent_dir) and written.startswith(f"{base}{AGENT_TYPE}/"):
+            agent_dir = "/".join(written.split("/")[: base.count("/") + 2])
         entrypoint = _interpolate(impl_cfg.get("entrypoint"), namespace)
         module = normpath(f"{agent_dir}/{entrypoint}") if isinstance(entrypoint, str) else None
         if module is not None and not _inside_root(module):
