@@ -158,7 +158,10 @@ class Project:
             return None
         self._pool_size = min(workers, batch // (_PARALLEL_MIN_FILES // 2))
         self._pool = ProcessPoolExecutor(
-            self._pool_size, mp_context=multiprocessing.get_context("fork"), initializer=worker_started
+            self._pool_size,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=worker_started,
+            initargs=(os.getpid(),),
         )
         self._restore_sigterm = stop_workers_on_sigterm()
         return self._pool

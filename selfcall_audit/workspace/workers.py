@@ -7,7 +7,10 @@ that shutting the pool down joins them instead of leaving them behind, reparente
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 
@@ -20,9 +23,18 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated(signum)
 
 
-def worker_started() -> None:
-    """In each worker process, first thing."""
+def worker_started(parent: int) -> None:
+    """In each worker process, first thing. On Linux the system also stops the worker when its
+    parent dies, even by SIGKILL, which no handler sees."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before that took effect
+            os._exit(1)
 
 
 def stop_workers_on_sigterm() -> Callable[[], None]:
