@@ -53,7 +53,7 @@ def test_a_committed_cache_link_to_the_parent_leaves_the_parent_alone(
     assert (repo / CACHE).is_symlink()
 
 
-@pytest.mark.parametrize("cache_dir", [".", "..", "../elsewhere", "/tmp/selfcall-audit-cache-test"])
+@pytest.mark.parametrize("cache_dir", [".", "../elsewhere", "<absolute>"])
 @pytest.mark.parametrize("name", FRONT_ENDS)
 def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
     name: str, cache_dir: str, checkouts: Path, tmp_path: Path
@@ -61,6 +61,8 @@ def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
     repo = checkouts / "repo"
     (repo / "vendor").mkdir()
     (repo / "vendor" / "lib.py").write_text("VENDORED = 1\n")
+    absolute = tmp_path / "absolute-cache"
+    cache_dir = cache_dir.replace("<absolute>", str(absolute))
     with (repo / "pyproject.toml").open("a") as pyproject:
         pyproject.write(f'[tool.selfcall-audit]\ncache-dir = "{cache_dir}"\n')
     before = tree(checkouts)
@@ -71,7 +73,7 @@ def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
     if name != "flake8":  # flake8 reports a plugin's settings error in its own way
         assert done.returncode == 2 and "Traceback" not in done.stderr
     assert tree(checkouts) == before
-    assert not Path("/tmp/selfcall-audit-cache-test").exists()
+    assert not absolute.exists()
 
 
 def test_cleaning_deletes_only_entries_the_tool_wrote(tmp_path: Path) -> None:

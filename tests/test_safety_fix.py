@@ -119,7 +119,7 @@ def test_an_edit_saved_at_the_moment_of_the_swap_is_kept_and_reported(mode: str,
 _SLOW_WRITES = """
 import os, sys, time
 real_fsync = os.fsync
-os.fsync = lambda fd: (time.sleep(0.3), real_fsync(fd))[1]
+os.fsync = lambda fd: (time.sleep(0.15), real_fsync(fd))[1]
 sys.argv = ["selfcall-audit", *sys.argv[1:]]
 from selfcall_audit.frontends.launch import main
 main()
@@ -134,7 +134,7 @@ def _apps(root: Path) -> dict[str, bytes]:
 def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     signum: int, tmp_path: Path
 ) -> None:
-    root = make_project(tmp_path / "repo", agents=12)
+    root = make_project(tmp_path / "repo", agents=8)
     process = subprocess.Popen(
         [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", root],
         stdout=subprocess.PIPE,
