@@ -4,7 +4,6 @@ cannot hang or exhaust a run through special files (each front end run as users 
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 from safety_support import APP, command_line, isolated_env, make_project, run, tree
 
 CACHE = ".selfcall_audit_cache"
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, named pipes and devices as POSIX has them")
 
 
 def front_end(name: str, root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -122,6 +122,8 @@ def test_a_new_cache_folder_ignores_itself_and_an_existing_folder_gets_no_gitign
 
 def _bounded_memory() -> None:
     """In the child: 2 GiB of address space, so a read without bound fails there, not the machine."""
+    import resource
+
     resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
 
