@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -81,6 +81,13 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
     return value
 
 
+def _inside(folder: str) -> bool:
+    """A relative path below the root ("" turns the cache off): the cache is never written, nor
+    cleaned, anywhere else."""
+    parts = PurePath(folder).parts
+    return not folder or not (PurePath(folder).is_absolute() or ".." in parts or parts in ((), (".",)))
+
+
 def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     values: dict[str, Any] = {}
     defaults = Settings()
@@ -94,6 +101,10 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
             known = ", ".join(sorted([*_KEYS, "extend-exclude"]))
             raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
         values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+    if not _inside(values.get("cache_dir", defaults.cache_dir)):
+        raise ConfigError(
+            f"{source}: `cache-dir` must be a folder inside the project root, not {values['cache_dir']!r}"
+        )
     if "select" in values or "ignore" in values:
         values = {**values, **{k: tuple(c.upper() for c in values.get(k, ())) for k in ("select", "ignore")}}
     settings = replace(defaults, config_file=source, **values)

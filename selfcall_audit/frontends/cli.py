@@ -14,6 +14,7 @@ import click
 
 from .. import __version__
 from ..report import FORMATS
+from ..report.escape import neutralise
 from ..rules import FINDING_CODES, RULES
 from . import commands
 from .commands import EXIT_ERROR, EXIT_FINDINGS, Common, LazyProgress, run_analysis, terminal_width
@@ -168,16 +169,22 @@ def agents(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"{len(rows)} agent classes", title_justify="left")
     for column in ("agent", "file", "bases", "instances", "self-calls"):
         table.add_column(column, justify="right" if column == "self-calls" else "left")
     for row in rows:
-        table.add_row(
-            row["agent"],
-            f"{row['path']}:{row['line']}",
-            ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"]),
-            ", ".join(row["instances"]) or "-",
+        table.add_row(  # Text, and escaped: names from the repository are neither markup nor sequences
+            *(
+                Text(neutralise(cell))
+                for cell in (
+                    row["agent"],
+                    f"{row['path']}:{row['line']}",
+                    ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"]),
+                    ", ".join(row["instances"]) or "-",
+                )
+            ),
             str(row["self_calls"]),
         )
     Console(width=terminal_width() or 160).print(table)
@@ -228,7 +235,7 @@ def fix(
         plan.write()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
-        click.echo(line, err=show_diff)
+        click.echo(neutralise(line), err=show_diff)
 
     if show_diff:
         click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
@@ -249,7 +256,7 @@ def fix(
     for error in plan.report.errors:
         say(f"{error.path}:1:1: {error.code} {error.message}")
     for error in plan.errors:
-        click.echo(f"selfcall-audit: {error}", err=True)
+        click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
     if not common.quiet:
         done = "Nothing to rewrite"
         if rewritten:
@@ -264,6 +271,14 @@ def fix(
         say(f"{done}; {left}.")
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
+    if plan.interrupted is not None:
+        written = sorted({neutralise(file.path) for file, _ in rewritten})
+        click.echo(
+            f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
+            + "".join(f"\n  {path}" for path in written),
+            err=True,
+        )
+        sys.exit(128 + plan.interrupted)
     if plan.errors:
         sys.exit(EXIT_ERROR)
     if not_fixed or (dry_run and rewritten):

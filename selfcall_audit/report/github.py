@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..analysis.project import Report
 from ..ftypes import Finding
+from .escape import neutralise
 
 
 def escape_data(text: str) -> str:
@@ -16,8 +17,12 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _command(kind: str, properties: dict[str, object], message: str) -> str:
-    listed = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+def _command(kind: str, properties: dict[str, object], lines: list[str]) -> str:
+    """One workflow command; the message's lines are ours, what each holds is escaped first (the
+    runner decodes `%0A` back to a newline, so an encoded newline from a file name would still
+    break the annotation's text)."""
+    listed = ",".join(f"{key}={escape_property(neutralise(str(value)))}" for key, value in properties.items())
+    message = "\n".join(neutralise(line) for line in lines)
     return f"::{kind} {listed}::{escape_data(message)}"
 
 
@@ -34,10 +39,10 @@ def _annotation(finding: Finding) -> str:
         "endColumn": finding.end_column,
         "title": finding.code,
     }
-    return _command("warning" if finding.code == "SCA003" else "error", properties, "\n".join(lines))
+    return _command("warning" if finding.code == "SCA003" else "error", properties, lines)
 
 
 def render(report: Report) -> str:
     lines = [_annotation(f) for f in report.findings]
-    lines += [_command("warning", {"file": e.path, "title": e.code}, e.message) for e in report.errors]
+    lines += [_command("warning", {"file": e.path, "title": e.code}, [e.message]) for e in report.errors]
     return "".join(f"{line}\n" for line in lines)

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..analysis.project import Report
+from .escape import neutralise
 
 _CONTEXT = 1
 
@@ -20,10 +21,10 @@ def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None
         source = (report.root / path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None
-    total = source.count("\n") + 1
-    start, stop = max(1, line - _CONTEXT), min(total, end_line + _CONTEXT)
+    lines = source.split("\n")
+    start, stop = max(1, line - _CONTEXT), min(len(lines), end_line + _CONTEXT)
     return Syntax(
-        source,
+        "\n".join(neutralise(text, keep="\t") for text in lines),  # escape sequences shown, not sent
         "python",
         line_numbers=True,
         line_range=(start, stop),
@@ -40,10 +41,10 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
     )
     for finding in report.findings:
         header = Text()
-        header.append(f"{finding.path}:{finding.line}:{finding.column}", style="bold")
+        header.append(f"{neutralise(finding.path)}:{finding.line}:{finding.column}", style="bold")
         header.append(": ")
         header.append(finding.code, style="bold red" if finding.code != "SCA003" else "bold yellow")
-        header.append(f" {finding.message}")
+        header.append(f" {neutralise(finding.message)}")
         if finding.fixable:
             header.append(" [fixable]", style="cyan")
         console.print(header, soft_wrap=True)
@@ -52,10 +53,13 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
             console.print(frame)
         for evidence in finding.evidence:
             console.print(
-                Text(f"  = {evidence.path}:{evidence.line}: {evidence.note}", style="dim"), soft_wrap=True
+                Text(neutralise(f"  = {evidence.path}:{evidence.line}: {evidence.note}"), style="dim"),
+                soft_wrap=True,
             )
         if finding.fix_blocker:
-            console.print(Text(f"  = not fixable: {finding.fix_blocker}", style="dim"), soft_wrap=True)
+            console.print(
+                Text(neutralise(f"  = not fixable: {finding.fix_blocker}"), style="dim"), soft_wrap=True
+            )
         console.print()
 
     if report.findings:
@@ -65,11 +69,13 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
         table.add_column("file")
         table.add_column("self-calls", justify="right")
         for (agent, path), count in sorted(per_agent.items(), key=lambda item: (item[0][1], item[0][0])):
-            table.add_row(agent, path, str(count))
+            table.add_row(Text(neutralise(agent)), Text(neutralise(path)), str(count))  # Text: no markup
         console.print(table)
 
     for error in report.errors:
-        console.print(Text(f"{error.path}: {error.code} {error.message}", style="yellow"), soft_wrap=True)
+        console.print(
+            Text(neutralise(f"{error.path}: {error.code} {error.message}"), style="yellow"), soft_wrap=True
+        )
 
     fixable = sum(f.fixable for f in report.findings)
     files = f"{report.files_scanned} files, {report.agent_count} agents"

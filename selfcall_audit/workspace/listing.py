@@ -18,18 +18,20 @@ _started: dict[str, tuple[int, int]] = {}  # root → git's process id and the r
 
 
 def project_root(start: str) -> str:
-    """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise."""
-    start = os.path.realpath(start)
+    """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise.
+    Ancestors as the path is written (a file reached through a link to a folder elsewhere belongs
+    to the project it was named in, not to the link's target's), the root itself resolved."""
+    start = os.path.abspath(start)
     folder = start if os.path.isdir(start) else os.path.dirname(start)
     candidate = folder
     while True:
         if os.path.isfile(os.path.join(candidate, "pyproject.toml")) or os.path.exists(
             os.path.join(candidate, ".git")
         ):
-            return candidate
+            return os.path.realpath(candidate)
         parent = os.path.dirname(candidate)
         if parent == candidate:
-            return folder
+            return os.path.realpath(folder)
         candidate = parent
 
 

@@ -1,0 +1,34 @@
+"""Text taken from the scanned repository (file names, YAML names, code, messages built from
+them) made safe to print: a newline in a file name must not start a line of its own (a CI runner
+reads `::error ...` at the start of a line as a command) and an escape sequence must not reach a
+terminal. Each such character is shown, escaped, where it was: never passed raw, never dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls, DEL and C1 controls; the line and paragraph separators some viewers break lines
+# at; bidirectional overrides and isolates, which reorder what a reader sees ("trojan source");
+# lone surrogates, which stand for the undecodable bytes of a file name.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def neutralise(text: str, keep: str = "") -> str:
+    """`text` with every control character, newline and reordering mark escaped visibly
+    (ESC becomes `\\x1b`, a newline `\\n`) but those in `keep` (a code frame keeps its tabs);
+    other text, backslashes included, is left as it is."""
+    if keep:
+        return _UNSAFE.sub(lambda match: match.group() if match.group() in keep else _escaped(match), text)
+    return _UNSAFE.sub(_escaped, text)
