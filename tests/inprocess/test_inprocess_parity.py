@@ -607,6 +607,21 @@ def test_caller_body_is_never_mutated(host: Host) -> None:
     host.run(go())
 
 
+def test_response_headers_differ_only_by_uvicorns_date_and_server(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, list[str]]:
+        names = {}
+        for mode in MODES:
+            response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "x"})
+            names[mode] = [name.lower() for name in response.headers]
+        return names
+
+    names = host.run(go())
+    assert [name for name in names["http"] if name not in ("date", "server")] == names["inprocess"]
+    assert {"date", "server"} <= set(names["http"])
+
+
 def test_in_process_response_type(host: Host) -> None:
     async def go() -> Any:
         return await responses_in_process(host.agents["SyncAgent"], url_path="/v1/responses", json={"a": 1})

@@ -11,6 +11,7 @@ import gc
 import json
 import logging
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -213,10 +214,14 @@ def test_headers_cookies_url_and_repr() -> None:
 def test_agent_without_host_or_session() -> None:
     class Bare(Routed):
         async def responses(self, request: Request, body: dict = Body()) -> dict:
-            return {"url": str(request.url), "has_session": "session" in request.scope}
+            return {
+                "url": str(request.url),
+                "has_session": "session" in request.scope,
+                "client": request.client,
+            }
 
     response = call(Bare(), json={})
-    assert asyncio.run(response.json()) == {"url": "/v1/responses", "has_session": False}
+    assert asyncio.run(response.json()) == {"url": "/v1/responses", "has_session": False, "client": None}
     assert not response.cookies and "vary" not in response.headers
     assert str(response.url) == "http://in-process/v1/responses"
 
@@ -366,40 +371,49 @@ class NoMiddleware(BaseModel):
         raise LookupError("gone")
 
 
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def server_log() -> Iterator[list[logging.LogRecord]]:
+    """What uvicorn's error logger gets at level ERROR (uvicorn's own logging config, which the
+    servers of other tests load, stops it propagating and may raise its level)."""
+    handler, logger = Records(), logging.getLogger("uvicorn.error")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR)
+    yield handler.records
+    logger.setLevel(level)
+    logger.removeHandler(handler)
+
+
 def test_an_escaping_exception_is_answered_and_logged_as_uvicorn_does(
-    caplog: pytest.LogCaptureFixture,
+    server_log: list[logging.LogRecord],
 ) -> None:
-    with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
-        response = call(NoMiddleware(), json={"a": 1})
+    response = call(NoMiddleware(), json={"a": 1})
     assert (response.status, asyncio.run(response.read())) == (500, b"Internal Server Error")
-    assert [(r.name, r.getMessage(), r.exc_info[0]) for r in caplog.records if r.exc_info] == [
-        ("uvicorn.error", "Exception in ASGI application\n", LookupError)
+    assert [(r.getMessage(), r.exc_info and r.exc_info[0]) for r in server_log] == [
+        ("Exception in ASGI application\n", LookupError)
     ]
     with pytest.raises(aiohttp.ClientResponseError) as raised:
         response.raise_for_status()
     assert isinstance(raised.value.__cause__, LookupError)
 
 
-def test_an_app_that_never_answers_gets_uvicorns_500(caplog: pytest.LogCaptureFixture) -> None:
-    class Silent(NoMiddleware):
-        def setup_webserver(self) -> FastAPI:
-            app = super().setup_webserver()
-
-            @app.middleware("http")
-            async def swallow(request: Request, call_next: Any) -> Any:
-                return None
-
-            return app
-
-    silent = Silent()
-    app = silent.setup_webserver()
-    app.middleware_stack = app.build_middleware_stack()
+def test_an_app_that_never_answers_gets_uvicorns_500(server_log: list[logging.LogRecord]) -> None:
+    agent = NoMiddleware()
+    app = agent.setup_webserver()
 
     async def no_answer(scope: Any, receive: Any, send: Any) -> None:
         return None
 
-    app.middleware_stack = no_answer
-    with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
-        response = call(silent, json={"a": 1})
+    app.middleware_stack = no_answer  # as if a middleware returned without answering
+    response = call(agent, json={"a": 1})
     assert (response.status, response.headers["content-type"]) == (500, "text/plain; charset=utf-8")
-    assert [r.getMessage() for r in caplog.records] == ["ASGI callable returned without starting response."]
+    assert [r.getMessage() for r in server_log] == ["ASGI callable returned without starting response."]
