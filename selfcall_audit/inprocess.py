@@ -106,8 +106,8 @@ class _ServedApps:
 
     The app is found among live objects: a Starlette app with a route whose endpoint, once
     unwrapped (``functools.wraps`` wrappers such as tracing), is a method of the agent. An app
-    already serving requests is preferred. Found apps are held weakly; a built one lives as long
-    as its agent entry.
+    already serving requests is preferred. A found app is held weakly (the server owns it); an app
+    the helper had to build is kept, with its agent, for the life of the process.
     """
 
     def __init__(self) -> None:
