@@ -687,11 +687,23 @@ def _reason(status: int) -> str:
 
 
 def _multidict(raw: list[tuple[bytes, bytes]]) -> Any:
+    """Headers as aiohttp's parser gives them: well-known names in their canonical spelling."""
     from multidict import CIMultiDict, CIMultiDictProxy
 
+    known = _known_header_names()
     return CIMultiDictProxy(
-        CIMultiDict((name.decode("latin-1"), value.decode("latin-1")) for name, value in raw)
+        CIMultiDict((known.get(name, name.decode("latin-1")), value.decode("latin-1")) for name, value in raw)
     )
+
+
+@functools.cache
+def _known_header_names() -> dict[bytes, Any]:
+    from aiohttp import hdrs
+    from multidict import istr
+
+    return {
+        str(name).lower().encode("latin-1"): name for name in vars(hdrs).values() if isinstance(name, istr)
+    }
 
 
 def _parse_set_cookies(values: list[str]) -> SimpleCookie:
