@@ -32,7 +32,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from selfcall_audit.frontends.cli import main
+from selfcall_audit.frontends.cli import group as main
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_DIRS = sorted(path.parent for path in (REPO / "fixtures").glob("*/expected.json"))

@@ -13,7 +13,7 @@ import pytest
 from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner
 
-from selfcall_audit.frontends.cli import main
+from selfcall_audit.frontends.cli import group as main
 from selfcall_audit.report.github import escape_data, escape_property
 from selfcall_audit.rules import FINDING_CODES, RULES
 
