@@ -323,7 +323,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     for finding, reason in not_fixed:
         say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
     for error in plan.report.errors:
-        say(f"{shown(error.path)}:1:1: {error.code} {error.message}")
+        say(f"{shown(error.path)}:{error.position[0]}:{error.position[1]}: {error.code} {error.message}")
     for error in plan.errors:
         click.echo(f"selfcall-audit: {error}", err=True)
     if not common.quiet:

@@ -33,7 +33,7 @@ def as_list(report: Report) -> list[dict]:
                 "check_name": error.code,
                 "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:20],
                 "severity": _SEVERITY[error.code],
-                "location": {"path": neutralise(error.path), "lines": {"begin": 1}},
+                "location": {"path": neutralise(error.path), "lines": {"begin": error.position[0]}},
             }
         )
     return issues

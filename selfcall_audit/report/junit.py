@@ -30,7 +30,13 @@ def render(report: Report) -> str:
         failures += 1
     for error in report.errors:
         path = neutralise(error.path)
-        case = ElementTree.Element("testcase", name=f"selfcall-audit.{error.code}", classname=path, file=path)
+        case = ElementTree.Element(
+            "testcase",
+            name=f"selfcall-audit.{error.code}",
+            classname=path,
+            file=path,
+            line=str(error.position[0]),
+        )
         ElementTree.SubElement(case, "error", message=neutralise(error.message), type=error.code)
         cases.setdefault(path, []).append(case)
         errors += 1

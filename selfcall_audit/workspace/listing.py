@@ -75,6 +75,10 @@ def git_listing(root: str) -> bytes | None:
             chunks.append(chunk)
         else:
             os.kill(pid, 9)  # SIGKILL: git hangs (a stale lock on a network drive)
+    except BaseException:  # interrupted: git does not outlive the run
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise
     finally:
         os.close(read_end)
     _, status = os.waitpid(pid, 0)
