@@ -4,8 +4,6 @@ is in `commands`. Exit codes: 0 clean, 1 findings, 2 usage or internal error, 13
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import functools
 import os
 import sys
@@ -28,6 +26,7 @@ from .commands import (
     run_analysis,
     terminal_width,
 )
+from .ending import internal_error, interrupted, output_failed, silence_stdout
 
 _EPILOG = """\b
 Examples:
@@ -38,7 +37,6 @@ Examples:
   selfcall-audit fix --diff                 show the migration to the in-process helper
   selfcall-audit explain SCA001
 """
-_MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
 
 
 class UsageError(click.UsageError):
@@ -191,72 +189,24 @@ def scan(common: Common, **options: Any) -> None:
 def agents(common: Common, output_format: str | None) -> None:
     """List the agent classes in PATHS (default: the project): file, bases, YAML instance names, and
     the self-calls in each class (counted over the whole project, whatever PATHS)."""
-    from ..workspace.discovery import in_scope
+    from ..report import inventory
 
     root, settings = common.prepare()
     output = commands.Output.choose(None, common.color)
-    report = run_analysis((), settings, root, common.progress(output.terminal), inventory=True)
+    report = run_analysis((), settings, root, common.progress(), inventory=True)
     scopes = tuple(
         "" if rel == "." else rel.replace(os.sep, "/")
         for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)
     )
-    counts: dict[tuple[str, str], int] = {}
-    for finding in report.findings:
-        counts[(finding.path, finding.agent)] = counts.get((finding.path, finding.agent), 0) + 1
-    rows = [
-        {
-            "agent": a.name,
-            "path": a.path,
-            "line": a.line,
-            "bases": list(a.bases),
-            "instances": list(a.instances),
-            "self_calls": counts.get((a.path, a.name), 0),
-        }
-        for a in report.agents
-        if in_scope(a.path, scopes)
-    ]
+    rows = inventory.rows(report, scopes)
     output_format = output_format or ("text" if output.terminal else "concise")
     if output_format == "json":
-        import json
-
-        click.echo(json.dumps({"version": 1, "root": str(root), "agents": rows}, indent=2))
-        return
-    from ..report.escape import neutralise
-
-    def where(row: dict) -> str:  # relative to the current folder, as `scan` prints paths
-        return neutralise(os.path.relpath(root / row["path"]).replace(os.sep, "/")) + f":{row['line']}"
-
-    def bases(row: dict) -> str:
-        return ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"])
-
-    if output_format == "concise":
-        for row in rows:
-            instances = neutralise(", ".join(row["instances"]) or "-")
-            click.echo(
-                f"{where(row)}: {row['agent']} ({bases(row)}) instances: {instances}; "
-                f"self-calls: {row['self_calls']}"
-            )
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"{len(rows)} agent classes", title_justify="left")
-    longest = max((len(where(row)) for row in rows), default=4)
-    table.add_column("agent", overflow="fold")
-    table.add_column("file", no_wrap=True, min_width=longest)  # never cut: a path must stay whole
-    table.add_column("bases", overflow="fold")
-    table.add_column("instances", overflow="fold")
-    table.add_column("self-calls", justify="right")
-    for row in rows:
-        table.add_row(
-            row["agent"],
-            where(row),
-            bases(row),
-            neutralise(", ".join(row["instances"]) or "-"),
-            str(row["self_calls"]),
-        )
-    width = max(terminal_width() or 160, longest + 40)
-    Console(width=width, force_terminal=output.color, no_color=not output.color).print(table)
+        out = inventory.render_json(rows, root)
+    elif output_format == "concise":
+        out = inventory.render_concise(rows, root)
+    else:
+        out = inventory.render_table(rows, root, terminal_width() if output.terminal else None, output.color)
+    output.write(out)
 
 
 @group.command()
@@ -433,53 +383,6 @@ def _explanation(rule: Any) -> str:
     return "\n".join(lines)
 
 
-def _interrupted(exc: BaseException) -> bool:
-    """Is a KeyboardInterrupt anywhere in the exception's chain (a worker's, a library's wrapper)?"""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [exc]
-    while stack:
-        current = stack.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        if isinstance(current, KeyboardInterrupt):
-            return True
-        stack += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
-    return False
-
-
-def _output_failed(exc: BaseException) -> OSError | None:
-    """The error of writing the results (`> /dev/full`, a closed pipe): the user's stream, not ours."""
-    if isinstance(exc, commands.OutputFailed):
-        return exc.error
-    if isinstance(exc, BrokenPipeError) or (
-        isinstance(exc, OSError)
-        and exc.filename is None
-        and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EIO)
-    ):
-        return exc
-    return None
-
-
-def _internal_error(exc: BaseException, verbose: bool) -> int:
-    if verbose or os.environ.get("SELFCALL_AUDIT_DEBUG"):
-        import traceback
-
-        traceback.print_exception(exc)
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())
-    if len(text) > _MAX_ERROR_TEXT:
-        text = f"{text[:_MAX_ERROR_TEXT]}... ({len(text) - _MAX_ERROR_TEXT:,} more characters)"
-    click.echo(f"selfcall-audit: internal error: {text}", err=True)
-    click.echo("Please report it with the command you ran (add -v for the traceback).", err=True)
-    return EXIT_ERROR
-
-
-def _silence_stdout() -> None:
-    """stdout cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command line `argv` (default: the process's) and return its exit code."""
     verbose = False
@@ -502,23 +405,23 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
-        if _interrupted(exc):
+        if interrupted(exc):
             click.echo("selfcall-audit: interrupted", err=True)
             return EXIT_INTERRUPTED
-        failed = _output_failed(exc)
+        failed = output_failed(exc)
         if failed is not None:
-            _silence_stdout()
+            silence_stdout()
             if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough
                 return EXIT_FINDINGS
             click.echo(f"selfcall-audit: cannot write the results: {failed.strerror or failed}", err=True)
             return EXIT_ERROR
         if not isinstance(exc, Exception):
             raise
-        return _internal_error(exc, verbose)
+        return internal_error(exc, verbose)
     try:
         sys.stdout.flush()
     except OSError as exc:
-        _silence_stdout()
+        silence_stdout()
         if not isinstance(exc, BrokenPipeError):
             click.echo(f"selfcall-audit: cannot write the results: {exc.strerror or exc}", err=True)
             return EXIT_ERROR

@@ -122,8 +122,9 @@ class Common:
         )
         return root, settings
 
-    def progress(self, enabled: bool = True) -> LazyProgress:
-        return LazyProgress(enabled and not self.quiet and sys.stderr.isatty())
+    def progress(self) -> LazyProgress:
+        """A progress bar on stderr when it is a terminal (whatever stdout is), unless -q."""
+        return LazyProgress(not self.quiet and sys.stderr.isatty())
 
 
 def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
@@ -234,7 +235,7 @@ def scan(
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if output.terminal else "concise")
-    report = run_analysis(common.paths, settings, root, common.progress(output.terminal))
+    report = run_analysis(common.paths, settings, root, common.progress())
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
         return EXIT_CLEAN
