@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from .rules import UnknownCode, check_codes, extended
 
@@ -86,6 +86,13 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
 _EXTENDING = ("extend-exclude", "extend-select")  # settings that add to another one, as in ruff
 
 
+def _inside(folder: str) -> bool:
+    """A relative path below the root ("" turns the cache off): the cache is never written, nor
+    cleaned, anywhere else."""
+    parts = PurePath(folder).parts
+    return not folder or not (PurePath(folder).is_absolute() or ".." in parts or parts in ((), (".",)))
+
+
 def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     values: dict[str, Any] = {}
     defaults = Settings()
@@ -99,6 +106,10 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
             known = ", ".join(sorted([*_KEYS, *_EXTENDING]))
             raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
         values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+    if not _inside(values.get("cache_dir", defaults.cache_dir)):
+        raise ConfigError(
+            f"{source}: `cache-dir` must be a folder inside the project root, not {values['cache_dir']!r}"
+        )
     try:
         for key in ("select", "ignore"):
             if key in values:

@@ -9,7 +9,7 @@ expansion and `config_paths` chains all have limits; nothing outside the project
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from posixpath import normpath
 
@@ -22,6 +22,7 @@ MISSING = "???"
 _MAX_NODES = 200_000
 _MAX_DEPTH = 100  # real configs nest about 10 deep; later steps recurse this deep at most
 _COMPOSER_SAFE_DEPTH = 5_000  # libyaml's composer recurses in C: deeper input would overflow the stack
+_MAX_CHAIN = 100  # files chained one into the next by `config_paths`; real chains are 1 to 3 deep
 _MAX_LOOKUPS = 100  # `${...}` references followed for one value
 _MAX_INTERPOLATED = 10_000  # characters of one interpolated value
 _BLOCK_LINE_START = re.compile(r"^[ \t]*(?:[-?:](?:[ \t]+|$))*", re.MULTILINE)
@@ -242,23 +243,88 @@ class ConfigSet:
                 self._parsed[path] = []
         return self._parsed[path]
 
-    def _namespace(self, path: str, active: frozenset[str] = frozenset()) -> Node:
-        """The file merged over the files its `config_paths` chain in (root-relative; a chain back
-        to a file being merged is cut). Each file is merged once, so shared chains cost no more."""
+    def _namespace(self, path: str) -> Node:
+        """The file merged over the files its `config_paths` chain in (a chain back to a file
+        being merged is cut). Each file is merged once, so shared chains cost no more; the chain
+        is walked with a stack of its own, not by recursion, and at most `_MAX_CHAIN` files deep."""
         if path in self._namespaces:
             return self._namespaces[path]
+        on_path = {path}
+        stack = [(path, self._merged(path, on_path))]
+        value: Node | None = None
+        while stack:
+            current, frame = stack[-1]
+            try:
+                child = frame.send(value)
+            except StopIteration as done:
+                self._namespaces[current] = value = done.value
+                on_path.discard(current)
+                stack.pop()
+                continue
+            value = None
+            if len(stack) >= _MAX_CHAIN:
+                self._error(
+                    current, f"config_paths chain more than {_MAX_CHAIN} files deep; {child} not read"
+                )
+                value = Node()
+                continue
+            on_path.add(child)
+            stack.append((child, self._merged(child, on_path)))
+        return self._namespaces[path]
+
+    def _merged(self, path: str, on_path: set[str]) -> Generator[str, Node | None, Node]:
+        """Merges the file over its chained files, asking (yielding) for each one not merged yet."""
         namespace = Node()
         for document in self._documents(path):
-            chained = document.get("config_paths")
-            for other in chained if isinstance(chained, list) else []:
-                if not isinstance(other, str):
+            for rel in self._chained(path, document.get("config_paths")):
+                if rel in on_path:
                     continue
-                rel = normpath(other.lstrip("/"))
-                if rel != path and rel not in active and _inside_root(rel) and self._exists(rel):
-                    namespace = _merge(namespace, self._namespace(rel, active | {path}))  # type: ignore[assignment]
+                child = self._namespaces.get(rel)
+                if child is None:
+                    child = yield rel
+                namespace = _merge(namespace, child)  # type: ignore[assignment]
             namespace = _merge(namespace, document)  # type: ignore[assignment]
-        self._namespaces[path] = namespace
         return namespace
+
+    def _chained(self, path: str, entries: object) -> list[str]:
+        """The files a `config_paths` list names, found as NeMo Gym finds them: relative to the
+        Gym root (the folder it runs from, holding `pyproject.toml`: the config's nearest such
+        folder, then the project root). A missing file is an error of the config naming it; an
+        absolute path is taken from the project root, nothing outside the root is read, and an
+        entry built with `${...}` is skipped (resolvers are never run)."""
+        found = []
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, str) or "${" in entry:
+                continue
+            rel = normpath(entry.lstrip("/"))
+            candidates = [normpath(f"{base}/{rel}") for base in self._gym_roots(path)] + [rel]
+            candidates = [c for c in dict.fromkeys(candidates) if _inside_root(c)]
+            match = next((c for c in candidates if self._exists(c)), None)
+            if match is not None:
+                found.append(match)
+            elif candidates:
+                self._error(
+                    path, f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})"
+                )
+            else:
+                self._error(path, f"config_paths entry {entry!r} is outside the project root (not read)")
+        return found
+
+    def _gym_roots(self, path: str) -> list[str]:
+        """The nearest folder above the config, below the project root, holding a pyproject.toml."""
+        folders = path.split("/")[:-1]
+        for end in range(len(folders), 0, -1):
+            folder = "/".join(folders[:end])
+            if self._exists(f"{folder}/pyproject.toml"):
+                return [folder]
+        return []
+
+    def _error(self, path: str, message: str) -> None:
+        known = self.errors.get(path)
+        if known is None:
+            self.errors[path] = message
+        elif message not in known:
+            self.errors[path] = f"{known}; {message}"
 
     def instances(self, paths: tuple[str, ...]) -> list[AgentInstance]:
         found: list[AgentInstance] = []
@@ -297,12 +363,14 @@ class ConfigSet:
                         value.where.get("name", impl_cfg.where[key]),
                     )
                 )
-        agent_dir = f"{AGENT_TYPE}/{impl}"
-        # An impl key that does not match its folder: the folder of the file that set the entrypoint
-        # (an instance inheriting it from another file takes that file's folder).
+        # In the Gym root of the config (a project in a sub-folder has its own); an impl key that
+        # does not match its folder: the folder of the file that set the entrypoint (an instance
+        # inheriting it from another file takes that file's folder).
+        base = "".join(f"{folder}/" for folder in self._gym_roots(path))
+        agent_dir = f"{base}{AGENT_TYPE}/{impl}"
         written = impl_cfg.where.get("entrypoint", Where(path, 1)).path
-        if not self._exists(agent_dir) and written.startswith(f"{AGENT_TYPE}/"):
-            agent_dir = "/".join(written.split("/")[:2])
+        if not self._exists(agent_dir) and written.startswith(f"{base}{AGENT_TYPE}/"):
+            agent_dir = "/".join(written.split("/")[: base.count("/") + 2])
         entrypoint = _interpolate(impl_cfg.get("entrypoint"), namespace)
         module = normpath(f"{agent_dir}/{entrypoint}") if isinstance(entrypoint, str) else None
         if module is not None and not _inside_root(module):

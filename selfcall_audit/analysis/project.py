@@ -89,9 +89,10 @@ class Project:
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         self._stats: dict[str, tuple[int, int]] = {}
         self.files_parsed = 0
-        self.cache = FactsCache.open(root / settings.cache_dir) if settings.cache_dir else None
+        self.cache = FactsCache.open(root, settings.cache_dir) if settings.cache_dir else None
         self._pool: Executor | None = None
         self._pool_size = 0
+        self._restore_sigterm: Callable[[], None] = lambda: None
         self._setup_of: tuple[FileSet, str] | None = None
 
     # input -------------------------------------------------------------------------------
@@ -155,6 +156,8 @@ class Project:
         import threading
         from concurrent.futures import ProcessPoolExecutor
 
+        from ..workspace.workers import stop_workers_on_sigterm, worker_started
+
         if (
             multiprocessing.current_process().daemon
             or "fork" not in multiprocessing.get_all_start_methods()
@@ -162,7 +165,13 @@ class Project:
         ):
             return None
         self._pool_size = min(workers, batch // (_PARALLEL_MIN_FILES // 2))
-        self._pool = ProcessPoolExecutor(self._pool_size, mp_context=multiprocessing.get_context("fork"))
+        self._pool = ProcessPoolExecutor(
+            self._pool_size,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=worker_started,
+            initargs=(os.getpid(),),
+        )
+        self._restore_sigterm = stop_workers_on_sigterm()
         return self._pool
 
     def _extract(self, items: list[tuple[str, bytes]]) -> Iterable[tuple[str, ModuleFacts | str]]:
@@ -184,18 +193,20 @@ class Project:
         )
         self._stats = files.stats
         fingerprint = self._fingerprint(files) if self.cache else None
-        result = self._stored(files, fingerprint, inventory)
-        if result is None:
-            try:
+        try:  # reusing a result may parse a few files too: the workers stop either way
+            result = self._stored(files, fingerprint, inventory)
+            analysed = result is None
+            if analysed:
                 result = self._analyze(files, scopes, whole, inventory)
-            finally:
-                if self._pool is not None:
-                    self._pool.shutdown(cancel_futures=True)
-                    self._pool = None
-            if self.cache:
-                if whole and fingerprint:
-                    self.cache.put_snapshot(fingerprint, vars(result), self._observed)
-                self.cache.save(prune=whole)
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+                self._pool = None
+                self._restore_sigterm()
+        if analysed and self.cache:
+            if whole and fingerprint:
+                self.cache.put_snapshot(fingerprint, vars(result), self._observed)
+            self.cache.save(prune=whole)
         findings = [
             f
             for f in result.findings

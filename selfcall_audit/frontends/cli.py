@@ -15,6 +15,7 @@ import click
 
 from .. import __version__
 from ..report import FORMATS
+from ..report.escape import neutralise
 from ..rules import FINDING_CODES, RULES
 from . import commands
 from .commands import (
@@ -251,7 +252,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         progress.close()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
-        click.echo(line, err=show_diff)
+        click.echo(neutralise(line), err=show_diff)
 
     def shown(path: str) -> str:
         return os.path.relpath(root / path).replace(os.sep, "/")
@@ -275,7 +276,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     for error in plan.report.errors:
         say(f"{shown(error.path)}:{error.position[0]}:{error.position[1]}: {error.code} {error.message}")
     for error in plan.errors:
-        click.echo(f"selfcall-audit: {error}", err=True)
+        click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
     if not common.quiet:
         done = "Nothing to rewrite"
         if rewritten:
@@ -290,6 +291,14 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         say(f"{done}; {left}.")
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
+    if plan.interrupted is not None:
+        written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
+        click.echo(
+            f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
+            + "".join(f"\n  {path}" for path in written),
+            err=True,
+        )
+        _exit(128 + plan.interrupted)
     if plan.errors:
         _exit(EXIT_ERROR)
     if not_fixed or (dry_run and rewritten):

@@ -1,8 +1,9 @@
-"""`python -m selfcall_audit.frontends.launch`: the command line, as the console script runs it."""
+"""`python -m selfcall_audit.frontends.launch`, and `launch.main()`: the command line as the console
+script runs it (the older entry point's name, kept for scripts that call it)."""
 
 from __future__ import annotations
 
-from .cli import run
+from .cli import run as main
 
 if __name__ == "__main__":
-    run()
+    main()

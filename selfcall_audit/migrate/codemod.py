@@ -10,14 +10,12 @@ only when its new text parses and its bytes on disk are still the ones that were
 from __future__ import annotations
 
 import ast
-import contextlib
 import difflib
 import io
 import keyword
 import os
 import stat
 import sys
-import tempfile
 import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -35,6 +33,7 @@ from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
 from ..workspace.discovery import find_root
+from .write import atomic_write, write_all
 
 DEFAULT_HELPER = "selfcall_audit.inprocess:responses_in_process"
 # Positional parameters of the server client's methods, as the analysis reads them.
@@ -760,6 +759,7 @@ class FixPlan:
     report: Report
     files: list[FileFix]
     errors: list[str] = field(default_factory=list)  # internal or I/O errors: exit status 2
+    interrupted: int | None = None  # the signal that stopped `write` before every file was written
 
     @property
     def rewritten(self) -> list[tuple[FileFix, Outcome]]:
@@ -784,21 +784,18 @@ class FixPlan:
         return sorted(result, key=lambda item: item[0].sort_key)
 
     def write(self) -> None:
-        """Write every changed file; a refusal or an I/O error is kept as the file's `write_error`."""
+        """Write every changed file (see `write`); a refusal, an I/O error or an interrupt that
+        came first is kept as the file's `write_error`."""
+        result = write_all(self.root, [file for file in self.files if file.changed])
+        self.interrupted = result.interrupted
         for file in self.files:
-            if not file.changed:
-                continue
-            try:
-                _write_checked(self.root, file)
-            except _Refused as exc:
-                file.write_error = str(exc)
-            except OSError as exc:
-                file.write_error = f"cannot write the file: {exc.strerror or exc}"
+            if file.path in result.refused:
+                file.write_error = result.refused[file.path]
+            elif file.path in result.failed:
+                file.write_error = result.failed[file.path]
                 self.errors.append(f"{file.path}: {file.write_error}")
-
-
-class _Refused(Exception):
-    pass
+            elif file.changed and file.path not in result.written:
+                file.write_error = "not written: the run was interrupted first"
 
 
 def _blocker(finding: Finding, helper: Helper) -> str:
@@ -843,36 +840,6 @@ def plan_fix(
         outcomes.sort(key=lambda o: o.finding.sort_key)
         plan.files.append(FileFix(path, source, after, outcomes, removed_aliases))
     return plan
-
-
-def _write_checked(root: Path, file: FileFix) -> None:
-    """Atomic replace of a file inside the root whose bytes are still the analysed ones."""
-    target = (root / file.path).resolve()
-    if not target.is_relative_to(root.resolve()):
-        raise _Refused("the file resolves outside the project root; it was not written")
-    try:
-        current = target.read_bytes()
-    except FileNotFoundError:
-        raise _Refused("the file was removed since it was analysed") from None
-    if current != file.before:
-        raise _Refused("the file changed since it was analysed; run `selfcall-audit fix` again")
-    atomic_write(target, file.after, stat.S_IMODE(target.stat().st_mode))
-
-
-def atomic_write(target: Path, data: bytes, mode: int) -> None:
-    """Write a temporary file next to `target`, then rename it over: readers never see half a file."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
 
 
 # --------------------------------------------------------------------------------------------

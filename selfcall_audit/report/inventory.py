@@ -63,6 +63,7 @@ def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -
     a path longer than the terminal is wider than it rather than shortened."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"{len(rows)} agent classes", title_justify="left")
     longest = max((len(_where(row, root)) for row in rows), default=4)
@@ -71,8 +72,9 @@ def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -
     table.add_column("bases", overflow="fold")
     table.add_column("instances", overflow="fold")
     table.add_column("self-calls", justify="right")
-    for row in rows:
-        table.add_row(row["agent"], _where(row, root), _bases(row), _instances(row), str(row["self_calls"]))
+    for row in rows:  # Text: names from the repository are never read as markup
+        cells = (neutralise(row["agent"]), _where(row, root), neutralise(_bases(row)), _instances(row))
+        table.add_row(*(Text(cell) for cell in cells), str(row["self_calls"]))
     buffer = StringIO()
     console = Console(
         file=buffer, width=max(width or 160, longest + 40), force_terminal=color, no_color=not color

@@ -8,12 +8,19 @@ entries hold plain data only (marshal of tuples and strings, never pickle: a cac
 code), signed with a key kept outside the repository and checked before anything is loaded (a
 cache folder committed with a checkout cannot hide a self-call), each entry written atomically
 so concurrent runs never see half a file; the folder ignores itself for git as ruff's does.
+
+The cache lives inside the project root and is never reached through a symbolic link (a
+checkout that commits `.selfcall_audit_cache -> ..` gets no cache, not a cache in its parent),
+and cleaning it deletes only entries that carry our signature: a file the tool did not write is
+never deleted, whatever its name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import fields
 from functools import cache, lru_cache
@@ -21,6 +28,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..ftypes import AgentInfo, Evidence, Finding
+from .discovery import UnreadableFile, read_file
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -157,23 +165,29 @@ def _signing_key() -> bytes | None:
     it cannot be forged by a cache folder that arrives with a checkout. None: no caching."""
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "selfcall-audit"
     path = home / "signing-key"
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        pass
-    except OSError:
+    if not os.path.lexists(path):
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+            key = os.urandom(_KEY_SIZE)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(key)
+            return key
+        except FileExistsError:  # another run created it first
+            pass
+        except OSError:
+            return None
+    try:  # a regular file only, read within bounds: a named pipe or /dev/zero there is no key
+        key = read_file(path, _KEY_SIZE)
+    except UnreadableFile:
         return None
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        key = os.urandom(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(key)
-        return key
-    except FileExistsError:  # another run created it first
-        return path.read_bytes()
-    except OSError:
-        return None
+    return key if len(key) == _KEY_SIZE else None  # cut short by a full disk: not a key either
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_KEY_SIZE = 32
+_MAX_ENTRY_SIZE = 1 << 30  # far above any real entry; what stops a link to /dev/zero is `read_file`
+_GITIGNORE = b"# Automatically created by selfcall-audit.\n*\n"
 
 
 def _signature(key: bytes, payload: bytes) -> bytes:
@@ -189,19 +203,40 @@ def _same(key: bytes, a: bytes, b: bytes) -> bool:
 def _load(path: Path, key: bytes) -> Any:
     """An entry's value, or None if it is missing, damaged or not signed with our key. Only bytes
     this tool wrote reach `marshal` (it is not meant for data from elsewhere)."""
+    payload = _signed_payload(path, key)
     try:
-        signature, _, payload = path.read_bytes().partition(b"\n")
-        if not _same(key, signature, _signature(key, payload)):
-            return None
-        return marshal.loads(payload)
-    except (OSError, ValueError, EOFError, TypeError):
+        return None if payload is None else marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
         return None
+
+
+def _signed_payload(path: Path, key: bytes) -> bytes | None:
+    """The entry's payload if it is a regular file (not a link) signed with our key."""
+    if os.path.islink(path):
+        return None
+    try:
+        signature, _, payload = read_file(path, _MAX_ENTRY_SIZE).partition(b"\n")
+    except UnreadableFile:
+        return None
+    return payload if _same(key, signature, _signature(key, payload)) else None
+
+
+def _ours(path: Path, key: bytes) -> bool:
+    """Did this tool write the file? Only then may cleaning delete it."""
+    return _signed_payload(path, key) is not None
+
+
+def _is_folder(path: Path) -> bool:
+    """A directory itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _dump(path: Path, key: bytes, value: Any) -> None:
     """Written under a name of its own, then renamed over the entry: readers see all or nothing."""
     payload = marshal.dumps(value, 4)
-    path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     try:
         with open(temp, "xb") as handle:
@@ -212,17 +247,53 @@ def _dump(path: Path, key: bytes, value: Any) -> None:
         raise
 
 
+def _real_folders(root: Path, folders: Iterable[str]) -> bool:
+    """Is each of these root-relative folders, where it exists, a folder of its own: neither a
+    symbolic link nor anything else but a directory, nor below one?"""
+    for folder in folders:
+        path = root
+        for part in Path(folder).parts:
+            path = path / part
+            try:
+                if not stat.S_ISDIR(os.lstat(path).st_mode):
+                    return False
+            except FileNotFoundError:
+                break
+            except OSError:
+                return False
+    return True
+
+
+def _make_folders(root: Path, folder: str) -> None:
+    """Create the root-relative `folder` one level at a time, none through a symbolic link."""
+    path = root
+    for part in Path(folder).parts:
+        path = path / part
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                raise NotADirectoryError(path) from None
+
+
+_KINDS = ("facts", "instances")
+
+
 class FactsCache:
     """Facts of Python files keyed by path and content, one small file each so that a run reads
     only what it needs; the YAML instances; the import-line index; the last whole-project result.
 
     A whole-project run deletes the entries it did not use: those of files since changed,
-    renamed or deleted.
+    renamed or deleted, and those of other versions of the tool, each only once it is shown to
+    carry our signature.
     """
 
-    def __init__(self, folder: Path, key: bytes):
-        self.root = folder
-        self.folder = folder / f"v{code_version()}"
+    def __init__(self, project: Path, name: str, key: bytes):
+        self.project = project
+        self.name = name  # the cache folder, relative to the project root
+        self.version = f"v{code_version()}"
+        self.root = project / name
+        self.folder = self.root / self.version
         self.key = key
         self._used: set[Path] = set()
         self._new: dict[Path, Any] = {}
@@ -232,9 +303,28 @@ class FactsCache:
         return self.folder / kind / f"{key}.dat"
 
     @classmethod
-    def open(cls, folder: Path) -> FactsCache | None:
+    def open(cls, project: Path, name: str) -> FactsCache | None:
+        """The cache in the folder `name` of the project root, or None (no caching) when that
+        folder would be outside the root or reached through a symbolic link, or there is no key."""
+        parts = Path(name).parts
+        if not parts or Path(name).is_absolute() or ".." in parts or parts == (".",):
+            return None
+        cache = cls(project, name, b"")
+        if not _real_folders(project, cache._folders()):
+            return None
         key = _signing_key()
-        return cls(folder, key) if key else None
+        if not key:
+            return None
+        cache.key = key
+        return cache
+
+    def _folders(self) -> list[str]:
+        """Every folder the cache writes in, relative to the project root."""
+        return [
+            self.name,
+            f"{self.name}/{self.version}",
+            *(f"{self.name}/{self.version}/{k}" for k in _KINDS),
+        ]
 
     def _get(self, kind: str, key: str) -> Any:
         path = self._path(kind, key)
@@ -315,26 +405,48 @@ class FactsCache:
         self._new[self.folder / "imports.dat"] = self._imports
 
     def save(self, prune: bool) -> None:
-        """Write new entries atomically; `prune` (a whole-project run) drops unused ones."""
+        """Write new entries atomically; `prune` (a whole-project run) drops unused ones. The
+        folders are checked again first: nothing is written or deleted through a link put there
+        since the cache was opened."""
         try:
-            if self._new and not (self.root / ".gitignore").exists():
-                self.root.mkdir(parents=True, exist_ok=True)
-                (self.root / ".gitignore").write_text("# Automatically created by selfcall-audit.\n*\n")
+            if not _real_folders(self.project, self._folders()):
+                return
+            if self._new:
+                self._create()
             for path, value in self._new.items():
                 _dump(path, self.key, value)
             if prune:
                 self._prune()
         except OSError:
             pass  # a read-only checkout still scans; it is only slower next time
-        self._new.clear()
+        finally:
+            self._new.clear()
+
+    def _create(self) -> None:
+        """The cache's folders; a new cache folder also gets a `.gitignore` that ignores it."""
+        created = not os.path.lexists(self.root)
+        for folder in self._folders()[1:]:
+            _make_folders(self.project, folder)
+        if created:
+            fd = os.open(self.root / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o644)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(_GITIGNORE)
 
     def _prune(self) -> None:
-        import shutil
-
-        for old in self.root.glob("v*"):
-            if old != self.folder and old.is_dir():
-                shutil.rmtree(old, ignore_errors=True)
-        for kind in ("facts", "instances"):
+        """Delete our entries this run did not use, and those of other versions; a file without
+        our signature stays, and so does the folder holding it."""
+        for kind in _KINDS:
             for entry in (self.folder / kind).glob("*.dat"):
-                if entry not in self._used:
+                if entry not in self._used and _ours(entry, self.key):
                     entry.unlink(missing_ok=True)
+        with os.scandir(self.root) as entries:
+            others = [e.path for e in entries if e.name != self.version and e.is_dir(follow_symlinks=False)]
+        for other in map(Path, others):
+            for folder in (*(other / kind for kind in _KINDS), other):
+                if not _is_folder(folder):
+                    continue
+                for entry in folder.iterdir():
+                    if entry.suffix == ".dat" and _ours(entry, self.key):
+                        entry.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only when empty: what we did not write keeps its folder

@@ -25,17 +25,18 @@ def is_project_root(folder: str) -> bool:
 def project_root(start: str) -> str:
     """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise.
 
-    A path that is not a folder (a file, a broken link, a link loop) starts from the folder that
-    holds it: the link itself, not its target, is what the user named."""
+    Ancestors as the path is written (a file reached through a link to a folder elsewhere belongs
+    to the project it was named in, not to the link's target's), the root itself resolved. A path
+    that is not a folder (a file, a broken link, a link loop) starts from the folder holding it."""
     start = os.path.abspath(start)
-    folder = os.path.realpath(start if os.path.isdir(start) else os.path.dirname(start))
+    folder = start if os.path.isdir(start) else os.path.dirname(start)
     candidate = folder
     while True:
         if is_project_root(candidate):
-            return candidate
+            return os.path.realpath(candidate)
         parent = os.path.dirname(candidate)
         if parent == candidate:
-            return folder
+            return os.path.realpath(folder)
         candidate = parent
 
 

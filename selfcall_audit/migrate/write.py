@@ -1,0 +1,224 @@
+"""Writing `fix`'s results without losing anyone's work.
+
+Each file is rewritten only if it is, at the moment of the swap, exactly what was analysed: the
+new text goes to a temporary file beside it (same owner, group and mode), the two are swapped,
+and the old file checked after the swap and put back if it is not what was analysed, so an edit
+saved at any moment up to the swap is kept and the file reported as not rewritten.
+Nothing is written outside the project root, nor through a link that leads out of it. SIGINT
+and SIGTERM wait for the file being written, then stop: no temporary file is left, and the
+caller learns which files were rewritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import signal
+import stat
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..workspace.discovery import UnreadableFile, read_file
+
+_MAX_SIZE = 1 << 30  # the analysed file's size bounds what is compared; this only bounds the read
+
+
+class Change(Protocol):
+    """A file to rewrite: its root-relative path, the bytes analysed and the new bytes."""
+
+    path: str
+    before: bytes
+    after: bytes
+
+
+class Refused(Exception):
+    """The file was left as it is, for the reason given."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    written: tuple[str, ...]  # in the order they were written
+    refused: dict[str, str]  # path → why it was left as it is
+    failed: dict[str, str]  # path → the I/O error that stopped its writing (left as it was)
+    interrupted: int | None  # the signal that stopped the writing; later files were not touched
+
+
+def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
+    """Rewrite each file in turn; a signal stops the run between two files."""
+    written: list[str] = []
+    refused: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    with _deferred_signals() as received:
+        for change in changes:
+            if received:
+                break
+            try:
+                write_checked(root, change.path, change.before, change.after)
+            except Refused as exc:
+                refused[change.path] = str(exc)
+            except OSError as exc:
+                failed[change.path] = f"cannot write the file: {exc.strerror or exc}"
+            else:
+                written.append(change.path)
+    return WriteResult(tuple(written), refused, failed, received[0] if received else None)
+
+
+@contextlib.contextmanager
+def _deferred_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
+    received); outside the main thread, where handlers cannot be set, they act as usual."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    wanted = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None]
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def write_checked(root: Path, rel: str, before: bytes, after: bytes) -> None:
+    """Replace the file at `rel` by `after` if it holds `before`, keeping its owner, group and
+    mode; Refused (and the file as it is) otherwise."""
+    real_root = os.path.realpath(root)
+    target = Path(os.path.realpath(root / rel))
+    if os.path.commonpath([real_root, target]) != real_root:
+        raise Refused("the file resolves outside the project root; it was not written")
+    try:
+        status = os.stat(target)
+        current = read_file(target, _MAX_SIZE)
+    except (FileNotFoundError, UnreadableFile):
+        raise Refused("the file was removed or replaced since it was analysed") from None
+    if current != before:
+        raise Refused("the file changed since it was analysed; run `selfcall-audit fix` again")
+    if status.st_nlink > 1:
+        raise Refused(
+            f"the file has {status.st_nlink - 1} other hard link(s), which a rewrite would split; "
+            "rewrite it by hand"
+        )
+    temporary = _temporary_copy(target, after, status)
+    try:
+        _swap(target, temporary, before)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _temporary_copy(target: Path, data: bytes, status: os.stat_result) -> str:
+    """`data` in a new file beside `target`, with the owner, group and mode of `status`."""
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            if hasattr(os, "fchown") and (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.fchown(stream.fileno(), status.st_uid, status.st_gid)
+                except PermissionError:
+                    raise Refused(
+                        "the file belongs to another user or group, which a rewrite by this user "
+                        "would change; it was not written"
+                    ) from None
+            os.fsync(stream.fileno())
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))  # after chown, which clears set-id bits
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return temporary
+
+
+def _swap(target: Path, temporary: str, before: bytes) -> None:
+    """Put `temporary` in the place of `target` if `target` still holds `before` at that moment.
+
+    Where the system can swap two names in one step (Linux), it does, then checks the old file
+    and swaps back if it is not the one analysed. Elsewhere the file is moved aside and the new
+    one linked in its place (which fails if a new file was saved there meanwhile), then the old
+    one is checked and put back if it was edited; readers may find no file for the moment
+    between the two steps."""
+    if _exchange(temporary, target):
+        if _read(temporary) != before:  # the file as it was at the swap, now under the temporary name
+            _exchange(temporary, target)
+            raise Refused(_EDITED)
+        return
+    aside = f"{temporary[: -len('.tmp')]}.orig"
+    os.rename(target, aside)
+    try:
+        _link_in_place(temporary, target, aside)
+        if _read(aside) != before:  # edited before it was moved aside
+            os.replace(aside, target)
+            raise Refused(_EDITED)
+        os.unlink(aside)
+    except OSError:  # an I/O error half way: the file goes back where it was
+        if not os.path.lexists(target):
+            os.rename(aside, target)
+        raise
+
+
+def _link_in_place(temporary: str, target: Path, aside: str) -> None:
+    try:
+        os.link(temporary, target)
+    except FileExistsError:  # saved anew while aside: the new save stays, the old text is not needed
+        os.unlink(aside)
+        raise Refused(_EDITED) from None
+    except OSError:  # a file system without hard links: rename, unless something is there
+        if os.path.lexists(target):
+            os.unlink(aside)
+            raise Refused(_EDITED) from None
+        os.rename(temporary, target)
+
+
+def _exchange(first: str | Path, second: str | Path) -> bool:
+    """Swap two names in one step (Linux's renameat2 with RENAME_EXCHANGE); False where the
+    system or the file system cannot."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(first), at_fdcwd, os.fsencode(second), rename_exchange) == 0:
+        return True
+    error = ctypes.get_errno()
+    if error in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(error, os.strerror(error), os.fspath(second))
+
+
+_EDITED = (
+    "the file was edited while it was being rewritten; the edit was kept and the file not rewritten: "
+    "run `selfcall-audit fix` again"
+)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        return read_file(Path(path), _MAX_SIZE)
+    except UnreadableFile:
+        return None
+
+
+def atomic_write(target: Path, data: bytes, mode: int) -> None:
+    """Write a temporary file next to `target`, then rename it over: readers never see half a file."""
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,69 @@
+"""Helpers of the safety tests: the installed command run as users run it, and small projects."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CASES = REPO / "tests" / "codemod" / "cases"
+APP = "responses_api_agents/x/app.py"
+BEFORE = (CASES / "plain" / "before.py").read_bytes()
+AFTER = (CASES / "plain" / "after.py").read_bytes()
+_SCRIPT = Path(sys.executable).parent / "selfcall-audit"
+
+
+def command_line(*args: object) -> list[str]:
+    """The console script this interpreter installed (the module it runs, where there is none)."""
+    prefix = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "selfcall_audit.frontends.launch"]
+    return [*prefix, *(os.fspath(arg) if isinstance(arg, Path) else str(arg) for arg in args)]
+
+
+def isolated_env(tmp_path: Path) -> dict[str, str]:
+    """The environment with a user cache folder (where the signing key lives) of the test's own."""
+    return {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache")}
+
+
+def run(
+    *args: object, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command_line(*args),
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def make_project(root: Path, agents: int = 1) -> Path:
+    """A NeMo Gym-shaped project with `agents` agents that each self-call once, fixably."""
+    (root / "nemo_gym").mkdir(parents=True)
+    (root / "nemo_gym" / "__init__.py").write_text("")  # first party: the helper's import goes before it
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')
+    for number in range(agents):
+        app = root / (APP if number == 0 else f"responses_api_agents/x{number:03d}/app.py")
+        app.parent.mkdir(parents=True)
+        app.write_bytes(BEFORE)
+    return root
+
+
+def tree(folder: Path) -> dict[str, bytes | str]:
+    """Every entry under `folder` (not following links): a file's bytes, a link's target."""
+    found: dict[str, bytes | str] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            rel = path.relative_to(folder).as_posix()
+            if path.is_symlink():
+                found[rel] = f"-> {os.readlink(path)}"
+            elif path.is_file():
+                found[rel] = path.read_bytes()
+            else:
+                found[rel] = "<dir>"
+    return found

@@ -1,0 +1,178 @@
+"""The cache never touches anything outside the project, deletes only what the tool wrote, and
+cannot hang or exhaust a run through special files (each front end run as users run it)."""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from safety_support import APP, command_line, isolated_env, make_project, run, tree
+
+CACHE = ".selfcall_audit_cache"
+
+
+def front_end(name: str, root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """One whole-project run of the front end `name`, from the project root, cache on."""
+    if name == "flake8":
+        args = [sys.executable, "-m", "flake8", "--select", "SCA", APP]
+    else:
+        args = command_line(*{"scan": ["scan"], "fix --diff": ["fix", "--diff"], "agents": ["agents"]}[name])
+    return subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+
+
+FRONT_ENDS = ("scan", "fix --diff", "agents", "flake8")
+
+
+@pytest.fixture
+def checkouts(tmp_path: Path) -> Path:
+    """A folder of checkouts side by side, as developers keep them: two of them named `v...`."""
+    folder = tmp_path / "checkouts"
+    for sibling in ("vllm", "verl"):
+        (folder / sibling / "src").mkdir(parents=True)
+        (folder / sibling / "src" / "main.py").write_text("print('keep me')\n")
+    make_project(folder / "repo")
+    return folder
+
+
+@pytest.mark.parametrize("name", FRONT_ENDS)
+def test_a_committed_cache_link_to_the_parent_leaves_the_parent_alone(
+    name: str, checkouts: Path, tmp_path: Path
+) -> None:
+    repo = checkouts / "repo"
+    (repo / CACHE).symlink_to("..")
+    siblings = {rel: entry for rel, entry in tree(checkouts).items() if not rel.startswith("repo/")}
+
+    done = front_end(name, repo, isolated_env(tmp_path))
+
+    assert "x/app.py" in done.stdout and "Traceback" not in done.stderr, done.stderr  # it ran
+    assert {rel: entry for rel, entry in tree(checkouts).items() if not rel.startswith("repo/")} == siblings
+    assert (repo / CACHE).is_symlink()
+
+
+@pytest.mark.parametrize("cache_dir", [".", "..", "../elsewhere", "/tmp/selfcall-audit-cache-test"])
+@pytest.mark.parametrize("name", FRONT_ENDS)
+def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
+    name: str, cache_dir: str, checkouts: Path, tmp_path: Path
+) -> None:
+    repo = checkouts / "repo"
+    (repo / "vendor").mkdir()
+    (repo / "vendor" / "lib.py").write_text("VENDORED = 1\n")
+    with (repo / "pyproject.toml").open("a") as pyproject:
+        pyproject.write(f'[tool.selfcall-audit]\ncache-dir = "{cache_dir}"\n')
+    before = tree(checkouts)
+
+    done = front_end(name, repo, isolated_env(tmp_path))
+
+    assert "`cache-dir` must be a folder inside the project root" in done.stderr
+    if name != "flake8":  # flake8 reports a plugin's settings error in its own way
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert tree(checkouts) == before
+    assert not Path("/tmp/selfcall-audit-cache-test").exists()
+
+
+def test_cleaning_deletes_only_entries_the_tool_wrote(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+    env = isolated_env(tmp_path)
+    assert run("scan", root, env=env).returncode == 1
+    (version,) = [entry for entry in (root / CACHE).iterdir() if entry.is_dir()]
+    # entries this tool wrote, kept under another version's name; and files it did not write
+    version.rename(root / CACHE / "v0.0.1-older")
+    foreign = {
+        "v0.0.2-foreign/facts/0123.dat": b"not written by selfcall-audit\n",
+        "v0.0.2-foreign/snapshot.dat": b"\n",
+        "vendor/notes.txt": b"keep\n",
+        "v0.0.1-older/facts/mine.dat": b"a file of the user's, in a folder the tool wrote\n",
+    }
+    for rel, data in foreign.items():
+        (root / CACHE / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / CACHE / rel).write_bytes(data)
+
+    assert run("scan", root, env=env).returncode == 1
+
+    left = {rel: entry for rel, entry in tree(root / CACHE).items() if isinstance(entry, bytes)}
+    assert {rel: left.get(rel) for rel in foreign} == foreign
+    older = [rel for rel in left if rel.startswith("v0.0.1-older/")]
+    assert older == ["v0.0.1-older/facts/mine.dat"]  # the tool's own entries there are gone
+
+
+def test_a_new_cache_folder_ignores_itself_and_an_existing_folder_gets_no_gitignore(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+    env = isolated_env(tmp_path)
+    other = make_project(tmp_path / "other")
+    (other / "build").mkdir()
+    (other / "pyproject.toml").write_text(
+        '[project]\nname = "o"\n[tool.selfcall-audit]\ncache-dir = "build"\n'
+    )
+
+    run("scan", root, env=env)
+    run("scan", other, env=env)
+
+    assert (root / CACHE / ".gitignore").read_text().endswith("*\n")
+    assert not (other / "build" / ".gitignore").exists()
+
+
+# special files where the cache and its key are read ---------------------------------------------
+
+
+def _bounded_memory() -> None:
+    """In the child: 2 GiB of address space, so a read without bound fails there, not the machine."""
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def bounded_scan(root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command_line("scan", root),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_bounded_memory,
+    )
+
+
+def make_special(path: Path, kind: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() or path.is_symlink():
+        path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_signing_key_that_is_a_special_file_neither_hangs_nor_exhausts_the_scan(
+    kind: str, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path / "repo")
+    env = isolated_env(tmp_path)
+    make_special(tmp_path / "user-cache" / "selfcall-audit" / "signing-key", kind)
+
+    done = bounded_scan(root, env)
+
+    assert (done.returncode, done.stderr) == (1, "")
+    assert f"{APP}:34:26: SCA001" in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("entry", ["snapshot.dat", "observed.dat", "facts"])
+def test_a_cache_entry_that_is_a_special_file_neither_hangs_nor_exhausts_the_scan(
+    kind: str, entry: str, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path / "repo")
+    env = isolated_env(tmp_path)
+    assert run("scan", root, env=env).returncode == 1
+    (version,) = [e for e in (root / CACHE).iterdir() if e.is_dir()]
+    targets = sorted((version / "facts").iterdir()) if entry == "facts" else [version / entry]
+    (root / APP).write_bytes((root / APP).read_bytes() + b"\n")  # a change: the cache is read again
+    for target in targets:
+        make_special(target, kind)
+
+    done = bounded_scan(root, env)
+
+    assert (done.returncode, done.stderr) == (1, "")
+    assert f"{APP}:34:26: SCA001" in done.stdout

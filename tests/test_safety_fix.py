@@ -1,0 +1,215 @@
+"""`fix` never writes outside the project, never loses an edit, keeps ownership, and cleans up
+after signals; worker processes never outlive the run. All as real commands and real signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from safety_support import AFTER, APP, BEFORE, command_line, make_project, run
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, ownership and signals as POSIX has them")
+
+
+def test_a_file_reached_through_a_folder_link_leading_outside_is_not_written(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+    outside = tmp_path / "outside" / "a" / "app.py"
+    outside.parent.mkdir(parents=True)
+    outside.write_bytes(BEFORE)
+    (root / "responses_api_agents" / "a").symlink_to(outside.parent)
+
+    done = run("fix", "--no-cache", "responses_api_agents/a/app.py", cwd=root)
+
+    assert outside.read_bytes() == BEFORE
+    assert "rewrote" not in done.stdout.lower()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_fix_run_by_root_keeps_the_owner_group_and_mode_of_another_users_file(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+    app = root / APP
+    os.chown(app, 12345, 23456)
+    app.chmod(0o640)
+
+    done = run("fix", "--no-cache", root)
+
+    status = app.stat()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert app.read_bytes() == AFTER
+    assert (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (12345, 23456, 0o640)
+
+
+def test_a_file_with_other_hard_links_is_left_whole_with_the_reason(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+    twin = tmp_path / "twin.py"
+    os.link(root / APP, twin)
+
+    done = run("fix", "--no-cache", root)
+
+    assert done.returncode == 1
+    assert "other hard link(s)" in done.stdout
+    assert (root / APP).read_bytes() == BEFORE and os.path.samefile(root / APP, twin)
+
+
+# an edit saved at the very moment of the swap ------------------------------------------------
+
+# Runs the command with every call that can swap files wrapped (the file system's rename and link,
+# and the one-step swap `fix` uses where the system has one) so that the first one that touches
+# the file saves an edit to it just before: the latest moment an editor can save. With
+# "no-exchange", the one-step swap is reported unavailable, as on other systems.
+_EDIT_AT_THE_SWAP = """
+import os, sys
+target = os.path.realpath(sys.argv[1])
+mode = sys.argv[2]
+sys.argv = ["selfcall-audit", *sys.argv[3:]]
+swaps = [(os, "rename"), (os, "replace"), (os, "link")]
+try:
+    from selfcall_audit.migrate import write
+except ImportError:  # a version without it
+    write = None
+if write is not None and hasattr(write, "_exchange"):
+    if mode == "no-exchange":
+        write._exchange = lambda first, second: False
+    swaps.append((write, "_exchange"))
+edited = []
+
+def saving_first(real):
+    def call(first, second, *args, **kwargs):
+        if not edited and target in (os.path.realpath(first), os.path.realpath(second)):
+            edited.append(real)
+            with open(target, "ab") as handle:
+                handle.write(b"# saved at the last moment\\n")
+        return real(first, second, *args, **kwargs)
+    return call
+
+for owner, name in swaps:
+    setattr(owner, name, saving_first(getattr(owner, name)))
+from selfcall_audit.frontends.launch import main
+main()
+"""
+
+
+@pytest.mark.parametrize("mode", ["exchange", "no-exchange"])
+def test_an_edit_saved_at_the_moment_of_the_swap_is_kept_and_reported(mode: str, tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+
+    done = subprocess.run(
+        [sys.executable, "-c", _EDIT_AT_THE_SWAP, root / APP, mode, "fix", "--no-cache", root],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert (root / APP).read_bytes() == BEFORE + b"# saved at the last moment\n"
+    assert done.returncode != 0
+    assert "the file was edited while it was being rewritten; the edit was kept" in done.stdout
+    assert [p.name for p in (root / APP).parent.iterdir()] == ["app.py"]  # nothing left beside it
+
+
+# signals ----------------------------------------------------------------------------------------
+
+# Runs the command with each fsync slowed down, so that the write phase lasts long enough for a
+# signal to arrive in the middle of it.
+_SLOW_WRITES = """
+import os, sys, time
+real_fsync = os.fsync
+os.fsync = lambda fd: (time.sleep(0.3), real_fsync(fd))[1]
+sys.argv = ["selfcall-audit", *sys.argv[1:]]
+from selfcall_audit.frontends.launch import main
+main()
+"""
+
+
+def _apps(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("app.py"))}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
+    signum: int, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path / "repo", agents=12)
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while AFTER not in _apps(root).values() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+
+    apps = _apps(root)
+    rewritten = sorted(path for path, data in apps.items() if data == AFTER)
+    assert process.returncode == 128 + signum, stderr
+    assert set(apps.values()) == {BEFORE, AFTER}  # every file whole: as it was or rewritten
+    assert 0 < len(rewritten) < len(apps)
+    assert f"interrupted; rewrote {len(rewritten)} file" in stderr
+    assert sorted(line.strip() for line in stderr.splitlines() if line.startswith("  ")) == rewritten
+    assert not [p for p in root.rglob("*") if p.name.endswith((".tmp", ".orig"))]
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == str(pid):
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+@pytest.mark.parametrize(
+    "signum", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["SIGINT", "SIGTERM", "SIGKILL"]
+)
+def test_no_worker_process_outlives_a_scan_stopped_by_a_signal(signum: int, tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo", agents=60)
+    filler = "".join(
+        f"\ndef helper_{i}(x):\n    return [x + {i} for _ in range(3) if x]\n" for i in range(400)
+    )
+    for app in root.rglob("app.py"):
+        app.write_bytes(app.read_bytes() + filler.encode())
+    process = subprocess.Popen(
+        command_line("scan", "--no-cache", "--jobs", "2", root),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not workers and process.poll() is None and time.monotonic() < deadline:
+            workers = _children(process.pid)
+            time.sleep(0.01)
+        assert workers, "the scan started no worker processes"
+        process.send_signal(signum)
+        process.wait(timeout=120)
+        deadline = time.monotonic() + 30
+        while any(map(_alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+        assert [pid for pid in workers if _alive(pid)] == []
+        assert process.returncode != 0
+    finally:
+        for pid in workers:  # a failing run must not leave them behind either
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        process.stderr.close()
