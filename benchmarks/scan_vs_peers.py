@@ -12,7 +12,8 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
 - **semgrep** with a self-call rule written by this script (keyword arguments in any order,
   and the ``config = self.config`` alias);
 - **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
-- **flake8** ``--select SCA``: our plugin, through flake8.
+- **flake8** ``--select SCA``: our plugin, through flake8;
+- ``python -c pass``: the interpreter's own start-up, the floor under a one-file run.
 
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed is
