@@ -439,8 +439,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The console script."""
-    sys.exit(main())
+    """The console script: `main`, then an immediate exit. By then every file is closed and every
+    worker joined, and freeing hundreds of modules one by one at interpreter shutdown costs a
+    one-file run about a tenth of its time: measured on NeMo Gym, without this exit a one-file
+    scan takes 3.3x `python -c pass` (the target is 3x), with it about a tenth less."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # main has told the user already; what is left has nowhere to go
+        code = code or EXIT_ERROR
+    os._exit(code)
 
 
 if __name__ == "__main__":
