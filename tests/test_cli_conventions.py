@@ -356,10 +356,11 @@ def test_without_a_project_root_the_run_warns_and_stops_listing_early(tmp_path: 
     for number in range(5_100):
         (tmp_path / "data" / f"d{number}").mkdir(parents=True)
 
-    done = run("scan", "--no-cache", "--format", "json", cwd=tmp_path)
+    done = run("scan", "--format", "json", cwd=tmp_path)
 
     assert done.returncode == 0
     assert "warning: no pyproject.toml or .git in" in done.stderr
+    assert not (tmp_path / ".selfcall_audit_cache").exists(), "no cache where there is no project"
     errors = json.loads(done.stdout)["errors"]
     assert errors[0]["path"] == "." and "stopped listing after 5,000 folders" in errors[0]["message"]
 

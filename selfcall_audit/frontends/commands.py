@@ -105,10 +105,11 @@ class Common:
             if not os.path.lexists(path):
                 raise UsageError(f"path {click.format_filename(path)!r} does not exist")
         root = _root(self.paths)
-        if not is_project_root(os.fspath(root)):
+        rooted = is_project_root(os.fspath(root))
+        if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
             click.echo(
                 f"selfcall-audit: warning: no pyproject.toml or .git in {root} or above it; "
-                "analysing this folder as the project (large folders are listed only in part)",
+                "analysing this folder as the project (large folders are listed only in part; no cache)",
                 err=True,
             )
         settings = _settings(
@@ -117,7 +118,7 @@ class Common:
             exclude=self.exclude,
             include_tests=self.include_tests,
             jobs=self.jobs,
-            cache_dir="" if self.no_cache else None,
+            cache_dir="" if self.no_cache or not rooted else None,
             **overrides,
         )
         return root, settings
