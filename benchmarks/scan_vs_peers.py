@@ -12,7 +12,8 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
 - **semgrep** with a self-call rule written by this script (keyword arguments in any order,
   and the ``config = self.config`` alias);
 - **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
-- **flake8** ``--select SCA``: our plugin, through flake8.
+- **flake8** ``--select SCA``: our plugin, through flake8;
+- ``python -c pass``: the interpreter's own start-up, the floor under a one-file run.
 
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed is
@@ -298,6 +299,8 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
                 check=checker.one_file(label, rel, shift=int(first_line)),
             )
         )
+    # The interpreter's own start-up: the floor under any one-file run.
+    found.append(Measure("python_pass", "python -c pass", [sys.executable, "-c", "pass"]))
     notes = [f"one-file targets: {target} (an agent), {other} (not an agent)"]
     semgrep = find_tool("semgrep")
     if semgrep:
@@ -409,6 +412,13 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
         for key in ("sca_one_file", "sca_one_edit", "sca_other_edit"):
             ratio = by_key[key].median / ruff_warm
             ratios.append((f"{key.removeprefix('sca_')}_vs_ruff_warm", ratio, "<=", TARGET_VS_RUFF))
+    if "ruff_cold" in by_key:
+        ratios.append(
+            ("cold_vs_ruff_cold", by_key["sca_cold"].median / by_key["ruff_cold"].median, "<=", 4.0)
+        )
+    for key in ("sca_one_file", "sca_one_edit", "sca_other_edit"):
+        ratio = by_key[key].median / by_key["python_pass"].median
+        ratios.append((f"{key.removeprefix('sca_')}_vs_python_pass", ratio, "<=", 3.0))
     print()
     for key, ratio, sense, target in ratios:
         met = ratio >= target if sense == ">=" else ratio <= target

@@ -6,6 +6,8 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
 
+from .rules import UnknownCode, check_codes, extended
+
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
@@ -81,6 +83,9 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
     return value
 
 
+_EXTENDING = ("extend-exclude", "extend-select")  # settings that add to another one, as in ruff
+
+
 def _inside(folder: str) -> bool:
     """A relative path below the root ("" turns the cache off): the cache is never written, nor
     cleaned, anywhere else."""
@@ -91,25 +96,32 @@ def _inside(folder: str) -> bool:
 def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     values: dict[str, Any] = {}
     defaults = Settings()
-    extend_exclude: tuple[str, ...] = ()
+    extend: dict[str, tuple[str, ...]] = {}
     for key, value in table.items():
-        if key == "extend-exclude":
-            extend_exclude = _coerce(key, value, ())
+        if key in _EXTENDING:
+            extend[key] = _coerce(key, value, ())
             continue
         spec = _KEYS.get(key)
         if spec is None:
-            known = ", ".join(sorted([*_KEYS, "extend-exclude"]))
+            known = ", ".join(sorted([*_KEYS, *_EXTENDING]))
             raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
         values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
     if not _inside(values.get("cache_dir", defaults.cache_dir)):
         raise ConfigError(
             f"{source}: `cache-dir` must be a folder inside the project root, not {values['cache_dir']!r}"
         )
-    if "select" in values or "ignore" in values:
-        values = {**values, **{k: tuple(c.upper() for c in values.get(k, ())) for k in ("select", "ignore")}}
+    try:
+        for key in ("select", "ignore"):
+            if key in values:
+                values[key] = check_codes(values[key])
+        select = extended(values.get("select", ()), check_codes(extend.get("extend-select", ())))
+    except UnknownCode as exc:
+        raise ConfigError(f"{source}: [tool.selfcall-audit]: {exc}") from None
+    if select:
+        values["select"] = select
     settings = replace(defaults, config_file=source, **values)
-    if extend_exclude:
-        settings = replace(settings, exclude=settings.exclude + extend_exclude)
+    if "extend-exclude" in extend:
+        settings = replace(settings, exclude=settings.exclude + extend["extend-exclude"])
     return settings
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
@@ -104,8 +105,18 @@ class AgentInfo:
     instances: tuple[str, ...]
 
 
+_AT = re.compile(r" at line (\d+)(?:, column (\d+))?")
+
+
 @dataclass(frozen=True)
 class InputError:
     path: str
     message: str
     code: str = "SCA900"
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """Where the problem is, when the message names it (`syntax error at line 3, column 5`),
+        so that a report points there; else the file's start."""
+        found = _AT.search(self.message)
+        return (int(found[1]), int(found[2] or 1)) if found else (1, 1)

@@ -116,11 +116,33 @@ RULES: dict[str, Rule] = {
 FINDING_CODES = ("SCA001", "SCA002", "SCA003")
 
 
+DEFAULT_SELECTION = tuple(code for code in FINDING_CODES if RULES[code].default_on)
+
+
+class UnknownCode(ValueError):
+    """A rule code or prefix that matches no rule: a typo would silently disable the gate."""
+
+
+def check_codes(codes: tuple[str, ...]) -> tuple[str, ...]:
+    """The codes, upper-cased, each a rule code or a prefix of one; else UnknownCode naming them."""
+    codes = tuple(code.strip().upper() for code in codes)
+    for code in codes:
+        if not code or not any(known.startswith(code) for known in RULES):
+            raise UnknownCode(f"unknown rule code or prefix {code!r} (known: {', '.join(RULES)})")
+    return codes
+
+
 def parse_codes(text: str | None) -> tuple[str, ...]:
-    """Split a comma/space separated code list; prefixes like `SCA` select every matching code."""
+    """Split a comma/space separated code list and check it; prefixes like `SCA` select every
+    matching code. UnknownCode for a code no rule has."""
     if not text:
         return ()
-    return tuple(part.strip().upper() for part in text.replace(",", " ").split() if part.strip())
+    return check_codes(tuple(part for part in text.replace(",", " ").split() if part.strip()))
+
+
+def extended(select: tuple[str, ...], extend: tuple[str, ...]) -> tuple[str, ...]:
+    """`extend-select` as ruff reads it: these codes on top of the selection (or the defaults)."""
+    return (*(select or DEFAULT_SELECTION), *extend) if extend else select
 
 
 def code_selected(code: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from selfcall_audit.frontends.cli import main
+from selfcall_audit.frontends.cli import group as main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,7 +21,7 @@ def _invoke(*args: object) -> Result:
 
 def _run_command(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.frontends.launch", *(str(arg) for arg in args)],
+        [sys.executable, "-m", "selfcall_audit", *(str(arg) for arg in args)],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner, Result
 
-from selfcall_audit.frontends.cli import main
+from selfcall_audit.frontends.cli import group as main
 
 HEADER = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -63,9 +64,15 @@ def repo(tmp_path: Path) -> Path:
 
 
 def scan(repo: Path, *args: str, paths: tuple[str, ...] = ("",)) -> Result:
-    """The CLI in-process; `paths` relative to the repo (default: all of it)."""
+    """The CLI in-process, run from the repo (concise paths are relative to the current folder);
+    `paths` relative to the repo (default: all of it)."""
     where = [str(repo / p) for p in paths]
-    return CliRunner().invoke(main, ["scan", "--no-cache", "--format", "concise", *args, *where])
+    before = os.getcwd()
+    os.chdir(repo)
+    try:
+        return CliRunner().invoke(main, ["scan", "--no-cache", "--format", "concise", *args, *where])
+    finally:
+        os.chdir(before)
 
 
 def reported(result: Result) -> list[tuple[str, int]]:

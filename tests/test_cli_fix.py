@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -29,8 +30,9 @@ DEFAULT_HELPER = Helper.parse(codemod.DEFAULT_HELPER)
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A small NeMo Gym-shaped repo with one agent that self-calls once, fixably."""
+def project(tmp_path: Path, monkeypatch) -> Path:
+    """A small NeMo Gym-shaped repo with one agent that self-calls once, fixably; the current folder
+    (paths are printed relative to it, and the helper is vendored only inside it)."""
     root = tmp_path / "repo"
     (root / "nemo_gym").mkdir(parents=True)
     (root / "nemo_gym" / "__init__.py").write_text("")
@@ -38,6 +40,7 @@ def project(tmp_path: Path) -> Path:
     app = root / APP
     app.parent.mkdir(parents=True)
     app.write_bytes(BEFORE)
+    monkeypatch.chdir(root)
     return root
 
 
@@ -254,7 +257,10 @@ def test_a_broken_file_is_left_alone_and_the_others_are_fixed(project: Path, cli
 
     assert broken.read_bytes() == broken_text
     assert (project / APP).read_bytes() == AFTER
-    assert "responses_api_agents/broken/app.py:1:1: SCA900 syntax error" in result.stdout
+    assert re.search(
+        r"responses_api_agents/broken/app\.py:(\d+):(\d+): SCA900 syntax error at line \1, column \2",
+        result.stdout,
+    )
     assert result.exit_code == 0
 
 
@@ -359,8 +365,38 @@ def test_helper_write_wants_a_python_file(project: Path, cli) -> None:
 
 
 def test_helper_write_as_a_real_command(project: Path, command) -> None:
+    (project / "vendor").mkdir()
     done = command("helper", "--write", "vendor/loopback.py", cwd=project)
 
     assert done.returncode == 0, done.stderr
     assert (project / "vendor" / "loopback.py").read_bytes() == codemod.helper_source()
     assert "--helper vendor.loopback:responses_in_process" in done.stdout
+
+
+def test_helper_write_refuses_a_folder_it_would_create(project: Path, command) -> None:
+    done = command("helper", "--write", "vendor/loopback.py", cwd=project)
+
+    assert done.returncode == 2
+    assert "the folder 'vendor' does not exist; create it first" in done.stderr
+    assert not (project / "vendor").exists()
+
+
+def test_helper_write_refuses_outside_the_project(project: Path, tmp_path: Path, command) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+
+    done = command("helper", "--write", outside / "inprocess.py", cwd=project)
+
+    assert done.returncode == 2
+    assert "is outside the project root" in done.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_helper_write_says_when_the_place_cannot_be_imported(project: Path, command) -> None:
+    (project / "my-tools").mkdir()
+
+    done = command("helper", "--write", "my-tools/inprocess.py", cwd=project)
+
+    assert done.returncode == 0, done.stderr
+    assert "cannot be imported by a dotted module name" in done.stdout
+    assert "--helper my-tools" not in done.stdout

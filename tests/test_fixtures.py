@@ -209,5 +209,5 @@ def test_the_readme_first_command_scans_the_demo_and_fails() -> None:
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == len(annotated_findings(FIXTURES / "demo-gym"))
-    assert lines[0].startswith("responses_api_agents/judge_agent/app.py:27:")
+    assert lines[0].startswith("fixtures/demo-gym/responses_api_agents/judge_agent/app.py:27:")
     assert all(" SCA00" in line for line in lines)

@@ -259,3 +259,15 @@ def test_many_files_in_flake8s_parallel_workers(tmp_path: Path) -> None:
 
     assert "Traceback" not in result.stderr, result.stderr
     assert sorted(codes_at(result.stdout)) == sorted((path, 6, "SCA001") for path in agents)
+
+
+@pytest.mark.parametrize("option", ["--select", "--extend-select", "--extend-ignore"])
+def test_an_unknown_code_of_ours_stops_flake8_naming_the_known_ones(tmp_path: Path, option: str) -> None:
+    repo = make_repo(tmp_path, {"app.py": "x = 1\n"})
+
+    done = flake8(repo, f"{option}=SCA01", ".")
+
+    assert done.returncode == 1
+    assert f"unknown rule code or prefix 'SCA01' in {option}" in done.stdout + done.stderr
+    assert "SCA001, SCA002, SCA003, SCA900" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr

@@ -33,7 +33,7 @@ from fixture_annotations import fixture_projects
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from selfcall_audit.frontends.cli import main
+from selfcall_audit.frontends.cli import group as main
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_DIRS = fixture_projects(shapes=False)

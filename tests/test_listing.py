@@ -40,19 +40,9 @@ def test_tracked_and_untracked_files_are_listed_ignored_ones_are_not(tmp_path: P
 def test_where_there_is_no_posix_spawn_git_lists_the_same(tmp_path: Path, monkeypatch) -> None:
     root = _checkout(tmp_path / "repo")
     monkeypatch.delattr(os, "posix_spawnp")
-    listing.start_listing(str(root))  # nothing to start early there
 
     assert _names(listing.git_listing(str(root))) == {".gitignore", "tracked.py", "sub/untracked.py"}
     assert listing.git_listing(str(tmp_path)) is None
-
-
-def test_a_listing_started_early_is_the_one_collected(tmp_path: Path) -> None:
-    root = str(_checkout(tmp_path / "repo"))
-    listing.start_listing(root)
-    listing.start_listing(root)  # started once
-
-    assert _names(listing.git_listing(root)) == _names(listing.git_listing(root))
-    assert root not in listing._started
 
 
 def test_a_folder_that_is_no_checkout_has_no_listing(tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ def test_a_chain_of_a_thousand_config_files_is_read_within_bounds(tmp_path: Path
         chained = f"config_paths: [conf/c{number + 1:04d}.yaml]\n" if number < 999 else ""
         (root / "conf" / f"c{number:04d}.yaml").write_text(f"{chained}level_{number}: {number}\n")
 
-    done = run("scan", "--no-cache", root)
+    done = run("scan", "--no-cache", root, cwd=root)  # paths are printed relative to the current folder
 
     assert done.returncode == 1 and done.stderr == "", done.stderr
     assert f"{APP}:34:26: SCA001" in done.stdout
@@ -45,7 +45,7 @@ def test_a_missing_config_paths_file_is_an_sca900_entry(tmp_path: Path) -> None:
         "x_agent:\n  responses_api_agents:\n    x:\n      entrypoint: app.py\n"
     )
 
-    done = run("scan", "--no-cache", root)
+    done = run("scan", "--no-cache", root, cwd=root)  # paths are printed relative to the current folder
 
     assert done.returncode == 1, done.stderr
     assert (
@@ -74,7 +74,7 @@ def test_config_paths_resolve_from_the_gym_root_of_a_project_in_a_sub_folder(tmp
         "      peer: {type: responses_api_agents, name: loop_agent}\n"
     )
 
-    done = run("scan", "--no-cache", root)
+    done = run("scan", "--no-cache", root, cwd=root)  # paths are printed relative to the current folder
 
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith(

@@ -140,6 +140,7 @@ def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=root,  # paths are printed relative to the current folder
     )
     deadline = time.monotonic() + 120
     while AFTER not in _apps(root).values() and process.poll() is None and time.monotonic() < deadline:

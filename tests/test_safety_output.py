@@ -49,7 +49,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_piped_concise_output_starts_no_workflow_command(hostile: Path) -> None:
-    done = run("scan", "--no-cache", hostile)
+    done = run("scan", "--no-cache", hostile, cwd=hostile)  # paths are printed relative to the current folder
 
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()

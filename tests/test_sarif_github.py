@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from agent_sources import SELF_CALLING_AGENT
 from click.testing import CliRunner
 
-from selfcall_audit.frontends.cli import main
+from selfcall_audit.frontends.cli import group as main
 from selfcall_audit.report.github import escape_data, escape_property
 from selfcall_audit.rules import FINDING_CODES, RULES
 
@@ -230,7 +231,9 @@ def test_github_annotations(repo: Path) -> None:
     assert echo_run.endswith("%0A= fixable with `selfcall-audit fix`")
     assert echo_maybe.startswith("::warning file=responses_api_agents/echo%2Cv2/app.py,line=14,")
     assert "title=SCA003::EchoAgent.maybe may post to itself" in echo_maybe
-    assert broken.startswith(f"::warning file={BROKEN},title=SCA900::syntax error at line 4")
+    assert re.match(
+        rf"::warning file={BROKEN},line=4,col=(\d+),title=SCA900::syntax error at line 4, column \1", broken
+    )
     assert all("\n" not in line and "\r" not in line for line in lines)
 
 

@@ -62,7 +62,15 @@ class Report:
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
     scopes = []
     for path in paths:
-        rel = os.path.relpath(path.resolve(), root)
+        # A link named on the command line that leads nowhere (broken, a loop) is its own scope:
+        # the listed file it is, reported as unreadable.
+        broken = os.path.islink(path) and not os.path.exists(path)
+        real = (
+            os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
+            if broken
+            else path.resolve()
+        )
+        rel = os.path.relpath(real, root)
         scopes.append("" if rel == "." else rel.replace(os.sep, "/"))
     return tuple(scopes)
 

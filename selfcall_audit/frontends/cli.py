@@ -1,10 +1,11 @@
-"""The command line, declared with click; what the analysing commands do is in `commands`. Exit
-codes per DESIGN §5 (0 clean, 1 findings, 2 error)."""
+"""The command line: click's declarations, and `main(argv) -> int`, its one way in (the console
+script, `python -m selfcall_audit` and the tests all go through it). What the analysing commands do
+is in `commands`. Exit codes: 0 clean, 1 findings, 2 usage or internal error, 130 interrupted."""
 
 from __future__ import annotations
 
 import functools
-import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,13 +18,22 @@ from ..report import FORMATS
 from ..report.escape import neutralise
 from ..rules import FINDING_CODES, RULES
 from . import commands
-from .commands import EXIT_ERROR, EXIT_FINDINGS, Common, LazyProgress, run_analysis, terminal_width
+from .commands import (
+    COLOR_CHOICES,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    Common,
+    run_analysis,
+    terminal_width,
+)
+from .ending import internal_error, interrupted, output_failed, silence_stdout
 
 _EPILOG = """\b
 Examples:
   selfcall-audit scan                       scan the project around the current folder
   selfcall-audit scan responses_api_agents  report only on that folder (the whole project is indexed)
-  selfcall-audit scan --format json > audit.json
+  selfcall-audit scan --format json -o audit.json
   selfcall-audit scan --select SCA --strict  every rule, including possible self-calls (SCA003)
   selfcall-audit fix --diff                 show the migration to the in-process helper
   selfcall-audit explain SCA001
@@ -34,9 +44,15 @@ class UsageError(click.UsageError):
     exit_code = EXIT_ERROR
 
 
+def _verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["selfcall_audit.verbose"] = value  # read when an internal error is reported
+    return value
+
+
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.argument("paths", nargs=-1, type=click.Path(exists=True, path_type=Path)),
+        # Not exists=True: a broken link or an unreadable file named here is an SCA900 entry.
+        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
         click.option(
             "--config",
             "config_file",
@@ -59,9 +75,22 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--jobs", type=click.IntRange(min=0), metavar="N", help="Parse in N processes (0: one per core)."
         ),
-        click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no progress."),
         click.option(
-            "-v", "--verbose", is_flag=True, help="Print timings and tracebacks of internal errors."
+            "--color",
+            type=click.Choice(COLOR_CHOICES),
+            default="auto",
+            show_default=True,
+            help="Colour the output; `auto` colours a terminal unless NO_COLOR is set (FORCE_COLOR forces it).",
+        ),
+        click.option(
+            "-q", "--quiet", is_flag=True, help="Only the results: no progress bar, summary or notes."
+        ),
+        click.option(
+            "-v",
+            "--verbose",
+            is_flag=True,
+            callback=_verbose,
+            help="Print timings, and the traceback of an internal error.",
         ),
     ]
 
@@ -78,23 +107,18 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return with_common
 
 
-class _Group(click.Group):
-    """Turns unexpected exceptions into one clear line and exit code 2 (traceback with -v)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        return commands.guarded(
-            functools.partial(super().invoke, ctx),
-            passing=(click.ClickException, click.exceptions.Exit, click.Abort),
-        )
+def _exit(code: int) -> None:
+    """End the command with this exit code, in click's runner as in `main`."""
+    click.get_current_context().exit(code)
 
 
-@click.group(cls=_Group, epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="selfcall-audit")
-def main() -> None:
+def group() -> None:
     """Find agent servers that call their own /v1/responses over HTTP, and migrate them in-process."""
 
 
-@main.command(epilog=_EPILOG)
+@group.command()
 @_common_options
 @click.option(
     "--format",
@@ -103,7 +127,17 @@ def main() -> None:
     help="Output format (default: text on a terminal, concise otherwise).",
 )
 @click.option(
+    "-o",
+    "--output-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Write the results to FILE instead of stdout.",
+)
+@click.option(
     "--select", metavar="CODES", help="Report only these codes or prefixes (replaces the defaults)."
+)
+@click.option(
+    "--extend-select", metavar="CODES", help="Report these codes or prefixes too, on top of the selection."
 )
 @click.option("--ignore", metavar="CODES", help="Do not report these codes or prefixes.")
 @click.option(
@@ -111,6 +145,12 @@ def main() -> None:
     is_flag=True,
     default=None,
     help="Also report possible self-calls (SCA003); unreadable files (SCA900) fail the run.",
+)
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings (errors still exit 2).")
+@click.option(
+    "--statistics",
+    is_flag=True,
+    help="Print the number of findings per code instead of the findings (a list with --format json).",
 )
 @click.option(
     "--baseline",
@@ -129,68 +169,48 @@ def scan(common: Common, **options: Any) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
     The whole project root (the nearest folder with pyproject.toml or .git) is indexed even when
-    PATHS name only some files, so pre-commit can pass just the changed ones.
+    PATHS name only some files, so pre-commit can pass just the changed ones. Paths are printed
+    relative to the current folder (text, concise, junit), to the repository's top level (sarif,
+    github, gitlab) or to the project root (json, whose `root` key names it).
 
     Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
     internal error.
     """
-    commands.scan(common, **options)
+    _exit(commands.scan(common, **options))
 
 
-@main.command(epilog=_EPILOG)
+@group.command()
 @_common_options
 @click.option(
-    "--format", "output_format", type=click.Choice(["text", "json"]), default="text", help="Output format."
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "concise", "json"]),
+    help="Output format (default: a table on a terminal, concise otherwise).",
 )
-def agents(
-    common: Common,
-    output_format: str,
-) -> None:
-    """List every agent class: its file, bases, YAML instance names and self-calls."""
+def agents(common: Common, output_format: str | None) -> None:
+    """List the agent classes in PATHS (default: the project): file, bases, YAML instance names, and
+    the self-calls in each class (counted over the whole project, whatever PATHS)."""
+    from ..report import inventory
+
     root, settings = common.prepare()
-    show_progress = not common.quiet and sys.stderr.isatty()
-    report = run_analysis(common.paths, settings, root, show_progress, inventory=True)
-    counts: dict[tuple[str, str], int] = {}
-    for finding in report.findings:
-        counts[(finding.path, finding.agent)] = counts.get((finding.path, finding.agent), 0) + 1
-    rows = [
-        {
-            "agent": a.name,
-            "path": a.path,
-            "line": a.line,
-            "bases": list(a.bases),
-            "instances": list(a.instances),
-            "self_calls": counts.get((a.path, a.name), 0),
-        }
-        for a in report.agents
-    ]
+    output = commands.Output.choose(None, common.color)
+    report = run_analysis((), settings, root, common.progress(), inventory=True)
+    scopes = tuple(
+        "" if rel == "." else rel.replace(os.sep, "/")
+        for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)
+    )
+    rows = inventory.rows(report, scopes)
+    output_format = output_format or ("text" if output.terminal else "concise")
     if output_format == "json":
-        click.echo(json.dumps({"version": 1, "root": str(root), "agents": rows}, indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"{len(rows)} agent classes", title_justify="left")
-    for column in ("agent", "file", "bases", "instances", "self-calls"):
-        table.add_column(column, justify="right" if column == "self-calls" else "left")
-    for row in rows:
-        table.add_row(  # Text, and escaped: names from the repository are neither markup nor sequences
-            *(
-                Text(neutralise(cell))
-                for cell in (
-                    row["agent"],
-                    f"{row['path']}:{row['line']}",
-                    ", ".join(b.rsplit(".", 1)[-1] for b in row["bases"]),
-                    ", ".join(row["instances"]) or "-",
-                )
-            ),
-            str(row["self_calls"]),
-        )
-    Console(width=terminal_width() or 160).print(table)
+        out = inventory.render_json(rows, root)
+    elif output_format == "concise":
+        out = inventory.render_concise(rows, root)
+    else:
+        out = inventory.render_table(rows, root, terminal_width() if output.terminal else None, output.color)
+    output.write(out)
 
 
-@main.command(epilog=_EPILOG)
+@group.command()
 @_common_options
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
 @click.option(
@@ -203,12 +223,7 @@ def agents(
     help="The helper to call (default: the `helper` setting, else "
     "selfcall_audit.inprocess:responses_in_process).",
 )
-def fix(
-    common: Common,
-    show_diff: bool,
-    check: bool,
-    helper_spec: str | None,
-) -> None:
+def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -> None:
     """Rewrite self-calls to /v1/responses (SCA001) in PATHS to the in-process helper.
 
     Only the call expression changes, and the helper's import is added once; calls that cannot be
@@ -226,16 +241,21 @@ def fix(
     except ValueError as exc:
         raise UsageError(f"{'--helper' if helper_spec else 'the `helper` setting'}: {exc}") from None
     dry_run = show_diff or check
-    progress = LazyProgress(not common.quiet and sys.stderr.isatty())
+    progress = common.progress()
     try:
         plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+        if not dry_run:
+            progress.stage("rewriting")
+            progress("", 0, sum(file.changed for file in plan.files))
+            plan.write()
     finally:
         progress.close()
-    if not dry_run:
-        plan.write()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
+
+    def shown(path: str) -> str:
+        return os.path.relpath(root / path).replace(os.sep, "/")
 
     if show_diff:
         click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
@@ -243,18 +263,18 @@ def fix(
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
         for _, outcome in rewritten:
-            say(f"{outcome.finding.path}:{outcome.finding.line}: {verb} self-call to {helper.name}")
+            say(f"{shown(outcome.finding.path)}:{outcome.finding.line}: {verb} self-call to {helper.name}")
         for file in plan.files:
             for line, name in file.removed_aliases if file.changed and file.write_error is None else ():
                 say(
-                    f"{file.path}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
+                    f"{shown(file.path)}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
                     "unused after the rewrite"
                 )
     not_fixed = plan.not_fixed
     for finding, reason in not_fixed:
-        say(f"{finding.path}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
+        say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
     for error in plan.report.errors:
-        say(f"{error.path}:1:1: {error.code} {error.message}")
+        say(f"{shown(error.path)}:{error.position[0]}:{error.position[1]}: {error.code} {error.message}")
     for error in plan.errors:
         click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
     if not common.quiet:
@@ -272,31 +292,31 @@ def fix(
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
-        written = sorted({neutralise(file.path) for file, _ in rewritten})
+        written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
         click.echo(
             f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
             + "".join(f"\n  {path}" for path in written),
             err=True,
         )
-        sys.exit(128 + plan.interrupted)
+        _exit(128 + plan.interrupted)
     if plan.errors:
-        sys.exit(EXIT_ERROR)
+        _exit(EXIT_ERROR)
     if not_fixed or (dry_run and rewritten):
-        sys.exit(EXIT_FINDINGS)
+        _exit(EXIT_FINDINGS)
 
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
 
-@main.command()
+@group.command()
 @click.option(
     "--write",
     "target",
     required=True,
     type=click.Path(path_type=Path),
     metavar="PATH",
-    help="Where to put it: a .py file, or a folder (then PATH/inprocess.py).",
+    help="Where to put it, inside the project: a .py file, or an existing folder (then PATH/inprocess.py).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing file that differs.")
 def helper(target: Path, force: bool) -> None:
@@ -305,29 +325,52 @@ def helper(target: Path, force: bool) -> None:
     Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
     """
     from ..migrate.codemod import VendorError, helper_spec_for, vendor_helper
+    from ..workspace.discovery import find_root
 
+    folder = target if target.is_dir() or not target.suffix else target.parent
+    if not folder.is_dir():
+        raise UsageError(
+            f"--write: the folder {click.format_filename(folder)!r} does not exist; create it first"
+        )
+    root = find_root(Path.cwd())
+    real = Path(os.path.realpath(folder))
+    if real != root and root not in real.parents:
+        raise UsageError(f"--write: {click.format_filename(target)!r} is outside the project root {root}")
     try:
         path, written = vendor_helper(target, force)
     except (VendorError, OSError) as exc:
         message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         click.echo(f"selfcall-audit: cannot write the helper: {message}", err=True)
-        sys.exit(EXIT_ERROR)
+        _exit(EXIT_ERROR)
     click.echo(f"{'Wrote' if written else 'Already up to date:'} {path}")
     spec = helper_spec_for(path)
     if spec is None:
-        click.echo(f"Then: selfcall-audit fix --helper MODULE:responses_in_process, MODULE importing {path}")
+        click.echo(
+            f"{path} cannot be imported by a dotted module name (a folder name is not an identifier); "
+            "move it into a package of the project, then: selfcall-audit fix --helper PACKAGE.MODULE:responses_in_process"
+        )
     else:
         click.echo(f"Then: selfcall-audit fix --helper {spec}")
         click.echo(f'  or set helper = "{spec}" under [tool.selfcall-audit] in pyproject.toml')
 
 
-@main.command()
-@click.argument("code")
-def explain(code: str) -> None:
-    """Explain a rule: what it finds, why it matters, and an example before and after."""
+@group.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="Explain every rule.")
+def explain(code: str | None, show_all: bool) -> None:
+    """Explain a rule (CODE, e.g. SCA001): what it finds, why it matters, an example before and after."""
+    if show_all == (code is not None):
+        raise UsageError("give one rule CODE, or --all")
+    if show_all:
+        click.echo("\n\n".join(_explanation(rule) for rule in RULES.values()))
+        return
     rule = RULES.get(code.upper())
     if rule is None:
         raise UsageError(f"unknown rule {code!r}; rules: {', '.join(RULES)}")
+    click.echo(_explanation(rule))
+
+
+def _explanation(rule: Any) -> str:
     default = "on" if rule.default_on else "off (enable with --select or --strict)"
     if rule.code not in FINDING_CODES:
         default = "always reported, as an error entry"
@@ -346,14 +389,68 @@ def explain(code: str) -> None:
         "Instead:",
         *(f"    {line}" for line in rule.good.splitlines()),
     ]
-    click.echo("\n".join(lines))
+    return "\n".join(lines)
 
 
-def entry() -> None:
-    """The console script's command line (see `commands.finish`), named as installed also when
-    run as a module."""
-    commands.finish(functools.partial(main, prog_name="selfcall-audit"))
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` (default: the process's) and return its exit code."""
+    verbose = False
+    try:
+        with group.make_context("selfcall-audit", list(sys.argv[1:] if argv is None else argv)) as ctx:
+            try:
+                group.invoke(ctx)
+            finally:
+                verbose = bool(ctx.meta.get("selfcall_audit.verbose"))
+            sys.stdout.flush()
+        return 0
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_ERROR
+    except click.Abort:
+        click.echo("selfcall-audit: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        if interrupted(exc):
+            click.echo("selfcall-audit: interrupted", err=True)
+            return EXIT_INTERRUPTED
+        failed = output_failed(exc)
+        if failed is not None:
+            silence_stdout()
+            if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough
+                return EXIT_FINDINGS
+            click.echo(f"selfcall-audit: cannot write the results: {failed.strerror or failed}", err=True)
+            return EXIT_ERROR
+        if not isinstance(exc, Exception):
+            raise
+        return internal_error(exc, verbose)
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        silence_stdout()
+        if not isinstance(exc, BrokenPipeError):
+            click.echo(f"selfcall-audit: cannot write the results: {exc.strerror or exc}", err=True)
+            return EXIT_ERROR
+        return code or EXIT_FINDINGS
+    return code
 
 
-if __name__ == "__main__":  # pragma: no cover
-    entry()
+def run() -> None:
+    """The console script: `main`, then an immediate exit. By then every file is closed and every
+    worker joined, and freeing hundreds of modules one by one at interpreter shutdown costs a
+    one-file run about a tenth of its time: measured on NeMo Gym, without this exit a one-file
+    scan takes 3.3x `python -c pass` (the target is 3x), with it about a tenth less."""
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # main has told the user already; what is left has nowhere to go
+        code = code or EXIT_ERROR
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run()

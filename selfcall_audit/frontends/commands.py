@@ -1,45 +1,82 @@
-"""What the analysing commands do, without click: `cli` declares the command line and calls these,
-and the console script (`launch`) calls `scan` directly when its arguments need no parser, since
-loading click would take a pre-commit run a sixth of its time."""
+"""What the analysing commands do once `cli` has read the command line: the root and settings, the
+analysis, where the output goes and which exit code the run ends with."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+import click
+
 from ..config import ConfigError, Settings, load_settings
-from ..rules import RULES, parse_codes
+from ..rules import RULES, UnknownCode, extended, parse_codes
 from ..workspace.discovery import find_root
-from ..workspace.listing import start_listing
+from ..workspace.listing import is_project_root
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
-    from typing import Any, NoReturn
+    from typing import Any
 
-EXIT_FINDINGS, EXIT_ERROR = 1, 2  # 0 (clean) is the normal exit
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")  # what click.echo strips from output to a pipe
+    from ..analysis.project import Report
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+COLOR_CHOICES = ("auto", "always", "never")
 
 
 class UsageError(Exception):
     """A mistake in the command line or the settings: reported with the command's usage, exit 2."""
 
 
-def echo(text: str, err: bool = False, nl: bool = True) -> None:
-    """click.echo for text: escape sequences removed when the stream is not a terminal."""
-    stream = sys.stderr if err else sys.stdout
-    if stream is None:
-        return
-    if nl:
-        text += "\n"
-    if not stream.isatty():
-        text = _ANSI.sub("", text)
-    stream.write(text)
-    stream.flush()
+class OutputFailed(Exception):
+    """stdout would not take the results (`> /dev/full`, a closed pipe): said in one line, exit 2."""
+
+    def __init__(self, error: OSError):
+        super().__init__(error)
+        self.error = error
+
+
+def use_color(when: str, terminal: bool) -> bool:
+    """--color as ruff reads it: `always`/`never` win; `auto` follows NO_COLOR, then FORCE_COLOR
+    (each when set and not empty), then whether the output is a terminal."""
+    if when != "auto":
+        return when == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return terminal
+
+
+@dataclass(frozen=True)
+class Output:
+    """Where the results go (stdout, or -o/--output-file) and whether they are coloured."""
+
+    file: Path | None
+    terminal: bool  # the results go to a terminal: the default format is the rich one
+    color: bool
+
+    @classmethod
+    def choose(cls, file: Path | None, color: str) -> Output:
+        terminal = file is None and sys.stdout.isatty()
+        return cls(file, terminal, use_color(color, terminal))
+
+    def write(self, text: str) -> None:
+        if self.file is None:
+            try:
+                click.echo(text, nl=False, color=self.color)
+            except OSError as exc:
+                raise OutputFailed(exc) from exc
+            return
+        if not self.color:
+            text = click.unstyle(text)
+        try:
+            with open(self.file, "w", encoding="utf-8", errors="surrogateescape") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the output to {self.file}: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)
@@ -54,6 +91,7 @@ class Common:
     jobs: int | None
     quiet: bool
     verbose: bool
+    color: str
 
     @classmethod
     def split(cls, params: dict[str, Any]) -> tuple[Common, dict[str, Any]]:
@@ -63,18 +101,31 @@ class Common:
 
     def prepare(self, **overrides: Any) -> tuple[Path, Settings]:
         """The project root and its settings with these options applied."""
+        for path in self.paths:  # a broken link or an unreadable file is reported by the scan
+            if not os.path.lexists(path):
+                raise UsageError(f"path {click.format_filename(path)!r} does not exist")
         root = _root(self.paths)
-        start_listing(os.fspath(root))
+        rooted = is_project_root(os.fspath(root))
+        if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
+            click.echo(
+                f"selfcall-audit: warning: no pyproject.toml or .git in {root} or above it; "
+                "analysing this folder as the project (large folders are listed only in part; no cache)",
+                err=True,
+            )
         settings = _settings(
             root,
             self.config_file,
             exclude=self.exclude,
             include_tests=self.include_tests,
             jobs=self.jobs,
-            cache_dir="" if self.no_cache else None,
+            cache_dir="" if self.no_cache or not rooted else None,
             **overrides,
         )
         return root, settings
+
+    def progress(self) -> LazyProgress:
+        """A progress bar on stderr when it is a terminal (whatever stdout is), unless -q."""
+        return LazyProgress(not self.quiet and sys.stderr.isatty())
 
 
 def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
@@ -85,6 +136,9 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
     exclude = overrides.pop("exclude", ())
     if exclude:
         overrides["exclude"] = settings.exclude + tuple(exclude)
+    extend = overrides.pop("extend_select", ())
+    if extend:
+        overrides["select"] = extended(overrides.get("select") or settings.select, extend)
     return settings.with_overrides(**overrides)
 
 
@@ -99,14 +153,25 @@ def _root(paths: tuple[Path, ...]) -> Path:
     return outer[0]
 
 
-class LazyProgress:
-    """A progress bar that appears only when the scan runs longer than about a second on a terminal."""
+def codes(text: str | None, option: str) -> tuple[str, ...] | None:
+    """A code list given on the command line, checked: a typo would silently disable the gate."""
+    if text is None:
+        return None
+    try:
+        return parse_codes(text)
+    except UnknownCode as exc:
+        raise UsageError(f"{option}: {exc}") from None
 
-    def __init__(self, enabled: bool):
+
+class LazyProgress:
+    """A progress bar that appears only when the work runs longer than about a second on a terminal."""
+
+    def __init__(self, enabled: bool, label: str = "analysing"):
         self.enabled = enabled
+        self.label = label
         self.started = time.perf_counter()
-        self._bar = None
-        self._task = None
+        self._bar: Any = None
+        self._task: Any = None
 
     def __call__(self, path: str, done: int, total: int) -> None:
         if not self.enabled:
@@ -118,7 +183,7 @@ class LazyProgress:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self._bar = Progress(
-                TextColumn("analysing"),
+                TextColumn("{task.fields[label]}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TextColumn("{task.description}"),
@@ -126,8 +191,12 @@ class LazyProgress:
                 transient=True,
             )
             self._bar.start()
-            self._task = self._bar.add_task("", total=total)
-        self._bar.update(self._task, completed=done, total=total, description=path)
+            self._task = self._bar.add_task("", total=total, label=self.label)
+        self._bar.update(self._task, completed=done, total=total, description=path, label=self.label)
+
+    def stage(self, label: str) -> None:
+        """Name the next stage (e.g. `rewriting` after `analysing`), shown from the next update."""
+        self.label = label
 
     def close(self) -> None:
         if self._bar is not None:
@@ -135,11 +204,10 @@ class LazyProgress:
 
 
 def run_analysis(
-    paths: tuple[Path, ...], settings: Settings, root: Path, show_progress: bool, inventory: bool = False
-):
+    paths: tuple[Path, ...], settings: Settings, root: Path, progress: LazyProgress, inventory: bool = False
+) -> Report:
     from ..analysis.project import Project
 
-    progress = LazyProgress(show_progress)
     try:
         return Project(root, settings, progress=progress).analyze(paths or (root,), inventory=inventory)
     finally:
@@ -149,48 +217,88 @@ def run_analysis(
 def scan(
     common: Common,
     output_format: str | None,
+    output_file: Path | None,
     select: str | None,
+    extend_select: str | None,
     ignore: str | None,
     strict: bool | None,
+    exit_zero: bool,
+    statistics: bool,
     baseline_file: Path | None,
     write_baseline: Path | None,
-) -> None:
+) -> int:
+    output = Output.choose(output_file, common.color)
     root, settings = common.prepare(
         strict=strict,
-        select=_codes(select),
-        ignore=_codes(ignore),
+        select=codes(select, "--select"),
+        extend_select=codes(extend_select, "--extend-select"),
+        ignore=codes(ignore, "--ignore"),
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
-    output_format = output_format or ("text" if sys.stdout.isatty() else "concise")
-    show_progress = output_format == "text" and not common.quiet and sys.stderr.isatty()
-    report = run_analysis(common.paths, settings, root, show_progress)
+    output_format = output_format or ("text" if output.terminal else "concise")
+    report = run_analysis(common.paths, settings, root, common.progress())
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
-        return
+        return EXIT_CLEAN
     notes: list[str] = []
     if baseline is not None:
         from ..report.baseline import apply_baseline, notes_for
 
         report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
         notes = notes_for(report, hidden, baseline[0])
-
-    from ..report import renderer
-
-    if output_format == "text":
-        from ..report.text import render as render_text
-
-        out = render_text(report, width=terminal_width(), color=sys.stdout.isatty())
-        if common.quiet:
-            out = out.split("\n\n")[0] + "\n" if report.findings else ""
-    else:
-        out = renderer(output_format)(report)
-    echo(out, nl=False)
+    output.write(_rendered(report, output_format, statistics, output, common.quiet))
     if notes and not common.quiet:
-        echo("\n".join(notes), err=True)
+        click.echo("\n".join(notes), err=True)
     if common.verbose:
-        echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
-    if report.findings or (settings.strict and report.errors):
-        sys.exit(EXIT_FINDINGS)
+        click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
+    failed = report.findings or (settings.strict and report.errors)
+    return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
+
+
+def _rendered(report: Report, output_format: str, statistics: bool, output: Output, quiet: bool) -> str:
+    from ..report import renderer
+    from ..report.paths import base_for, relocated
+
+    if statistics:
+        return render_statistics(report, as_json=output_format == "json")
+    report = relocated(report, base_for(output_format, report.root))
+    if output_format != "text":
+        return renderer(output_format)(report)
+    from ..report.text import render as render_text
+
+    out = render_text(report, width=terminal_width() if output.terminal else None, color=output.color)
+    if quiet:
+        out = out.split("\n\n")[0] + "\n" if report.findings else ""
+    return out
+
+
+def render_statistics(report: Report, as_json: bool) -> str:
+    """--statistics as ruff prints it: one line per code, most frequent first, `[*]` if fixable."""
+    counts: dict[str, list[int]] = {}
+    for finding in report.findings:
+        count = counts.setdefault(finding.code, [0, 0])
+        count[0] += 1
+        count[1] += finding.fixable
+    for error in report.errors:
+        counts.setdefault(error.code, [0, 0])[0] += 1
+    rows = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
+    if as_json:
+        import json
+
+        listed = [
+            {"code": code, "name": RULES[code].name, "count": total, "fixable": fixable > 0}
+            for code, (total, fixable) in rows
+        ]
+        return json.dumps(listed, indent=2) + "\n"
+    if not rows:
+        return ""
+    width = max(len(str(total)) for _, (total, _) in rows)
+    any_fixable = any(fixable for _, (_, fixable) in rows)
+    lines = []
+    for code, (total, fixable) in rows:
+        mark = ("[*] " if fixable else "[ ] ") if any_fixable else ""
+        lines.append(f"{total:>{width}}\t{code}\t{mark}{RULES[code].name}")
+    return "".join(f"{line}\n" for line in lines)
 
 
 def _load_baseline(
@@ -212,25 +320,14 @@ def _load_baseline(
         raise UsageError(str(exc)) from None
 
 
-def _write_baseline(report: Any, path: Path) -> None:
+def _write_baseline(report: Report, path: Path) -> None:
     from ..report.baseline import write_baseline
 
     try:
         count = write_baseline(report, path)
     except OSError as exc:
         raise UsageError(f"cannot write the baseline to {path}: {exc.strerror or exc}") from None
-    echo(f"selfcall-audit: recorded {count} finding(s) in {path}", err=True)
-
-
-def _codes(text: str | None) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    codes = parse_codes(text)
-    known = (*RULES,)
-    for code in codes:
-        if not any(k.startswith(code) for k in known):
-            raise UsageError(f"unknown rule code or prefix {code!r} (known: {', '.join(known)})")
-    return codes
+    click.echo(f"selfcall-audit: recorded {count} finding(s) in {path}", err=True)
 
 
 def terminal_width() -> int | None:
@@ -238,45 +335,3 @@ def terminal_width() -> int | None:
         return os.get_terminal_size().columns if sys.stdout.isatty() else None
     except OSError:
         return None
-
-
-def guarded(run: Callable[[], Any], passing: tuple[type[BaseException], ...] = ()) -> Any:
-    """Runs a command: unexpected exceptions become one clear line and exit 2 (traceback with -v);
-    `passing` (with usage errors and exits) go on to the caller."""
-    try:
-        return run()
-    except (UsageError, SystemExit, *passing):
-        raise
-    except KeyboardInterrupt:
-        echo("selfcall-audit: interrupted", err=True)
-        sys.exit(EXIT_ERROR)
-    except BrokenPipeError:  # the reader of stdout went away (`| head`): not our error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_FINDINGS)
-    except Exception as exc:  # an internal error: never a bare traceback for users
-        if os.environ.get("SELFCALL_AUDIT_DEBUG") or "-v" in sys.argv or "--verbose" in sys.argv:
-            import traceback
-
-            traceback.print_exc()
-        echo(f"selfcall-audit: internal error: {type(exc).__name__}: {exc}", err=True)
-        echo("Please report it with the command you ran (add -v for the traceback).", err=True)
-        sys.exit(EXIT_ERROR)
-
-
-def finish(run: Callable[[], Any]) -> NoReturn:
-    """Runs the console script's command, then exits at once. Every file is closed and every worker
-    joined by then, and freeing hundreds of modules one by one at interpreter shutdown would cost
-    a warm run a tenth of its time."""
-    try:
-        run()
-        code: int = 0
-    except SystemExit as exc:
-        if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
-        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (`| head`): what it did not read is lost anyway
-        code = code or EXIT_FINDINGS
-    os._exit(code)

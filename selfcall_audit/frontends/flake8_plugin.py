@@ -23,6 +23,9 @@ from ..workspace.discovery import find_root
 
 POSSIBLE = "SCA003"
 
+# flake8 makes one checker per file, and a file's findings come from the whole project: the
+# analysis of a root is kept for the process's other files of that root. Analysing per file
+# instead would repeat the whole-project work once per file (1,600 times on NeMo Gym).
 _reports: dict[tuple[Path, bool], Report] = {}
 
 
@@ -61,6 +64,20 @@ def _buffer_differs(path: Path, lines: list[str]) -> bool:
     return _normalized(on_disk) != _normalized("".join(lines))
 
 
+def _check_our_codes(options: argparse.Namespace) -> None:
+    """A code of ours (`SCA...`) in flake8's selection that matches no rule is a typo that would
+    silently turn a rule off (or never on): stop, naming the known codes."""
+    from flake8.exceptions import ExecutionError
+
+    for option in ("select", "extend_select", "ignore", "extend_ignore"):
+        for code in getattr(options, option, None) or ():
+            if code.upper().startswith("SCA") and not any(known.startswith(code.upper()) for known in RULES):
+                name = "--" + option.replace("_", "-")
+                raise ExecutionError(
+                    f"selfcall-audit: unknown rule code or prefix {code!r} in {name} (known: {', '.join(RULES)})"
+                )
+
+
 class SelfCallChecker:
     """Reports SCA001/SCA002 (and SCA003 when selected by name or prefix) for flake8."""
 
@@ -78,6 +95,7 @@ class SelfCallChecker:
         # --select/--extend-select covers it (flake8's own default-ignore list is dropped as soon
         # as a config sets `ignore`, so it cannot keep an opt-in rule off on its own).
         chosen = [*(options.select or ()), *(options.extend_select or ())]
+        _check_our_codes(options)
         cls.report_possible = any(POSSIBLE.startswith(code) for code in chosen)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
@@ -92,7 +110,7 @@ class SelfCallChecker:
                 yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
         for error in report.errors:
             if error.path == rel:
-                yield 1, 0, f"{error.code} {error.message}", type(self)
+                yield error.position[0], error.position[1] - 1, f"{error.code} {error.message}", type(self)
 
     def _report(self, root: Path, rel: str, path: Path) -> Report:
         if _buffer_differs(path, self.lines):

@@ -9,7 +9,7 @@ TYPE_CHECKING = False  # the console script reads FORMATS before it loads the an
 if TYPE_CHECKING:
     from ..analysis.project import Report
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab", "junit")
 
 
 def renderer(name: str) -> Callable[[Report], str]:

@@ -9,6 +9,6 @@ from .escape import neutralise
 
 def render(report: Report) -> str:
     lines = [f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}" for f in report.findings]
-    lines += [f"{e.path}:1:1: {e.code} {e.message}" for e in report.errors]
+    lines += [f"{e.path}:{e.position[0]}:{e.position[1]}: {e.code} {e.message}" for e in report.errors]
     lines = [neutralise(line) for line in lines]  # one line each, whatever the names hold
     return "".join(f"{line}\n" for line in lines)

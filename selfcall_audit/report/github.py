@@ -44,5 +44,12 @@ def _annotation(finding: Finding) -> str:
 
 def render(report: Report) -> str:
     lines = [_annotation(f) for f in report.findings]
-    lines += [_command("warning", {"file": e.path, "title": e.code}, [e.message]) for e in report.errors]
+    lines += [
+        _command(
+            "warning",
+            {"file": e.path, "line": e.position[0], "col": e.position[1], "title": e.code},
+            [e.message],
+        )
+        for e in report.errors
+    ]
     return "".join(f"{line}\n" for line in lines)

@@ -107,7 +107,14 @@ def as_dict(report: Report) -> dict:
             "descriptor": {"id": error.code, "index": 0},
             "level": "error",
             "message": {"text": error.message},
-            "locations": [{"physicalLocation": {"artifactLocation": _artifact(error.path)}}],
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": _artifact(error.path),
+                        "region": {"startLine": error.position[0], "startColumn": error.position[1]},
+                    }
+                }
+            ],
         }
         for error in report.errors
     ]

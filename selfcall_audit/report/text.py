@@ -74,7 +74,10 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
 
     for error in report.errors:
         console.print(
-            Text(neutralise(f"{error.path}: {error.code} {error.message}"), style="yellow"), soft_wrap=True
+            Text(
+                neutralise(f"{error.path}:{error.position[0]}: {error.code} {error.message}"), style="yellow"
+            ),
+            soft_wrap=True,
         )
 
     fixable = sum(f.fixable for f in report.findings)
@@ -88,5 +91,10 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
         summary = f"No self-calls in {files}"
     if report.errors:
         summary += f"; {len(report.errors)} file(s) could not be analysed"
-    console.print(Text(f"{summary} ({report.seconds:.2f}s).", style="bold"), soft_wrap=True)
+    console.print(Text(f"{summary} ({_duration(report.seconds)}).", style="bold"), soft_wrap=True)
     return buffer.getvalue()
+
+
+def _duration(seconds: float) -> str:
+    """`1.23s`, or milliseconds under a tenth of a second: a warm run is not `0.00s`."""
+    return f"{seconds:.2f}s" if seconds >= 0.1 else f"{max(seconds * 1000, 1):.0f} ms"

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_TEST_PATTERNS
-from .listing import git_listing, project_root
+from .listing import git_listing, is_project_root, project_root
 
 ALWAYS_SKIPPED_DIRS = frozenset(
     {
@@ -57,11 +57,17 @@ def _git_files(root: Path) -> list[str] | None:
     )
 
 
+# A folder that no pyproject.toml or .git marks as a project (`/`, a home folder) is walked this
+# far only: the front ends warn that there is no project root, and the listing stops with an entry.
+UNROOTED_FOLDER_LIMIT = 5_000
+
+
 def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
     """Every Python and YAML file under the root, following symbolic links that stay inside it, each
     folder once."""
     found: list[str] = []
     seen_dirs: set[tuple[int, int]] = set()
+    limit = None if is_project_root(os.fspath(root)) else UNROOTED_FOLDER_LIMIT
     real_root = os.path.realpath(root)
 
     def unlisted(exc: OSError) -> None:
@@ -80,6 +86,12 @@ def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
             dirnames[:] = []
             continue
         seen_dirs.add(key)
+        if limit is not None and len(seen_dirs) > limit:
+            errors["."] = (
+                f"stopped listing after {limit:,} folders: no pyproject.toml or .git marks this folder "
+                "as a project root; run from the project's folder"
+            )
+            break
         dirnames[:] = sorted(
             d
             for d in dirnames

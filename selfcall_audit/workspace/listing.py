@@ -1,9 +1,7 @@
-"""git's listing of a checkout's files, which can start before anything else loads.
+"""git's listing of a checkout's files, and the project root's discovery.
 
-Only `os` and `select` are imported here: the console script (`launch`) starts the listing first
-thing, and git runs while Python loads the command line and the analysis. git is started with
-`posix_spawn` where there is one, because loading `subprocess` would take a warm run more time
-than git takes to list the files.
+Only `os` and `select` are imported here. git is started with `posix_spawn` where there is one,
+because loading `subprocess` would take a warm run more time than git takes to list the files.
 """
 
 from __future__ import annotations
@@ -14,20 +12,27 @@ import time
 
 _GIT_LISTING = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
 _TIMEOUT = 30.0
-_started: dict[str, tuple[int, int]] = {}  # root → git's process id and the read end of its output
+_MARKERS = ("pyproject.toml", ".git")
+
+
+def is_project_root(folder: str) -> bool:
+    """Does the folder hold pyproject.toml or .git (a folder, or a file in a git worktree)?"""
+    return os.path.isfile(os.path.join(folder, _MARKERS[0])) or os.path.exists(
+        os.path.join(folder, _MARKERS[1])
+    )
 
 
 def project_root(start: str) -> str:
     """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise.
+
     Ancestors as the path is written (a file reached through a link to a folder elsewhere belongs
-    to the project it was named in, not to the link's target's), the root itself resolved."""
+    to the project it was named in, not to the link's target's), the root itself resolved. A path
+    that is not a folder (a file, a broken link, a link loop) starts from the folder holding it."""
     start = os.path.abspath(start)
     folder = start if os.path.isdir(start) else os.path.dirname(start)
     candidate = folder
     while True:
-        if os.path.isfile(os.path.join(candidate, "pyproject.toml")) or os.path.exists(
-            os.path.join(candidate, ".git")
-        ):
+        if is_project_root(candidate):
             return os.path.realpath(candidate)
         parent = os.path.dirname(candidate)
         if parent == candidate:
@@ -35,14 +40,13 @@ def project_root(start: str) -> str:
         candidate = parent
 
 
-def _is_checkout(root: str) -> bool:
-    return os.path.exists(os.path.join(root, ".git"))
-
-
-def start_listing(root: str) -> None:
-    """Start git's listing of the checkout at `root` (if it is one), to be collected later."""
-    if root in _started or not hasattr(os, "posix_spawnp") or not _is_checkout(root):
-        return
+def git_listing(root: str) -> bytes | None:
+    """git's NUL-separated list of the checkout's files, or None when it is not a checkout or git
+    fails."""
+    if not os.path.exists(os.path.join(root, ".git")):
+        return None
+    if not hasattr(os, "posix_spawnp"):
+        return _listing_by_subprocess(root)
     read_end, write_end = os.pipe()
     null = os.open(os.devnull, os.O_RDWR)
     try:
@@ -58,23 +62,10 @@ def start_listing(root: str) -> None:
         )
     except OSError:  # no git
         os.close(read_end)
-        return
+        return None
     finally:
         os.close(write_end)
         os.close(null)
-    _started[root] = (pid, read_end)
-
-
-def git_listing(root: str) -> bytes | None:
-    """git's NUL-separated list of the checkout's files, or None when it is not a checkout or git
-    fails; started now unless it already was."""
-    if not hasattr(os, "posix_spawnp"):
-        return _listing_by_subprocess(root) if _is_checkout(root) else None
-    start_listing(root)
-    started = _started.pop(root, None)
-    if started is None:
-        return None
-    pid, read_end = started
     chunks = []
     deadline = time.monotonic() + _TIMEOUT
     try:
@@ -85,6 +76,10 @@ def git_listing(root: str) -> bytes | None:
             chunks.append(chunk)
         else:
             os.kill(pid, 9)  # SIGKILL: git hangs (a stale lock on a network drive)
+    except BaseException:  # interrupted: git does not outlive the run
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        raise
     finally:
         os.close(read_end)
     _, status = os.waitpid(pid, 0)

@@ -21,7 +21,9 @@ import pytest
 
 CASES = Path(__file__).parent / "cases"
 APP = "responses_api_agents/x/app.py"
-NOT_REWRITTEN = re.compile(r"^responses_api_agents/x/app\.py:\d+:\d+: SCA00\d not rewritten: (.*)$", re.M)
+NOT_REWRITTEN = re.compile(
+    r"^(?:.*/)?responses_api_agents/x/app\.py:\d+:\d+: SCA00\d not rewritten: (.*)$", re.M
+)
 
 
 def make_project(root: Path, case: Path, before: bytes | None = None) -> Path:

@@ -1,0 +1,62 @@
+"""How a run that did not end normally is told: an interrupt anywhere in the exception chain, an
+output that cannot be written, and an internal error, each in one short line."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+
+import click
+
+from .commands import EXIT_ERROR, OutputFailed
+
+_MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Is a KeyboardInterrupt anywhere in the exception's chain (a worker's, a library's wrapper)?"""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, KeyboardInterrupt):
+            return True
+        stack += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
+    return False
+
+
+def output_failed(exc: BaseException) -> OSError | None:
+    """The error of writing the results (`> /dev/full`, a closed pipe): the user's stream, not ours."""
+    if isinstance(exc, OutputFailed):
+        return exc.error
+    if isinstance(exc, BrokenPipeError) or (
+        isinstance(exc, OSError)
+        and exc.filename is None
+        and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EIO)
+    ):
+        return exc
+    return None
+
+
+def internal_error(exc: BaseException, verbose: bool) -> int:
+    if verbose or os.environ.get("SELFCALL_AUDIT_DEBUG"):
+        import traceback
+
+        traceback.print_exception(exc)
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if len(text) > _MAX_ERROR_TEXT:
+        text = f"{text[:_MAX_ERROR_TEXT]}... ({len(text) - _MAX_ERROR_TEXT:,} more characters)"
+    click.echo(f"selfcall-audit: internal error: {text}", err=True)
+    click.echo("Please report it with the command you ran (add -v for the traceback).", err=True)
+    return EXIT_ERROR
+
+
+def silence_stdout() -> None:
+    """stdout cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -1,0 +1,43 @@
+"""GitLab code quality (`artifacts: reports: codequality`): a JSON list of issues, each with a
+description, a check name, a fingerprint unique in the report, a severity, and the file and line
+(relative to the repository, as GitLab shows them in merge requests)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ..analysis.project import Report
+from .baseline import fingerprints
+from .escape import neutralise
+
+_SEVERITY = {"SCA001": "major", "SCA002": "major", "SCA003": "minor", "SCA900": "critical"}
+
+
+def as_list(report: Report) -> list[dict]:
+    issues = [
+        {
+            "description": neutralise(f"{f.code} {f.message}"),
+            "check_name": f.code,
+            "fingerprint": fingerprint,
+            "severity": _SEVERITY[f.code],
+            "location": {"path": neutralise(f.path), "lines": {"begin": f.line, "end": f.end_line}},
+        }
+        for f, fingerprint in zip(report.findings, fingerprints(report), strict=True)
+    ]
+    for error in report.errors:
+        identity = "\0".join((error.code, error.path, error.message))
+        issues.append(
+            {
+                "description": neutralise(f"{error.code} {error.message}"),
+                "check_name": error.code,
+                "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:20],
+                "severity": _SEVERITY[error.code],
+                "location": {"path": neutralise(error.path), "lines": {"begin": error.position[0]}},
+            }
+        )
+    return issues
+
+
+def render(report: Report) -> str:
+    return json.dumps(as_list(report), indent=2) + "\n"

@@ -1,0 +1,556 @@
+"""The command line as a ruff user expects it: each convention run as a real command."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from xml.etree import ElementTree
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+DEMO_FINDINGS = 6  # the annotated lines of fixtures/demo-gym
+# worth parsing (it names an agent base class), and it cannot be: a syntax error at its line 3
+BROKEN = "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\nclass B(SimpleResponsesAPIAgent:\n"
+ANSI = "\x1b["
+
+
+def run(
+    *args: object, cwd: Path | None = None, env: dict[str, str] | None = None, **kw
+) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    return subprocess.run(
+        [sys.executable, "-m", "selfcall_audit", *(str(a) for a in args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**environment, **(env or {})},
+        timeout=120,
+        **kw,
+    )
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A copy of the demo repository as a git checkout of its own."""
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+# exit codes and where the output goes --------------------------------------------------------
+
+
+def test_exit_zero_exits_0_with_findings_and_still_prints_them(demo: Path) -> None:
+    done = run("scan", "--exit-zero", cwd=demo)
+
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == DEMO_FINDINGS
+
+
+def test_exit_zero_keeps_usage_errors_at_2(demo: Path) -> None:
+    assert run("scan", "--exit-zero", "--select", "SCA01", cwd=demo).returncode == 2
+
+
+def test_output_file_takes_the_results_and_stdout_stays_empty(demo: Path) -> None:
+    done = run("scan", "--format", "json", "-o", "audit.json", cwd=demo)
+
+    assert (done.returncode, done.stdout) == (1, "")
+    assert len(json.loads((demo / "audit.json").read_text())["findings"]) == DEMO_FINDINGS
+    long_form = run("scan", "--output-file", "audit.txt", cwd=demo)
+    assert long_form.returncode == 1
+    assert (demo / "audit.txt").read_text() == run("scan", cwd=demo).stdout
+
+
+def test_output_file_that_cannot_be_written_is_a_usage_error(demo: Path) -> None:
+    done = run("scan", "-o", "no/such/folder/out.txt", cwd=demo)
+
+    assert done.returncode == 2
+    assert "cannot write the output to no/such/folder/out.txt" in done.stderr
+
+
+def test_a_full_disk_is_said_in_one_line_not_as_an_internal_error(demo: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "selfcall_audit", "scan", "--format", "json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=demo,
+            timeout=120,
+        )
+
+    assert done.returncode == 2
+    assert done.stderr == "selfcall-audit: cannot write the results: No space left on device\n"
+
+
+# colour -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "coloured"),
+    [
+        ((), {}, False),  # a pipe
+        ((), {"FORCE_COLOR": "1"}, True),
+        ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+        (("--color", "always"), {"NO_COLOR": "1"}, True),
+        (("--color", "never"), {"FORCE_COLOR": "1"}, False),
+        ((), {"NO_COLOR": ""}, False),  # set but empty: as if unset
+    ],
+)
+def test_color_follows_the_option_then_no_color_then_force_color(
+    demo: Path, args: tuple[str, ...], env: dict[str, str], coloured: bool
+) -> None:
+    done = run("scan", "--format", "text", *args, cwd=demo, env=env)
+
+    assert done.returncode == 1
+    assert (ANSI in done.stdout) == coloured
+
+
+# rule selection ------------------------------------------------------------------------------
+
+
+def test_extend_select_adds_to_the_defaults(tmp_path: Path) -> None:
+    root = tmp_path / "possible"
+    shutil.copytree(FIXTURES / "possible-self-call", root)
+
+    default = run("scan", "--format", "json", cwd=root)
+    extended = run("scan", "--format", "json", "--extend-select", "SCA003", cwd=root)
+
+    codes = {f["code"] for f in json.loads(default.stdout)["findings"]}
+    codes_extended = {f["code"] for f in json.loads(extended.stdout)["findings"]}
+    assert "SCA003" not in codes
+    assert codes_extended == codes | {"SCA003"}
+
+
+def test_extend_select_in_the_settings_too(tmp_path: Path) -> None:
+    root = tmp_path / "possible"
+    shutil.copytree(FIXTURES / "possible-self-call", root)
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[tool.selfcall-audit]\nextend-select = ["SCA003"]\n')
+
+    done = run("scan", "--format", "json", cwd=root)
+
+    assert "SCA003" in {f["code"] for f in json.loads(done.stdout)["findings"]}
+
+
+@pytest.mark.parametrize("key", ["select", "ignore", "extend-select"])
+def test_an_unknown_code_in_the_settings_is_a_usage_error_naming_the_known_ones(demo: Path, key: str) -> None:
+    pyproject = demo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'{key} = ["SCA01"]\n')
+
+    done = run("scan", cwd=demo)
+
+    assert done.returncode == 2
+    assert "unknown rule code or prefix 'SCA01'" in done.stderr
+    assert "SCA001, SCA002, SCA003, SCA900" in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("option", ["--select", "--ignore", "--extend-select"])
+def test_an_unknown_code_on_the_command_line_is_a_usage_error(demo: Path, option: str) -> None:
+    done = run("scan", option, "SCA999", cwd=demo)
+
+    assert done.returncode == 2
+    assert f"{option}: unknown rule code or prefix 'SCA999'" in done.stderr
+
+
+def test_the_pytest_helper_refuses_an_unknown_code(demo: Path) -> None:
+    code = "from selfcall_audit.testing import assert_no_self_calls\nassert_no_self_calls('.', select='SCA999')\n"
+
+    done = subprocess.run([sys.executable, "-c", code], cwd=demo, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 1
+    assert "UnknownCode: unknown rule code or prefix 'SCA999'" in done.stderr  # a ValueError
+
+
+# statistics ----------------------------------------------------------------------------------
+
+
+def test_statistics_count_findings_per_code_most_frequent_first(demo: Path) -> None:
+    done = run("scan", "--statistics", cwd=demo)
+
+    assert done.returncode == 1
+    assert done.stdout == "5\tSCA001\t[*] agent-self-call\n1\tSCA002\t[ ] agent-self-call-other-route\n"
+
+
+def test_statistics_as_json(demo: Path) -> None:
+    done = run("scan", "--statistics", "--format", "json", cwd=demo)
+
+    assert json.loads(done.stdout) == [
+        {"code": "SCA001", "name": "agent-self-call", "count": 5, "fixable": True},
+        {"code": "SCA002", "name": "agent-self-call-other-route", "count": 1, "fixable": False},
+    ]
+
+
+# formats for CI ------------------------------------------------------------------------------
+
+# GitLab's code quality report, as its documentation describes the fields it reads.
+GITLAB_SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["description", "check_name", "fingerprint", "severity", "location"],
+        "properties": {
+            "description": {"type": "string", "minLength": 1},
+            "check_name": {"type": "string", "minLength": 1},
+            "fingerprint": {"type": "string", "minLength": 1},
+            "severity": {"enum": ["info", "minor", "major", "critical", "blocker"]},
+            "location": {
+                "type": "object",
+                "required": ["path", "lines"],
+                "properties": {
+                    "path": {"type": "string"},
+                    "lines": {
+                        "type": "object",
+                        "required": ["begin"],
+                        "properties": {"begin": {"type": "integer", "minimum": 1}},
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def test_gitlab_code_quality_report(demo: Path) -> None:
+    (demo / "responses_api_agents" / "broken.py").write_text(BROKEN)
+    subprocess.run(["git", "-C", str(demo), "init", "-q"], check=True)
+    agent = demo / "responses_api_agents" / "simple_agent"
+
+    done = run("scan", "--format", "gitlab", ".", cwd=agent)  # from a sub-folder: paths still from the top
+    issues = json.loads(done.stdout)
+
+    jsonschema.validate(issues, GITLAB_SCHEMA)
+    assert done.returncode == 1
+    assert [(i["check_name"], i["location"]["path"], i["location"]["lines"]["begin"]) for i in issues] == [
+        ("SCA001", "responses_api_agents/simple_agent/app.py", 62)
+    ]
+    everything = json.loads(run("scan", "--format", "gitlab", cwd=demo).stdout)
+    jsonschema.validate(everything, GITLAB_SCHEMA)
+    assert len({i["fingerprint"] for i in everything}) == len(everything) == DEMO_FINDINGS + 1
+    broken = [i for i in everything if i["check_name"] == "SCA900"]
+    assert broken[0]["location"] == {"path": "responses_api_agents/broken.py", "lines": {"begin": 3}}
+
+
+def test_junit_report(demo: Path) -> None:
+    (demo / "responses_api_agents" / "broken.py").write_text("x = 1\n" + BROKEN)
+
+    done = run("scan", "--format", "junit", cwd=demo)
+    top = ElementTree.fromstring(done.stdout.encode())
+
+    assert done.returncode == 1
+    assert done.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    assert top.tag == "testsuites"
+    suites = top.findall("testsuite")
+    cases = [case for suite in suites for case in suite.findall("testcase")]
+    assert all(s.get("tests") == str(len(s.findall("testcase"))) for s in suites)
+    assert int(top.get("tests")) == len(cases) == DEMO_FINDINGS + 1
+    assert int(top.get("failures")) == DEMO_FINDINGS and top.get("errors") == "1"
+    simple = [c for c in cases if c.get("classname") == "responses_api_agents/simple_agent/app.py"]
+    assert [(c.get("name"), c.get("line")) for c in simple] == [("selfcall-audit.SCA001", "62")]
+    assert simple[0].find("failure").get("message").startswith("SimpleAgent.run posts to its own")
+    broken = [c for c in cases if c.find("error") is not None]
+    assert [(c.get("classname"), c.get("line")) for c in broken] == [("responses_api_agents/broken.py", "4")]
+
+
+def test_junit_escapes_what_xml_cannot_carry(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root)
+    (root / "responses_api_agents" / "a<b>&\x1b.py").write_text(BROKEN)
+
+    done = run("scan", "--format", "junit", cwd=root)
+    top = ElementTree.fromstring(done.stdout.encode())  # parses: no raw control character
+
+    names = [case.get("classname") for case in top.iter("testcase")]
+    assert "responses_api_agents/a<b>&\\x1b.py" in names
+
+
+# paths ---------------------------------------------------------------------------------------
+
+
+def test_paths_are_relative_to_the_current_folder_as_ruff_prints_them(demo: Path) -> None:
+    agent = demo / "responses_api_agents" / "simple_agent"
+
+    inside = run("scan", ".", cwd=agent)
+    above = run("scan", "demo", cwd=demo.parent)
+
+    assert inside.stdout.startswith("app.py:62:26: SCA001 SimpleAgent.run")
+    assert "demo/responses_api_agents/simple_agent/app.py:62:26: SCA001" in above.stdout
+
+
+def test_in_a_monorepo_ci_formats_name_files_from_the_repository_top(tmp_path: Path) -> None:
+    monorepo = tmp_path / "mono"
+    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym")
+    subprocess.run(["git", "init", "-q", str(monorepo)], check=True)
+
+    github = run("scan", "--format", "github", "gym", cwd=monorepo)
+    sarif = json.loads(run("scan", "--format", "sarif", cwd=monorepo / "gym").stdout)
+    document = json.loads(run("scan", "--format", "json", "gym", cwd=monorepo).stdout)
+
+    assert "::error file=gym/responses_api_agents/simple_agent/app.py,line=62," in github.stdout
+    run_ = sarif["runs"][0]
+    assert run_["originalUriBaseIds"]["%SRCROOT%"]["uri"] == monorepo.as_uri() + "/"
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in run_["results"]}
+    assert "gym/responses_api_agents/simple_agent/app.py" in uris
+    # JSON keeps its contract: paths relative to `root`, the project's root (gym/, its pyproject.toml)
+    assert document["root"] == str(monorepo / "gym")
+    assert "responses_api_agents/simple_agent/app.py" in {f["path"] for f in document["findings"]}
+
+
+def test_a_nested_project_s_settings_apply_to_its_files(tmp_path: Path) -> None:
+    monorepo = tmp_path / "mono"
+    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym")
+    subprocess.run(["git", "init", "-q", str(monorepo)], check=True)
+    pyproject = monorepo / "gym" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'ignore = ["SCA002"]\n')
+
+    done = run("scan", "--statistics", "gym/responses_api_agents", cwd=monorepo)
+
+    assert done.stdout == "5\tSCA001\t[*] agent-self-call\n"
+
+
+# files named on the command line ---------------------------------------------------------------
+
+
+def test_a_broken_link_or_link_loop_named_on_the_command_line_is_an_sca900_entry(demo: Path) -> None:
+    folder = demo / "responses_api_agents"
+    (folder / "gone.py").symlink_to("nowhere.py")
+    (folder / "loop.py").symlink_to("loop.py")
+
+    done = run("scan", "responses_api_agents/gone.py", "responses_api_agents/loop.py", cwd=demo)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "responses_api_agents/gone.py:1:1: SCA900 broken symbolic link: its target does not exist",
+        "responses_api_agents/loop.py:1:1: SCA900 cannot read: Too many levels of symbolic links",
+    ]
+    assert run("scan", "--strict", "responses_api_agents/gone.py", cwd=demo).returncode == 1
+
+
+def test_a_path_that_does_not_exist_is_a_usage_error(demo: Path) -> None:
+    done = run("scan", "no_such.py", cwd=demo)
+
+    assert done.returncode == 2
+    assert "path 'no_such.py' does not exist" in done.stderr
+
+
+# no project root ---------------------------------------------------------------------------------
+
+
+def test_without_a_project_root_the_run_warns_and_stops_listing_early(tmp_path: Path) -> None:
+    if any(
+        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
+    ):
+        pytest.skip("the temporary folder lies inside a project")  # the test needs a folder without one
+    for number in range(5_100):
+        (tmp_path / "data" / f"d{number}").mkdir(parents=True)
+
+    done = run("scan", "--format", "json", cwd=tmp_path)
+
+    assert done.returncode == 0
+    assert "warning: no pyproject.toml or .git in" in done.stderr
+    assert not (tmp_path / ".selfcall_audit_cache").exists(), "no cache where there is no project"
+    errors = json.loads(done.stdout)["errors"]
+    assert errors[0]["path"] == "." and "stopped listing after 5,000 folders" in errors[0]["message"]
+
+
+# interrupts and internal errors -------------------------------------------------------------------
+
+_FAILING = """
+import sys
+from selfcall_audit.analysis import project
+from selfcall_audit.frontends.cli import main
+
+def analyze(self, *args, **kwargs):
+    {body}
+
+project.Project.analyze = analyze
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _failing(body: str, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    code = _FAILING.format(body=body)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
+
+
+def test_an_interrupt_anywhere_in_the_exception_chain_is_one_line_and_exit_130(demo: Path) -> None:
+    body = "try:\n        raise KeyboardInterrupt\n    except KeyboardInterrupt as exc:\n        raise KeyError('IndentedBlock(' + 'x' * 10**6) from exc"
+
+    done = _failing(body, "scan", cwd=demo)
+
+    assert (done.returncode, done.stderr) == (130, "selfcall-audit: interrupted\n")
+
+
+def test_an_internal_error_is_short_and_its_traceback_comes_with_v(demo: Path) -> None:
+    body = "raise ValueError('x' * 100_000)"
+
+    quiet = _failing(body, "scan", cwd=demo)
+    verbose = _failing(body, "scan", "-v", cwd=demo)
+
+    assert quiet.returncode == 2
+    first, second = quiet.stderr.splitlines()
+    assert first.startswith("selfcall-audit: internal error: ValueError: xxx") and len(first) < 400
+    assert "more characters" in first and "Traceback" not in quiet.stderr
+    assert second == "Please report it with the command you ran (add -v for the traceback)."
+    assert verbose.returncode == 2 and "Traceback (most recent call last)" in verbose.stderr
+
+
+def test_ctrl_c_during_a_scan_exits_130_with_one_line(demo: Path, tmp_path: Path) -> None:
+    bin_folder = tmp_path / "bin"
+    bin_folder.mkdir()
+    (bin_folder / "git").write_text("#!/bin/sh\nexec sleep 30\n")  # the scan waits for its listing
+    (bin_folder / "git").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache"],
+        cwd=demo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 60
+    while not _children(process.pid) and time.monotonic() < deadline:  # until git is running
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+
+    assert (process.returncode, err) == (130, "selfcall-audit: interrupted\n")
+
+
+def _children(pid: int) -> list[str]:
+    tasks = Path(f"/proc/{pid}/task")
+    return [child for task in tasks.iterdir() for child in (task / "children").read_text().split()]
+
+
+# commands ------------------------------------------------------------------------------------
+
+
+def test_python_dash_m_runs_the_command_line(demo: Path) -> None:
+    done = run("--version", cwd=demo)
+
+    assert done.returncode == 0 and done.stdout.startswith("selfcall-audit, version ")
+
+
+def test_explain_all_explains_every_rule(demo: Path) -> None:
+    done = run("explain", "--all", cwd=demo)
+
+    assert done.returncode == 0
+    assert re.findall(r"^(SCA\d{3}) \(", done.stdout, re.M) == ["SCA001", "SCA002", "SCA003", "SCA900"]
+    assert run("explain", cwd=demo).returncode == 2
+    assert run("explain", "SCA001", "--all", cwd=demo).returncode == 2
+
+
+def test_agents_of_a_path_lists_its_agents_with_their_whole_project_counts(demo: Path) -> None:
+    everything = json.loads(run("agents", "--format", "json", cwd=demo).stdout)["agents"]
+    remote = json.loads(
+        run("agents", "--format", "json", "responses_api_agents/remote_agent", cwd=demo).stdout
+    )
+
+    assert [row["agent"] for row in remote["agents"]] == ["RemoteAgent"]
+    assert remote["agents"][0]["self_calls"] == 2
+    assert [row for row in everything if row["agent"] == "RemoteAgent"] == remote["agents"]
+
+
+def test_agents_concise_prints_one_whole_line_per_agent(demo: Path) -> None:
+    done = run("agents", "--format", "concise", cwd=demo / "responses_api_agents")
+
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert len(lines) == 11
+    assert "langchain_agent/plan_execute_agent.py:11: PlanExecuteAgent (GraphAgentAdapter)" in done.stdout
+    assert (
+        "remote_agent/app.py:21: RemoteAgent (SimpleResponsesAPIAgent) instances: remote_agent; self-calls: 2"
+        in lines
+    )
+
+
+def test_help_of_a_command_fits_the_command(demo: Path) -> None:
+    agents = run("agents", "--help", cwd=demo).stdout
+    top = run("--help", cwd=demo).stdout
+
+    assert "Examples:" in top and "Examples:" not in agents
+    assert "findings only" not in " ".join(agents.split()).lower()
+    assert "--exit-zero" in run("scan", "--help", cwd=demo).stdout
+
+
+def test_a_warm_run_gives_its_time_in_milliseconds(demo: Path) -> None:
+    run("scan", cwd=demo)
+
+    done = run("scan", "--format", "text", cwd=demo)
+
+    summary = done.stdout.splitlines()[-1]
+    assert re.search(r"\((\d+ ms|\d+\.\d\ds)\)\.$", summary), summary
+    assert "(0.00s)" not in summary
+
+
+# progress on a terminal ----------------------------------------------------------------------
+
+
+def _on_a_terminal(args: list[str], cwd: Path, slow_git: Path) -> tuple[int, str]:
+    """Run with stderr on a pseudo-terminal and a git that takes 1.5 s to list (so the run lasts
+    long enough for the progress bar to appear); what reached the terminal."""
+    import pty
+
+    env = {**os.environ, "PATH": f"{slow_git}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100"}
+    env.pop("NO_COLOR", None)
+    main_end, terminal_end = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "selfcall_audit", *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=terminal_end,
+        env=env,
+    )
+    os.close(terminal_end)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main_end, 65536)
+        except OSError:  # the terminal's other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main_end)
+    return process.wait(timeout=60), b"".join(chunks).decode(errors="replace")
+
+
+@pytest.fixture
+def slow_git(tmp_path: Path) -> Path:
+    folder = tmp_path / "slow-bin"
+    folder.mkdir()
+    real = shutil.which("git")
+    (folder / "git").write_text(f'#!/bin/sh\nsleep 1.5\nexec {real} "$@"\n')
+    (folder / "git").chmod(0o755)
+    return folder
+
+
+def test_a_long_scan_shows_progress_on_a_terminal(demo: Path, slow_git: Path) -> None:
+    code, terminal = _on_a_terminal(["scan", "--no-cache", "--format", "json"], demo, slow_git)
+
+    assert code == 1
+    assert "analysing" in terminal
+    _, quiet = _on_a_terminal(["scan", "--no-cache", "--format", "json", "-q"], demo, slow_git)
+    assert "analysing" not in quiet
+
+
+def test_fix_shows_its_rewriting_stage(demo: Path, slow_git: Path) -> None:
+    code, terminal = _on_a_terminal(["fix", "--no-cache"], demo, slow_git)
+
+    assert code == 1  # the demo keeps self-calls that cannot be rewritten safely
+    assert "rewriting" in terminal
