@@ -47,7 +47,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
         )
         return response
 """
-REFUSED = re.compile(r"^responses_api_agents/x/app\.py:\d+:\d+: SCA001 not rewritten: (.*)$", re.M)
+REFUSED = re.compile(r"^\S*responses_api_agents/x/app\.py:\d+:\d+: SCA001 not rewritten: (.*)$", re.M)
 
 
 def project(root: Path, source: bytes) -> Path:
