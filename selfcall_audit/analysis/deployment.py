@@ -147,16 +147,17 @@ class Deployment:
         handler: Expr = UNKNOWN
         match call.func:
             case Call(Attr(_, method) as func, args, raw_kwargs) if method in ROUTE_METHODS:
+                # the outer call of `app.post(path)(handler)`: a registration, whatever `app` is
+                # (a parameter too: `def setup_routes(self, app)`)
                 outer_args, _ = inlined_arguments(call, function)
-                handler = (
-                    outer_args[0] if outer_args else UNKNOWN
-                )  # the outer call of `app.post(path)(handler)`
+                handler = outer_args[0] if outer_args else UNKNOWN
             case Attr(_, method) as func if method in ROUTE_METHODS:
                 args, raw_kwargs = inlined_arguments(call, function)
             case _:
                 return []
         kwargs, _ = expand_kwargs(raw_kwargs)
-        if "server_name" in kwargs or self.evaluator.is_client(func.base, ctx) or not args:
+        client = handler == UNKNOWN and self.evaluator.is_client(func.base, ctx)
+        if "server_name" in kwargs or client or not args:
             return []
         if func.attr == "add_api_route":
             handler = args[1] if len(args) > 1 else kwargs.get("endpoint", UNKNOWN)

@@ -229,6 +229,10 @@ class Evaluator:
             and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
         ):
             return self._path_join(expr.args, ctx, depth)
+        match callee, expr.args:
+            case Attr(base, "rstrip" | "lstrip" | "strip" as strip), () | (Str(),):  # `path.rstrip("/")`
+                chars = expr.args[0].text if expr.args else None  # type: ignore[union-attr]
+                return [_strip(alt, strip, chars) for alt in self.path(base, ctx, depth + 1)]
         match callee:
             case Attr(Str(separator), "join") if len(expr.args) == 1:  # `"/".join(SEGMENTS)`
                 found = self.constant(expr.args[0], ctx)
@@ -350,6 +354,16 @@ class Evaluator:
                     )
                     return self.server(Attr(_CONFIG, attr), ctx, depth + 1)
         return [Unresolved()]
+
+
+def _strip(alternative: Path, how: str, chars: str | None) -> Path:
+    """`str.strip` and its one-sided forms on the text at the ends of a path alternative."""
+    parts = list(alternative)
+    if how != "rstrip" and parts and isinstance(parts[0], str):
+        parts[0] = parts[0].lstrip(chars)
+    if how != "lstrip" and parts and isinstance(parts[-1], str):
+        parts[-1] = parts[-1].rstrip(chars)
+    return tuple(parts)
 
 
 def _literal(alternative: Path) -> Server:

@@ -30,6 +30,7 @@ from .expr import (
     str_format,
     str_join,
 )
+from .limits import LIMITS
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ _NOT_HELPERS = frozenset(
     ]
 )
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
+_SCALARS = (bool, int, float)
+_OPAQUE = frozenset({ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
 # Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
 _ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
 
@@ -299,11 +302,17 @@ class FunctionWalker:
             return Attr(self.expr(node.value), node.attr)  # type: ignore[attr-defined]
         if kind is ast.Call:
             return self.call(node, in_with)  # type: ignore[arg-type]
+        if kind is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is str:
+                return Str(value)
+            return Const(repr(value)) if value is None or type(value) in _SCALARS else UNKNOWN
+        if kind in _OPAQUE:  # `x[i]`, `a < b`, `-x`, `*x`, `{a, b}`: only their calls matter
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+            return UNKNOWN
         match node:
-            case ast.Constant(value=str() as text):
-                return Str(text)
-            case ast.Constant(value=None | bool() | int() | float() as value):
-                return Const(repr(value))
             case ast.Await(value=value):
                 return self.expr(value, in_with)
             case ast.JoinedStr(values=values):
@@ -317,7 +326,9 @@ class FunctionWalker:
                 return UNKNOWN
             case ast.List(elts=elements) | ast.Tuple(elts=elements):
                 values = tuple(self.expr(element) for element in elements)
-                return UNKNOWN if any(isinstance(e, ast.Starred) for e in elements) else Seq(values)
+                if len(values) > LIMITS.sequence_items or any(isinstance(e, ast.Starred) for e in elements):
+                    return UNKNOWN  # a data table, not path segments
+                return Seq(values)
             case ast.Dict(keys=keys, values=values):
                 items = []
                 for key, value in zip(keys, values):

@@ -52,3 +52,14 @@ def test_a_template_parameter_never_spans_a_slash() -> None:
     assert may_match(list("/rollouts/a/stop"), ["/", *"rollouts/", None, *"/stop"])
     assert not may_match(list("/rollouts/a/b/stop"), ["/", *"rollouts/", None, *"/stop"])
     assert may_match([*"/rollouts/", None, *"/stop"], ["/", *"rollouts/", None, *"/stop"])
+
+
+def test_routes_registered_on_an_app_passed_as_a_parameter() -> None:
+    source = AGENT_IMPORT + (
+        "class A(SimpleResponsesAPIAgent):\n"
+        "    def setup_capture_routes(self, app):\n"
+        '        app.post("/v1/responses/ng-rollout/{rollout_id}")(self.responses)\n'
+    )
+    deployment = Analysed({APP: source}).resolver.deployment
+
+    assert "/v1/responses/ng-rollout/{rollout_id}" in deployment.responses_routes(ClassRef(APP, "A"))

@@ -44,6 +44,7 @@ def _paths(expression: str, prelude: str = "", members: str = "", modules: dict 
             'def prefix(rid):\n    return f"/ng-rollout/{rid}"',
             ["/ng-rollout/{?}/v1/responses"],
         ),
+        ('"/v1/responses/".rstrip("/")', "", ["/v1/responses"]),
         ("b.path", "", ["{?}"]),
     ],
 )
