@@ -193,8 +193,8 @@ def agents(
     "--helper",
     "helper_spec",
     metavar="MODULE:NAME",
-    help="The helper to call (default: the `helper` setting, else "
-    "selfcall_audit.inprocess:responses_in_process).",
+    help="The helper to call (default: the `helper` setting, else the copy fix writes to "
+    "nemo_gym/inprocess.py); a project module that does not exist yet is written first.",
 )
 def fix(
     common: Common,
@@ -211,25 +211,53 @@ def fix(
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
-    from ..migrate.codemod import Helper, plan_fix
+    from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
+    from ..migrate.vendor import Placement, VendorError, place_beside, place_helper, vendor_helper
 
     root, settings = common.prepare()
+    spec = helper_spec or settings.helper
     try:
-        helper = Helper.parse(helper_spec or settings.helper)
-    except ValueError as exc:
-        raise UsageError(f"{'--helper' if helper_spec else 'the `helper` setting'}: {exc}") from None
+        if spec:
+            Helper.parse(spec)
+        placement = place_helper(root, spec)
+    except (ValueError, VendorError) as exc:
+        where = "--helper" if helper_spec else "the `helper` setting"
+        raise UsageError(f"{where}: {exc}" if spec else str(exc)) from None
+    unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
+    placement = placement or Placement(DEFAULT_HELPER)
+    helper = Helper.parse(placement.spec)
     dry_run = show_diff or check
     progress = LazyProgress(not common.quiet and sys.stderr.isatty())
     try:
         plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
     finally:
         progress.close()
+    if unplaced and plan.rewritten:
+        try:
+            placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
+        except VendorError as exc:
+            click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
+            sys.exit(EXIT_ERROR)
+        helper = Helper.parse(placement.spec)
+        plan = plan_fix(root, settings, common.paths or (root,), helper)
+    vendored = placement.write_to if plan.rewritten else None
+    if vendored and not dry_run:
+        try:
+            vendor_helper(root / vendored)
+        except (VendorError, OSError) as exc:
+            message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            click.echo(f"selfcall-audit: cannot write the helper: {message}; nothing was written", err=True)
+            sys.exit(EXIT_ERROR)
     if not dry_run:
         plan.write()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(line, err=show_diff)
 
+    if vendored and not common.quiet:
+        say(
+            f"{vendored}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
+        )
     if show_diff:
         click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
     rewritten = plan.rewritten
@@ -289,7 +317,7 @@ def helper(target: Path, force: bool) -> None:
 
     Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
     """
-    from ..migrate.codemod import VendorError, helper_spec_for, vendor_helper
+    from ..migrate.vendor import VendorError, helper_spec_for, vendor_helper
 
     try:
         path, written = vendor_helper(target, force)

@@ -22,7 +22,6 @@ import tokenize
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +29,9 @@ import libcst as cst
 import libcst.matchers as m
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from .. import __version__
 from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
-from ..workspace.discovery import find_root
 
 DEFAULT_HELPER = "selfcall_audit.inprocess:responses_in_process"
 # Positional parameters of the server client's methods, as the analysis reads them.
@@ -46,10 +43,6 @@ _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
 
 class CodemodError(Exception):
     """The codemod produced text that does not parse: a bug; the file is left as it was."""
-
-
-class VendorError(Exception):
-    """The helper cannot be vendored where asked (an existing different file, not a .py path)."""
 
 
 @dataclass(frozen=True)
@@ -873,54 +866,3 @@ def atomic_write(target: Path, data: bytes, mode: int) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
         raise
-
-
-# --------------------------------------------------------------------------------------------
-# Vendoring the helper
-# --------------------------------------------------------------------------------------------
-
-
-def helper_source() -> bytes:
-    """The helper module as shipped, headed by where it comes from and how to refresh it."""
-    source = resources.files("selfcall_audit").joinpath("inprocess.py").read_bytes()
-    header = (
-        f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py).\n"
-        "# Refresh it with `selfcall-audit helper --write <this file> --force` (local edits are replaced).\n"
-    )
-    return header.encode() + source
-
-
-def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
-    """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
-    path = target / "inprocess.py" if target.is_dir() or not target.suffix else target
-    if path.suffix != ".py":
-        raise VendorError(f"{path} is not a .py file")
-    source = helper_source()
-    if path.is_file():
-        if path.read_bytes() == source:
-            return path, False
-        if not force:
-            raise VendorError(f"{path} exists and differs from the helper; pass --force to overwrite it")
-        mode = stat.S_IMODE(path.stat().st_mode)
-    elif path.exists():
-        raise VendorError(f"{path} exists and is not a file")
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-        path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, source, mode)
-    return path, True
-
-
-def helper_spec_for(path: Path, name: str = "responses_in_process") -> str | None:
-    """The `--helper` value that imports the vendored file, from its place in the project."""
-    path = path.resolve()
-    root = find_root(path.parent)
-    parts = list(path.relative_to(root).with_suffix("").parts) if path.is_relative_to(root) else []
-    if len(parts) > 1 and parts[0] == "src" and not (root / "src" / "__init__.py").exists():
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    module = ".".join(parts)
-    return f"{module}:{name}" if _is_dotted(module) else None
