@@ -99,13 +99,18 @@ RULES: dict[str, Rule] = {
                 "and review the diff; put local changes in the calling code instead."
             ),
             bad=(
-                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 5f1c...).\n"
+                "# nemo_gym/inprocess.py, as `selfcall-audit fix` wrote it, then edited by hand:\n"
+                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 9f3c...).\n"
+                "# Do not edit: refresh it with `selfcall-audit helper --write nemo_gym/inprocess.py --force`.\n"
                 "...\n"
-                "async def responses_in_process(agent, *, url_path, json=None, cookies=None, headers=None):\n"
-                "    ...  # a local change"
+                "_TIMEOUT = 30  # a local change the parity tests never saw"
             ),
             good=(
-                "$ selfcall-audit helper --write nemo_gym/inprocess.py --force\nWrote nemo_gym/inprocess.py"
+                "# nemo_gym/inprocess.py, as `selfcall-audit helper --write nemo_gym/inprocess.py --force`\n"
+                "# wrote it: the installed tool's helper, unchanged\n"
+                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 9f3c...).\n"
+                "# Do not edit: refresh it with `selfcall-audit helper --write nemo_gym/inprocess.py --force`.\n"
+                "..."
             ),
         ),
         Rule(
