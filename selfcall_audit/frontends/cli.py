@@ -290,12 +290,25 @@ def fix(
             else "none left to fix by hand"
         )
         say(f"{done}; {left}.")
+    if rewritten and not common.quiet:
+        _name_impacted_tests(root, settings, rewritten, say)
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.errors:
         sys.exit(EXIT_ERROR)
     if not_fixed or (dry_run and rewritten):
         sys.exit(EXIT_FINDINGS)
+
+
+def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:
+    from ..migrate.test_impact import Rewritten, impacted_tests
+
+    methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
+    tests = impacted_tests(root, methods, settings.route, settings.exclude)
+    if tests:
+        say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call; update them:")
+    for test in tests:
+        say(f"  {test.node_id}: {test.reason}")
 
 
 def _plural(count: int, word: str) -> str:
