@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
+import inspect
 import json
 import re
 import threading
@@ -22,8 +24,11 @@ from typing import Annotated, Any, Literal
 from uuid import uuid4
 
 import aiohttp
+import orjson
 import uvicorn
-from fastapi import Body, FastAPI, Header, HTTPException, Request, Response
+from fastapi import Body, Depends, FastAPI, Header, HTTPException, Request, Response
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.middleware.sessions import SessionMiddleware
@@ -34,6 +39,10 @@ from selfcall_audit.inprocess import responses_in_process
 SESSION_ID_KEY = "session_id"
 CALLER_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("caller_var", default="default")
 HANDLER_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("handler_var", default="default")
+# Headers aiohttp adds of its own, which name the client; the in-process call has no client.
+CLIENT_HEADERS = ("accept", "accept-encoding", "user-agent")
+# Set around ``/run`` as NeMo Gym's ``rollout_context`` sets the current rollout id.
+ROLLOUT_VAR: contextvars.ContextVar[str | None] = contextvars.ContextVar("rollout_var", default=None)
 
 
 # ------------------------------------------------------------------------------------------
@@ -58,15 +67,13 @@ class ServerClient:
         return self._sessions[loop]
 
     async def post(self, server_name: str, url_path: str, **kwargs: Any) -> aiohttp.ClientResponse:
+        """NeMo Gym's ``ServerClient.request`` and ``request``: the body forms are theirs."""
         self.requests[server_name] += 1
-        payload = kwargs.pop("json", None)
-        if isinstance(payload, BaseModel):
-            payload = payload.model_dump(exclude_unset=True)
-        if payload:
-            kwargs["data"] = json.dumps(payload, separators=(",", ":")).encode()
+        if "json" in kwargs and isinstance(kwargs["json"], BaseModel):
+            kwargs["json"] = kwargs["json"].model_dump(exclude_unset=True)
+        if kwargs.get("json"):
+            kwargs["data"] = orjson.dumps(kwargs.pop("json"))
             kwargs["headers"] = {**(kwargs.get("headers") or {}), "Content-Type": "application/json"}
-        elif payload is not None:
-            kwargs["json"] = payload
         return await self._session().post(self.urls[server_name] + url_path, **kwargs)
 
     async def close(self) -> None:
@@ -113,7 +120,31 @@ def install_exception_middleware(app: FastAPI, key: str) -> None:
             text = f"Hit an exception in {key} calling an inner server: {error.response_content}"
             return JSONResponse(content=text, status_code=500)
         except Exception as error:
+            print(f"Caught an exception in {key}. repr(e): {error!r}")
             return JSONResponse(content=repr(error), status_code=500)
+        except:  # noqa: E722 - NeMo Gym's middleware answers whatever was raised
+            print(f"Caught an unknown exception in {key}.")
+            return JSONResponse(content="An unknown error occurred", status_code=500)
+
+
+def install_validation_handler(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def validation_exception_handler(request: Request, exc: Any) -> Any:
+        print(f"Hit validation exception! Errors: {json.dumps(exc.errors(), default=str)}")
+        return await request_validation_exception_handler(request, exc)
+
+
+def traced(handler: Any, probes: dict[str, Any]) -> Any:
+    """A tracing wrapper like NeMo Gym's ``traced_endpoint``: FastAPI sees the handler's signature."""
+    if not inspect.iscoroutinefunction(handler):
+        return handler
+
+    @functools.wraps(handler)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        probes["traced"] = probes.get("traced", 0) + 1
+        return await handler(*args, **kwargs)
+
+    return wrapper
 
 
 # ------------------------------------------------------------------------------------------
@@ -193,6 +224,10 @@ def build_resources_app() -> FastAPI:
 # ------------------------------------------------------------------------------------------
 
 
+class Interrupted(BaseException):
+    """Raised by a handler: not an ``Exception``, so only a bare ``except`` answers it."""
+
+
 class CreateParams(BaseModel):
     """The request body, strict like NeMo Gym's create params."""
 
@@ -246,14 +281,28 @@ class Agent(BaseModel):
         return f"{type(self).__name__}___{self.config.name}"
 
     def setup_webserver(self) -> FastAPI:
+        """As NeMo Gym's newer agents: ``/v1/responses`` and its twins through a tracing wrapper."""
         app = FastAPI()
         install_session_middleware(app, self.get_session_middleware_key())
-        app.post("/v1/responses")(self.responses)
-        app.post("/ng-rollout/{rollout_id}/v1/responses")(self.responses)
-        app.post("/ng-rollout/{rollout_id}/training-token-capture/v1/responses")(self.responses)
-        app.post("/run")(self.run)
-        install_exception_middleware(app, self.get_session_middleware_key())
+        responses = traced(self.responses, self.probes)
+        app.post("/v1/responses")(responses)
+        app.post("/ng-rollout/{rollout_id}/v1/responses")(responses)
+        app.post("/ng-rollout/{rollout_id}/training-token-capture/v1/responses")(responses)
+        run = self.run
+
+        @functools.wraps(run)
+        async def run_with_rollout_context(*args: Any, **kwargs: Any) -> dict:
+            token = ROLLOUT_VAR.set(kwargs["body"].rollout_id or "none")
+            try:
+                return await run(*args, **kwargs)
+            finally:
+                ROLLOUT_VAR.reset(token)
+
+        app.post("/run")(run_with_rollout_context)
         return app
+
+    def setup_exception_middleware(self, app: FastAPI) -> None:
+        install_exception_middleware(app, self.get_session_middleware_key())
 
     def url_path_for_run(self, url_path: str, body: RunRequest) -> str:
         if not body.rollout_id:
@@ -328,7 +377,7 @@ class Agent(BaseModel):
         else:
             body["input"] = []
         result = AgentResponse(id=model_json["id"], output=outputs, usage=model_json["usage"])
-        observed: dict[str, Any] = {"caller_var": CALLER_VAR.get(), **extra}
+        observed: dict[str, Any] = {"caller_var": CALLER_VAR.get(), "rollout_var": ROLLOUT_VAR.get(), **extra}
         if request is not None:
             observed |= {
                 "path": request.url.path,
@@ -342,6 +391,8 @@ class Agent(BaseModel):
                 "session_id": request.session.get(SESSION_ID_KEY),
                 "model_path": self.url_path_for_request("/v1/responses", request),
                 "raw_body": json.loads(await request.body() or b"null"),
+                "body_bytes": (await request.body()).decode(),
+                "headers": [(k, v) for k, v in request.headers.items() if k not in CLIENT_HEADERS],
             }
             if request.path_params.get("rollout_id"):
                 result = result.model_copy(
@@ -354,6 +405,10 @@ class Agent(BaseModel):
             raise ValueError("the handler failed")
         if prompt == "raise:http":
             raise HTTPException(status_code=409, detail={"why": "conflict"}, headers={"x-why": "conflict"})
+        if prompt == "raise:base":
+            raise Interrupted("not an Exception")
+        if prompt == "raise:lookup":
+            raise KeyError("missing")
         if prompt == "raise:inner-plain":
             raise aiohttp.ClientResponseError(None, (), status=502, message="no content")  # type: ignore[arg-type]
         if prompt == "raise:cancelled":  # a CancelledError of the handler's own; nobody cancelled it
@@ -406,7 +461,42 @@ class FullAgent(Agent):
     async def responses(
         self, request: Request, response: Response, body: CreateParams = Body()
     ) -> AgentResponse:
+        if body.input == "return:invalid":
+            return {"id": 1, "output": "not a list"}  # type: ignore[return-value]
         return await self.episode(body, request, response)
+
+
+def who_calls() -> str:
+    return "the dependency"
+
+
+class DependentAgent(Agent):
+    """An app with a dependency override, an exception handler and a middleware of its own."""
+
+    def setup_webserver(self) -> FastAPI:
+        app = super().setup_webserver()
+        app.dependency_overrides[who_calls] = lambda: "the override"
+
+        @app.exception_handler(LookupError)
+        async def lookup_failed(request: Request, exc: LookupError) -> JSONResponse:
+            return JSONResponse({"lookup": str(exc)}, status_code=418)
+
+        @app.middleware("http")
+        async def stamp(request: Request, call_next: Any) -> Any:
+            response = await call_next(request)
+            response.headers["x-stamp"] = "stamped"
+            return response
+
+        return app
+
+    async def responses(
+        self,
+        request: Request,
+        response: Response,
+        body: CreateParams = Body(),
+        caller: str = Depends(who_calls),
+    ) -> AgentResponse:
+        return await self.episode(body, request, response, dependency=caller)
 
 
 class BodyOnlyAgent(Agent):
@@ -453,6 +543,7 @@ class SyncAgent(Agent):
 
 AGENT_CLASSES: tuple[type[Agent], ...] = (
     FullAgent,
+    DependentAgent,
     BodyOnlyAgent,
     RequestBodyAgent,
     ExtrasAgent,
@@ -478,6 +569,19 @@ def describe_cookies(cookies: Any) -> dict[str, dict[str, Any]]:
 # ------------------------------------------------------------------------------------------
 # Hosting
 # ------------------------------------------------------------------------------------------
+
+
+def build_served_app(agent: Agent) -> FastAPI:
+    """The app as NeMo Gym's ``run_webserver`` builds it around ``setup_webserver``."""
+    app = agent.setup_webserver()
+
+    @app.get("/", include_in_schema=False)
+    async def liveness() -> dict:
+        return {"status": "ok"}
+
+    agent.setup_exception_middleware(app)
+    install_validation_handler(app)
+    return app
 
 
 class Host:
@@ -526,7 +630,7 @@ class Host:
         for cls in AGENT_CLASSES:
             name = f"{cls.__name__.lower()}_instance"
             agent = cls(config=AgentConfig(name=name), server_client=self.client)
-            agent.config.port = await self._serve(agent.setup_webserver())
+            agent.config.port = await self._serve(build_served_app(agent))
             self.client.urls[name] = f"http://127.0.0.1:{agent.config.port}"
             self.agents[cls.__name__] = agent
             self.uvicorn[cls.__name__] = self.servers[-1]

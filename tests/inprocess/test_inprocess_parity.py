@@ -12,14 +12,12 @@ import base64
 import copy
 import json
 import re
-import sys
 from http.cookies import Morsel, SimpleCookie
 from typing import Any
 
 import aiohttp
 import pytest
-from fastapi import HTTPException
-from fastapi.exceptions import RequestValidationError
+from fastapi.exceptions import ResponseValidationError
 from inprocess_harness import (
     AGENT_CLASSES,
     CALLER_VAR,
@@ -27,6 +25,8 @@ from inprocess_harness import (
     SESSION_ID_KEY,
     Agent,
     Host,
+    Interrupted,
+    RunRequest,
     describe_cookies,
     get_response_json,
     raise_for_status,
@@ -132,8 +132,8 @@ EXPECTED_PATH = {
     "rollout": "/ng-rollout/task-7.r-1/v1/responses",
     "capture": "/ng-rollout/task-7.r-1/training-token-capture/v1/responses",
 }
-TAKES_REQUEST = {"FullAgent", "RequestBodyAgent", "ExtrasAgent", "TypedDictAgent"}
-SETS_COOKIES = {"FullAgent", "ExtrasAgent", "TypedDictAgent", "AnnotatedAgent"}
+TAKES_REQUEST = {"FullAgent", "DependentAgent", "RequestBodyAgent", "ExtrasAgent", "TypedDictAgent"}
+SETS_COOKIES = {"FullAgent", "DependentAgent", "ExtrasAgent", "TypedDictAgent", "AnnotatedAgent"}
 
 
 @pytest.mark.parametrize("path_kind", list(PATHS))
@@ -292,16 +292,22 @@ ERROR_CALLS = {
     "invalid_body": {"json": {"input": 5, "surprise": True}},
     "missing_body": {"json": None},
     "handler_own_cancellation": {"json": {"input": "raise:cancelled"}},
+    "invalid_response": {"json": {"input": "return:invalid"}},
+    "base_exception": {"json": {"input": "raise:base"}},
 }
-# Python 3.10 cannot tell a handler's own CancelledError from the caller's cancellation.
-NEEDS_CANCELLING = pytest.mark.skipif(sys.version_info < (3, 11), reason="needs Task.cancelling()")
-ERROR_CASES = [
-    pytest.param(case, marks=NEEDS_CANCELLING) if case == "handler_own_cancellation" else case
-    for case in ERROR_CALLS
-]
+ERROR_BODIES = {
+    "handler_exception": "\"ValueError('the handler failed')\"",
+    "http_exception": '{"detail":{"why":"conflict"}}',
+    "inner_server_error": '"Hit an exception in FullAgent___fullagent_instance calling an inner server: '
+    'b\'{\\"error\\":\\"model overloaded\\"}\'"',
+    "inner_error_without_content": "Internal Server Error",
+    # Starlette's BaseHTTPMiddleware turns it into this before NeMo Gym's middleware sees it.
+    "base_exception": "\"RuntimeError('No response returned.')\"",
+    "invalid_response": '"ResponseValidationError()"',
+}
 
 
-@pytest.mark.parametrize("case", ERROR_CASES)
+@pytest.mark.parametrize("case", list(ERROR_CALLS))
 def test_errors_match(host: Host, case: str) -> None:
     agent = host.agents["FullAgent"]
 
@@ -317,16 +323,8 @@ def test_errors_match(host: Host, case: str) -> None:
     # NeMo's raise_for_status read the body and released the response: later reads fail alike.
     assert got["read"] == got["text"] == {"raised": "ClientConnectionError: Connection closed"}
     text = got["nemo_raise_for_status"]["content"]
-    body = {
-        "handler_exception": "\"ValueError('the handler failed')\"",
-        "http_exception": '{"detail":{"why":"conflict"}}',
-        "inner_server_error": '"Hit an exception in FullAgent___fullagent_instance calling an inner server: '
-        'b\'{\\"error\\":\\"model overloaded\\"}\'"',
-        "inner_error_without_content": "Internal Server Error",
-        "handler_own_cancellation": "\"RuntimeError('No response returned.')\"",
-    }.get(case)
-    if body is not None:
-        assert text == body
+    if case in ERROR_BODIES:
+        assert text == ERROR_BODIES[case]
     if case == "http_exception":
         assert ("x-why", "conflict") in got["headers"]
     if case == "invalid_body":
@@ -345,13 +343,16 @@ def test_errors_match(host: Host, case: str) -> None:
     ("case", "cause"),
     [
         ("handler_exception", ValueError),
-        ("http_exception", HTTPException),
         ("inner_server_error", aiohttp.ClientResponseError),
-        ("invalid_body", RequestValidationError),
-        pytest.param("handler_own_cancellation", RuntimeError, marks=NEEDS_CANCELLING),
+        ("handler_own_cancellation", asyncio.CancelledError),
+        ("invalid_response", ResponseValidationError),
+        ("base_exception", Interrupted),
+        # Answered inside the route, as over HTTP: the response says it all.
+        ("http_exception", type(None)),
+        ("invalid_body", type(None)),
     ],
 )
-def test_raise_for_status_keeps_the_handler_error_as_cause(host: Host, case: str, cause: type) -> None:
+def test_raise_for_status_keeps_what_the_route_raised_as_cause(host: Host, case: str, cause: type) -> None:
     agent = host.agents["FullAgent"]
 
     async def go() -> BaseException:
@@ -361,13 +362,148 @@ def test_raise_for_status_keeps_the_handler_error_as_cause(host: Host, case: str
         return raised.value
 
     error = host.run(go())
-    assert isinstance(error.__cause__, cause)
+    assert type(error.__cause__) is cause
+
+
+def test_log_lines_match(host: Host, capsys: pytest.CaptureFixture[str]) -> None:
+    """The middleware's and the validation handler's lines are printed alike, once per call."""
+    agent = host.agents["FullAgent"]
+    printed = {}
+    for mode in MODES:
+
+        async def go(mode: str = mode) -> None:
+            for case in ("handler_exception", "invalid_body", "base_exception"):
+                await agent.self_call(mode, url_path="/v1/responses", **ERROR_CALLS[case])
+
+        capsys.readouterr()
+        host.run(go())
+        printed[mode] = capsys.readouterr().out.splitlines()
+    assert printed["http"] == printed["inprocess"]
+    assert printed["inprocess"][0] == (
+        "Caught an exception in FullAgent___fullagent_instance. repr(e): ValueError('the handler failed')"
+    )
+    assert printed["inprocess"][1].startswith("Hit validation exception! Errors: [")
+    assert printed["inprocess"][2] == (
+        "Caught an exception in FullAgent___fullagent_instance. repr(e): RuntimeError('No response returned.')"
+    )
+
+
+def test_app_exception_handlers_dependency_overrides_and_middleware_apply(host: Host) -> None:
+    agent = host.agents["DependentAgent"]
+
+    async def go() -> list[dict[str, Any]]:
+        return [
+            await both_ways(agent, url_path="/v1/responses", json={"input": "tools=1"}),
+            await both_ways(agent, url_path="/v1/responses", json={"input": "raise:lookup"}),
+        ]
+
+    ok, handled = host.run(go())
+    for result in (ok, handled):
+        assert normalize(result["http"]) == normalize(result["inprocess"])
+        assert ("x-stamp", "stamped") in result["inprocess"]["headers"]
+    assert ok["inprocess"]["json"]["value"]["observed"]["dependency"] == "the override"
+    assert handled["inprocess"]["status"] == 418
+    assert handled["inprocess"]["nemo_raise_for_status"]["content"] == '{"lookup":"\'missing\'"}'
+
+
+def test_the_route_is_called_through_its_wrappers(host: Host) -> None:
+    """NeMo Gym wraps ``/v1/responses`` (tracing, checkpoint tracking): both paths go through it."""
+    agent = host.agents["FullAgent"]
+    counts = {}
+    for mode in MODES:
+        before = agent.probes.get("traced", 0)
+        host.run(agent.self_call(mode, url_path="/v1/responses", json={"input": "x"}))
+        counts[mode] = agent.probes["traced"] - before
+    assert counts == {"http": 1, "inprocess": 1}
+
+
+def test_handler_sees_the_same_headers(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+    call = {
+        "url_path": "/v1/responses",
+        "json": {"input": "x"},
+        "cookies": {"a": "1"},
+        "headers": {"X-NG-Agent-Activation": "2", "Content-Type": "text/plain"},
+    }
+
+    async def go() -> dict[str, Any]:
+        return await both_ways(agent, **call)
+
+    result = host.run(go())
+    seen = {mode: result[mode]["json"]["value"]["observed"]["headers"] for mode in MODES}
+    assert seen["http"] == seen["inprocess"]
+    assert dict(seen["inprocess"]) == {
+        "host": f"127.0.0.1:{agent.config.port}",
+        "x-ng-agent-activation": "2",
+        "content-type": "application/json",  # ServerClient's, over the caller's
+        "content-length": "13",
+        "cookie": "a=1",
+    }
+
+
+BODIES: dict[str, Any] = {
+    "nan_and_infinity_become_null": {"input": "x", "metadata": {"nan": float("nan"), "inf": float("-inf")}},
+    "unicode_unescaped": {"input": "é ü 😀"},
+    "large_unsigned_int": {"input": "x", "metadata": {"n": 2**64 - 1}},
+    "empty_dict": {},
+    "empty_list": [],
+    "zero": 0,
+}
+
+
+@pytest.mark.parametrize("body", list(BODIES))
+def test_body_bytes_match(host: Host, body: str) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, Any]:
+        return await both_ways(agent, url_path="/v1/responses", json=BODIES[body])
+
+    result = host.run(go())
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    if body in ("nan_and_infinity_become_null", "unicode_unescaped"):
+        seen = result["inprocess"]["json"]["value"]["observed"]["body_bytes"]
+        assert (
+            seen
+            == {
+                "nan_and_infinity_become_null": '{"input":"x","metadata":{"nan":null,"inf":null}}',
+                "unicode_unescaped": '{"input":"é ü 😀"}',
+            }[body]
+        )
+
+
+UNSENDABLE: dict[str, Any] = {
+    "int_key": {"input": "x", "metadata": {1: "a"}},
+    "model_in_dict": {
+        "input": "x",
+        "metadata": {"m": RunRequest(responses_create_params={"input": "x"}, task="t")},
+    },
+    "int_beyond_64_bits": {"input": "x", "metadata": {"n": 2**64}},
+    "negative_int_beyond_64_bits": {"input": "x", "metadata": {"n": -(2**63) - 1}},
+}
+
+
+@pytest.mark.parametrize("body", list(UNSENDABLE))
+def test_unsendable_bodies_raise_in_the_caller_alike(host: Host, body: str) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, str]:
+        raised = {}
+        for mode in MODES:
+            try:
+                await agent.self_call(mode, url_path="/v1/responses", json=BODIES.get(body, UNSENDABLE[body]))
+            except TypeError as error:
+                raised[mode] = str(error)
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"]
 
 
 def test_cancelling_the_caller_cancels_the_handler(host: Host) -> None:
     agent = host.agents["FullAgent"]
 
     async def go() -> tuple[dict[str, bool], dict[str, bool]]:
+        await responses_in_process(agent, url_path="/v1/responses", json={"input": "x"})  # finds the app
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(
                 responses_in_process(agent, url_path="/v1/responses", json={"input": "sleep:wait_for"}), 0.05
@@ -387,7 +523,7 @@ def test_cancelling_the_caller_cancels_the_handler(host: Host) -> None:
         assert probe == {"started": True, "cancelled": True, "finished": True}
 
 
-def test_context_variables_are_copied_not_shared(host: Host) -> None:
+def test_handler_starts_from_a_fresh_context_like_a_server_request(host: Host) -> None:
     agent = host.agents["FullAgent"]
 
     async def one(mode: str, value: str) -> tuple[str, str]:
@@ -399,10 +535,18 @@ def test_context_variables_are_copied_not_shared(host: Host) -> None:
         return {mode: await asyncio.gather(*(one(mode, f"caller-{i}") for i in range(8))) for mode in MODES}
 
     results = host.run(go())
-    # In-process the handler sees its caller's context (a copy of it); over HTTP it sees the
-    # server's. Either way what the handler sets never leaks into the caller.
-    assert results["inprocess"] == [(f"caller-{i}", "default") for i in range(8)]
-    assert results["http"] == [("default", "default")] * 8
+    # Neither path lets the handler see the caller's variables, nor the caller see the handler's.
+    assert results["inprocess"] == results["http"] == [("default", "default")] * 8
+
+
+def test_rollout_context_of_run_does_not_reach_the_handler(host: Host) -> None:
+    """``/run`` sets the current rollout id (as NeMo Gym's rollout context); over HTTP the
+    self-called handler does not see it, so its downstream calls keep their paths."""
+    results = run_rollout(
+        host, "FullAgent", responses_create_params={"input": "tools=1"}, task="ctx", rollout_id="r-5"
+    )
+    for mode in MODES:
+        assert results[mode]["turns"][0]["json"]["observed"]["rollout_var"] is None, mode
 
 
 def test_concurrent_rollouts_keep_their_sessions(host: Host) -> None:
@@ -461,6 +605,21 @@ def test_caller_body_is_never_mutated(host: Host) -> None:
             assert body == nested, mode
 
     host.run(go())
+
+
+def test_response_headers_differ_only_by_uvicorns_date_and_server(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, list[str]]:
+        names = {}
+        for mode in MODES:
+            response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "x"})
+            names[mode] = [name.lower() for name in response.headers]
+        return names
+
+    names = host.run(go())
+    assert [name for name in names["http"] if name not in ("date", "server")] == names["inprocess"]
+    assert {"date", "server"} <= set(names["http"])
 
 
 def test_in_process_response_type(host: Host) -> None:

@@ -1,24 +1,31 @@
-"""Unit tests of ``responses_in_process``: the response object's API and FastAPI-style binding."""
+"""Unit tests of ``responses_in_process`` without a server: the response object, finding the
+agent's app, the request it builds and what happens when the app fails."""
 
-# ruff: noqa: B008 - ``param = Body()`` / ``Header()`` defaults are the FastAPI signatures under test
+# ruff: noqa: B008 - ``body: Model = Body()`` is the FastAPI signature of the handlers
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import json
 import logging
-import threading
+import math
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
 import pytest
-from fastapi import BackgroundTasks, Body, Cookie, Depends, Form, Header, HTTPException, Request, Response
+from fastapi import Body, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from multidict import CIMultiDictProxy
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+from starlette.middleware.sessions import SessionMiddleware
 
+from selfcall_audit import inprocess
 from selfcall_audit.inprocess import InProcessResponse, responses_in_process
+
+ROUTES = ("/v1/responses", "/ng-rollout/{rollout_id}/v1/responses")
 
 
 class Config(BaseModel):
@@ -34,8 +41,22 @@ class Params(BaseModel):
     tags: list[str] = []
 
 
-class Echo(BaseModel):
-    """An agent whose handler reports what it received."""
+class Routed(BaseModel):
+    """An agent whose ``setup_webserver`` registers ``responses`` on the routes; no app serves it
+    until a call builds one."""
+
+    builds: int = 0
+
+    def setup_webserver(self) -> FastAPI:
+        self.builds += 1
+        app = FastAPI()
+        for route in ROUTES:
+            app.post(route)(self.responses)  # type: ignore[attr-defined]
+        return app
+
+
+class Echo(Routed):
+    """Reports what the handler received; NeMo Gym's session middleware pair."""
 
     config: Config = Config()
     seen: dict[str, Any] = {}
@@ -43,8 +64,28 @@ class Echo(BaseModel):
     def get_session_middleware_key(self) -> str:
         return f"Echo___{self.config.name}"
 
+    def setup_webserver(self) -> FastAPI:
+        app = super().setup_webserver()
+
+        @app.middleware("http")
+        async def add_session_id(request: Request, call_next: Any) -> Any:
+            request.session["session_id"] = request.session.get("session_id", "fixed")
+            return await call_next(request)
+
+        key = self.get_session_middleware_key()
+        app.add_middleware(SessionMiddleware, secret_key=key, session_cookie=key)
+        return app
+
+    def setup_exception_middleware(self, app: FastAPI) -> None:
+        @app.middleware("http")
+        async def answer_errors(request: Request, call_next: Any) -> Any:
+            try:
+                return await call_next(request)
+            except Exception as error:
+                return JSONResponse(content=repr(error), status_code=500)
+
     async def responses(self, request: Request, response: Response, body: Params = Body()) -> dict:
-        self.seen = {"body": body, "raw": await request.json(), "task": asyncio.current_task()}
+        self.seen = {"body": body, "raw": await request.body(), "task": asyncio.current_task()}
         body.tags.append("mutated by handler")
         if body.input == "fail":
             raise RuntimeError("nope")
@@ -92,7 +133,7 @@ def test_body_reads_follow_aiohttp() -> None:
 
 
 def test_json_checks_the_media_type_like_aiohttp() -> None:
-    class Plain(BaseModel):
+    class Plain(Routed):
         async def responses(self, body: dict = Body()) -> PlainTextResponse:
             return PlainTextResponse('{"a": 1}\n')
 
@@ -171,22 +212,83 @@ def test_headers_cookies_url_and_repr() -> None:
 
 
 def test_agent_without_host_or_session() -> None:
-    class Bare(BaseModel):
+    class Bare(Routed):
         async def responses(self, request: Request, body: dict = Body()) -> dict:
-            return {"url": str(request.url), "has_session": "session" in request.scope}
+            return {
+                "url": str(request.url),
+                "has_session": "session" in request.scope,
+                "client": request.client,
+            }
 
     response = call(Bare(), json={})
-    assert asyncio.run(response.json()) == {"url": "/v1/responses", "has_session": False}
+    assert asyncio.run(response.json()) == {"url": "/v1/responses", "has_session": False, "client": None}
     assert not response.cookies and "vary" not in response.headers
     assert str(response.url) == "http://in-process/v1/responses"
 
 
 # ------------------------------------------------------------------------------------------
-# Request side and binding
+# Finding the app
 # ------------------------------------------------------------------------------------------
 
 
-def test_caller_objects_are_never_mutated() -> None:
+class Served(BaseModel):
+    """An agent whose app is built by the test, as a server (or NeMo Gym's own tests) builds it."""
+
+    async def responses(self, request: Request, body: dict = Body()) -> dict:
+        return {"app": request.app.title}
+
+
+def test_the_app_that_serves_the_agent_is_used_and_remembered() -> None:
+    agent, other = Served(), Served()
+    first, second = FastAPI(title="first"), FastAPI(title="second")
+    first.post("/v1/responses")(agent.responses)
+    second.post("/v1/responses")(other.responses)
+    assert asyncio.run(call(agent, json={}).json()) == {"app": "first"}
+    assert asyncio.run(call(other, json={}).json()) == {"app": "second"}
+    del first  # the helper holds an app it found weakly: once the app is gone, so is the answer
+    gc.collect()
+    with pytest.raises(TypeError, match="no app serves Served's routes"):
+        call(agent, json={})
+
+
+def test_an_app_that_already_served_is_preferred() -> None:
+    agent = Served()
+    idle, serving = FastAPI(title="idle"), FastAPI(title="serving")
+    for app in (idle, serving):
+        app.post("/v1/responses")(agent.responses)
+    serving.middleware_stack = serving.build_middleware_stack()  # what its first request does
+    assert asyncio.run(call(agent, json={}).json()) == {"app": "serving"}
+
+
+def test_without_an_app_one_is_built_once_as_run_webserver_does() -> None:
+    agent = Echo()
+    assert call(agent, json={"input": "hi"}).status == 200
+    failed = call(agent, json={"input": "fail"})
+    assert agent.builds == 1
+    assert (failed.status, asyncio.run(failed.json())) == (500, "RuntimeError('nope')")  # its middleware
+
+
+def test_agents_no_app_serves_fail_clearly() -> None:
+    class Bare(BaseModel):
+        async def responses(self, body: dict = Body()) -> dict:
+            return body
+
+    class Elsewhere(BaseModel):
+        def setup_webserver(self) -> FastAPI:
+            return FastAPI()
+
+    with pytest.raises(TypeError, match="no app serves Bare's routes and it has no setup_webserver"):
+        call(Bare(), json={})
+    with pytest.raises(TypeError, match="returned an app without the agent's routes"):
+        call(Elsewhere(), json={})
+
+
+# ------------------------------------------------------------------------------------------
+# The request
+# ------------------------------------------------------------------------------------------
+
+
+def test_caller_objects_are_never_mutated_and_unset_fields_are_not_sent() -> None:
     agent = Echo()
     as_dict = {"input": "hi", "tags": ["a"]}
     as_model = Params(input="hi", tags=["a"])
@@ -194,26 +296,27 @@ def test_caller_objects_are_never_mutated() -> None:
     assert as_dict == {"input": "hi", "tags": ["a"]}
     call(agent, json=as_model)
     assert as_model.tags == ["a"]
-    assert agent.seen["raw"] == {"input": "hi", "tags": ["a"]}  # exclude_unset: temperature not sent
+    assert agent.seen["raw"] == b'{"input":"hi","tags":["a"]}'  # exclude_unset: temperature not sent
     assert agent.seen["body"].temperature == 1.0
 
 
-def test_untyped_bodies_are_private_copies_too() -> None:
-    class Mutator(BaseModel):
-        async def responses(self, body: dict = Body()) -> dict:
-            body["nested"]["items"].append("handler")
-            return body
+def test_body_without_orjson_is_what_orjson_sends(monkeypatch: pytest.MonkeyPatch) -> None:
+    import orjson
 
-    caller = {"nested": {"items": ["caller"]}}
-    response = call(Mutator(), json=caller)
-    assert asyncio.run(response.json()) == {"nested": {"items": ["caller", "handler"]}}
-    assert caller == {"nested": {"items": ["caller"]}}
+    monkeypatch.setattr(inprocess, "_orjson_dumps", lambda: inprocess._dumps_like_orjson)
+    value = {"s": "é 😀", "n": [1, -(2**63), 2**64 - 1, 1.5, math.nan, -math.inf], "t": (True, None)}
+    assert inprocess._request_body(value) == orjson.dumps(value)
+    for unsendable in ({1: "a"}, {"n": 2**64}, {"n": -(2**63) - 1}, {"m": Params(input="x")}, {"s": {1}}):
+        with pytest.raises(TypeError):
+            orjson.dumps(unsendable)
+        with pytest.raises(TypeError):
+            inprocess._request_body(unsendable)
 
 
-def test_handler_runs_in_the_callers_task_with_a_copied_context() -> None:
+def test_handler_runs_in_the_callers_task_in_a_fresh_context() -> None:
     var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
 
-    class Setter(BaseModel):
+    class Setter(Routed):
         async def responses(self, body: dict = Body()) -> dict:
             seen = var.get()
             var.set("handler")
@@ -221,210 +324,96 @@ def test_handler_runs_in_the_callers_task_with_a_copied_context() -> None:
 
     async def go() -> None:
         var.set("caller")
-        response = await responses_in_process(Setter(), url_path="/v1/responses", json={})
-        assert await response.json() == {"seen": "caller", "task": id(asyncio.current_task())}
+        response = await responses_in_process(Setter(), url_path="/v1/responses", json={"a": 1})
+        assert await response.json() == {"seen": "unset", "task": id(asyncio.current_task())}
         assert var.get() == "caller"
 
     in_loop(go)
 
 
-@pytest.mark.parametrize(
-    "url_path",
-    [
-        "/run",
-        "/v1/responses/extra",
-        "/ng-rollout//v1/responses",
-        "v1/responses",
-        "/ng-rollout/a/b/v1/responses",
-    ],
-)
-def test_only_the_responses_routes_are_accepted(url_path: str) -> None:
-    with pytest.raises(ValueError, match="is not /v1/responses"):
-        call(Echo(), url_path, json={"input": "x"})
-
-
-def test_percent_encoded_rollout_id_is_decoded_like_starlette() -> None:
-    class Paths(BaseModel):
-        async def responses(self, request: Request, body: dict = Body()) -> dict:
-            return {"params": request.path_params, "path": request.url.path}
-
-    response = call(Paths(), "/ng-rollout/a%20b/training-token-capture/v1/responses", json={})
-    expected = {
-        "params": {"rollout_id": "a b"},
-        "path": "/ng-rollout/a b/training-token-capture/v1/responses",
-    }
-    assert asyncio.run(response.json()) == expected
-
-
-def test_agents_that_cannot_be_called_fail_clearly() -> None:
-    class NoHandler(BaseModel):
-        pass
-
-    class WithDepends(BaseModel):
-        async def responses(self, body: dict = Body(), user: str = Depends(lambda: "x")) -> dict:
-            return body
-
-    class WithForm(BaseModel):
-        async def responses(self, field: str = Form()) -> dict:
-            return {}
-
-    with pytest.raises(TypeError, match="no callable `responses`"):
-        call(NoHandler(), json={})
-    with pytest.raises(TypeError, match="cannot bind 'user'"):
-        call(WithDepends(), json={})
-    with pytest.raises(TypeError, match="cannot bind 'field'"):
-        call(WithForm(), json={})
-
-
-def test_header_cookie_and_query_parameters() -> None:
-    class Params2(BaseModel):
-        async def responses(
-            self,
-            body: dict = Body(),
-            x_ng_agent_activation: int = Header(),
-            trace: str | None = Header(default=None, alias="X-Trace"),
-            agent_session_id: str | None = Cookie(default=None),
-            limit: int = 3,
-        ) -> dict:
-            return {
-                "activation": x_ng_agent_activation,
-                "trace": trace,
-                "cookie": agent_session_id,
-                "limit": limit,
-            }
-
-    response = call(
-        Params2(),
-        "/v1/responses?limit=7",
-        json={},
-        headers=[("x-ng-agent-activation", "2"), ("x-trace", "t")],
-        cookies={"agent_session_id": "s1"},
-    )
-    assert asyncio.run(response.json()) == {"activation": 2, "trace": "t", "cookie": "s1", "limit": 7}
-
-    response = call(Params2(), "/v1/responses?limit=many", json={})
-    detail = asyncio.run(response.json())["detail"]
-    assert response.status == 422
-    assert [(error["type"], error["loc"]) for error in detail] == [
-        ("missing", ["header", "x-ng-agent-activation"]),
-        ("int_parsing", ["query", "limit"]),
-    ]
-
-
-def test_embedded_and_multiple_body_parameters() -> None:
-    class Embedded(BaseModel):
-        async def responses(self, params: Params = Body(embed=True)) -> dict:
-            return {"input": params.input}
-
-    class Two(BaseModel):
-        async def responses(self, params: Params, extra: dict = Body()) -> dict:
-            return {"input": params.input, "extra": extra}
-
-    assert asyncio.run(call(Embedded(), json={"params": {"input": "e"}}).json()) == {"input": "e"}
-    assert asyncio.run(call(Two(), json={"params": {"input": "t"}, "extra": {"k": 1}}).json()) == {
-        "input": "t",
-        "extra": {"k": 1},
-    }
-    missing = call(Two(), json={"params": {"input": "t"}})
-    assert missing.status == 422
-    assert asyncio.run(missing.json())["detail"][0]["loc"] == ["body", "extra"]
-
-
-def test_cookie_forms_and_an_explicit_cookie_header() -> None:
-    class Cookies(BaseModel):
-        async def responses(self, request: Request, body: dict = Body()) -> dict:
-            return {"header": request.headers["cookie"], "cookies": dict(request.cookies)}
-
-    response = call(Cookies(), json={}, cookies={"b": "2", "a": "x y"}, headers={"Cookie": "c=3"})
-    assert asyncio.run(response.json()) == {
-        "header": 'a="x y"; b=2; c=3',
-        "cookies": {"a": "x y", "b": "2", "c": "3"},
-    }
-
-
-# ------------------------------------------------------------------------------------------
-# Results and errors
-# ------------------------------------------------------------------------------------------
-
-
-class Out(BaseModel):
-    kept: int
-    renamed: str = Field(serialization_alias="newName")
-
-
-def test_response_model_is_applied_like_fastapi() -> None:
-    class Filtered(BaseModel):
-        async def responses(self, body: dict = Body()) -> Out:
-            return body  # type: ignore[return-value]  # FastAPI validates dicts against the model
-
-    response = call(Filtered(), json={"kept": 1, "renamed": "r", "dropped": True})
-    assert asyncio.run(response.read()) == b'{"kept":1,"newName":"r"}'
-    invalid = call(Filtered(), json={"kept": "not a number"})
-    assert invalid.status == 500
-    assert asyncio.run(invalid.json()).startswith("ResponseValidationError(")
-
-
-def test_returned_responses_pass_through_and_status_codes() -> None:
-    class Direct(BaseModel):
-        async def responses(self, response: Response, body: dict = Body()) -> Any:
-            response.set_cookie("lost", "1")  # FastAPI ignores the sub-response for returned responses
-            if body.get("status"):
-                response.status_code = body["status"]
-                return {"ignored": True}
-            return JSONResponse({"direct": True}, status_code=202, headers={"x-a": "b"})
-
-    direct = call(Direct(), json={})
-    assert (direct.status, direct.headers["x-a"], dict(direct.cookies)) == (202, "b", {})
-    assert asyncio.run(direct.json()) == {"direct": True}
-    no_content = call(Direct(), json={"status": 204})
-    assert (no_content.status, asyncio.run(no_content.read())) == (204, b"")
-    assert no_content.cookies["lost"].value == "1"
-
-
-def test_http_exception_without_body_and_background_tasks() -> None:
-    ran = []
-
-    class Tasks(BaseModel):
-        async def responses(self, tasks: BackgroundTasks, body: dict = Body()) -> dict:
-            tasks.add_task(ran.append, "after")
-            if body.get("not_modified"):
-                raise HTTPException(status_code=304)
-            return {"ran": list(ran)}
-
-    assert asyncio.run(call(Tasks(), json={}).json()) == {"ran": []}
-    assert ran == ["after"]  # background work finishes before the helper returns
-    not_modified = call(Tasks(), json={"not_modified": True})
-    assert (not_modified.status, asyncio.run(not_modified.read())) == (304, b"")
-
-
-def test_sync_handlers_run_in_a_worker_thread() -> None:
-    class Sync(BaseModel):
-        def responses(self, body: dict = Body()) -> dict:
-            return {"thread": threading.get_ident()}
-
-    assert asyncio.run(call(Sync(), json={}).json())["thread"] != threading.get_ident()
-
-
-def test_handler_errors_are_logged_with_their_traceback(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, logger="selfcall_audit.inprocess"):
-        response = call(Echo(), json={"input": "fail"})
-    assert response.status == 500 and not response.cookies  # the exception middleware answers, no session
-    assert [record.exc_info[0] for record in caplog.records if record.exc_info] == [RuntimeError]
-
-
 def test_non_ascii_paths_and_queries_are_escaped_like_a_client_would() -> None:
-    class Paths(BaseModel):
-        async def responses(self, request: Request, body: dict = Body()) -> dict:
+    class Paths(Echo):
+        async def responses(self, request: Request, body: dict = Body()) -> dict:  # type: ignore[override]
             return {
                 "id": request.path_params["rollout_id"],
                 "q": request.query_params["q"],
-                "raw": str(request.url),
+                "raw_path": request.scope["raw_path"].decode(),
             }
 
-    response = call(Paths(), "/ng-rollout/é-1/v1/responses?q=ü", json={})
+    response = call(Paths(), "/ng-rollout/é-1/v1/responses?q=ü", json={"a": 1})
     assert asyncio.run(response.json()) == {
         "id": "é-1",
         "q": "ü",
-        "raw": "/ng-rollout/é-1/v1/responses?q=%C3%BC",  # Starlette builds it from the decoded path
+        "raw_path": "/ng-rollout/%C3%A9-1/v1/responses",
     }
-    assert str(response.url) == "http://in-process/ng-rollout/%C3%A9-1/v1/responses?q=%C3%BC"
+    assert str(response.url) == "http://127.0.0.1:8123/ng-rollout/%C3%A9-1/v1/responses?q=%C3%BC"
+
+
+def test_unknown_paths_answer_as_the_app_does() -> None:
+    response = call(Echo(), "/v1/nothing-here", json={"input": "x"})
+    assert (response.status, asyncio.run(response.json())) == (404, {"detail": "Not Found"})
+
+
+# ------------------------------------------------------------------------------------------
+# When the app fails
+# ------------------------------------------------------------------------------------------
+
+
+class NoMiddleware(BaseModel):
+    """An app without an exception middleware: Starlette answers 500 and uvicorn logs the error."""
+
+    def setup_webserver(self) -> FastAPI:
+        app = FastAPI()
+        app.post("/v1/responses")(self.responses)
+        return app
+
+    async def responses(self, body: dict = Body()) -> dict:
+        raise LookupError("gone")
+
+
+class Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture
+def server_log() -> Iterator[list[logging.LogRecord]]:
+    """What uvicorn's error logger gets at level ERROR (uvicorn's own logging config, which the
+    servers of other tests load, stops it propagating and may raise its level)."""
+    handler, logger = Records(), logging.getLogger("uvicorn.error")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR)
+    yield handler.records
+    logger.setLevel(level)
+    logger.removeHandler(handler)
+
+
+def test_an_escaping_exception_is_answered_and_logged_as_uvicorn_does(
+    server_log: list[logging.LogRecord],
+) -> None:
+    response = call(NoMiddleware(), json={"a": 1})
+    assert (response.status, asyncio.run(response.read())) == (500, b"Internal Server Error")
+    assert [(r.getMessage(), r.exc_info and r.exc_info[0]) for r in server_log] == [
+        ("Exception in ASGI application\n", LookupError)
+    ]
+    with pytest.raises(aiohttp.ClientResponseError) as raised:
+        response.raise_for_status()
+    assert isinstance(raised.value.__cause__, LookupError)
+
+
+def test_an_app_that_never_answers_gets_uvicorns_500(server_log: list[logging.LogRecord]) -> None:
+    agent = NoMiddleware()
+    app = agent.setup_webserver()
+
+    async def no_answer(scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+    app.middleware_stack = no_answer  # as if a middleware returned without answering
+    response = call(agent, json={"a": 1})
+    assert (response.status, response.headers["content-type"]) == (500, "text/plain; charset=utf-8")
+    assert [r.getMessage() for r in server_log] == ["ASGI callable returned without starting response."]
