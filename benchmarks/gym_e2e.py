@@ -225,7 +225,7 @@ def normalised(value: object) -> object:
     """The output without what differs between two runs of the same row (times, random ids)."""
     if isinstance(value, dict):
         return {k: normalised(v) for k, v in value.items() if not _VOLATILE_KEYS.search(k)}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [normalised(v) for v in value]
     if isinstance(value, str):
         return _UUID.sub("<uuid>", value)
@@ -272,8 +272,10 @@ async def one_pass(
     for role, url in urls.items():
         async with session.get(f"{url}/_bench/stats") as response:
             stats[role] = await response.json()
-    failures = sum(not correct(row, *out) for row, out in zip(rows, outputs))
-    return Run(seconds, latencies, outputs, failures, stats)
+    wrong = [(row, out) for row, out in zip(rows, outputs) if not correct(row, *out)]
+    if wrong:
+        print(f"  {len(wrong)} wrong answers; the first: {str(wrong[0][1])[:600]}", file=sys.stderr)
+    return Run(seconds, latencies, outputs, len(wrong), stats)
 
 
 @dataclass

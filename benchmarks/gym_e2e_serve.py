@@ -13,8 +13,6 @@ An outer ASGI wrapper (not part of the app) counts the requests the server recei
 `/_bench/stats`, `/_bench/reset` and `/_bench/observability` for the benchmark.
 """
 
-from __future__ import annotations
-
 import contextlib
 import hashlib
 import importlib
