@@ -182,7 +182,7 @@ def proof_checker_class():
     class ProofChecker(SimpleResourcesServer):
         config: ProofCheckerConfig
 
-        async def verify(self, request: Request, body: ProofRefinementVerifyRequest) -> BaseVerifyResponse:
+        async def verify(self, request: Request, body: ProofRefinementVerifyRequest) -> Verified:
             first = body.turn_index == 0
             extra = {"needs_correction": first, "proof_status": "failed" if first else "proved"}
             if first:
