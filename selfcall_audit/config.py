@@ -46,7 +46,7 @@ class Settings:
     config_globs: tuple[str, ...] = ("*.yaml", "*.yml")
     exclude: tuple[str, ...] = ()
     include_tests: bool = False
-    helper: str = "selfcall_audit.inprocess:responses_in_process"
+    helper: str = ""  # MODULE:NAME; empty: the copy `fix` writes into the project
     baseline: str | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()

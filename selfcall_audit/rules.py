@@ -96,6 +96,35 @@ RULES: dict[str, Rule] = {
             default_on=False,
         ),
         Rule(
+            code="SCA004",
+            name="stale-vendored-helper",
+            message="the vendored in-process helper {why}; refresh it with `{command}`",
+            summary="The in-process helper vendored into the repo was edited or is older than the tool's.",
+            explanation=(
+                "`selfcall-audit fix` writes the in-process helper into the repository (by default "
+                "`nemo_gym/inprocess.py`), so that the migrated agents run without selfcall-audit "
+                "installed. Its first line records the version and a digest of the helper. A copy "
+                "whose text no longer matches that digest was edited by hand; a copy that differs from "
+                "the installed tool's helper is older (or newer): the parity the tool tests holds for "
+                "its own helper only. Refresh the copy with `selfcall-audit helper --write PATH --force` "
+                "and review the diff; put local changes in the calling code instead."
+            ),
+            bad=(
+                "# nemo_gym/inprocess.py, as `selfcall-audit fix` wrote it, then edited by hand:\n"
+                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 9f3c...).\n"
+                "# Do not edit: refresh it with `selfcall-audit helper --write nemo_gym/inprocess.py --force`.\n"
+                "...\n"
+                "_TIMEOUT = 30  # a local change the parity tests never saw"
+            ),
+            good=(
+                "# nemo_gym/inprocess.py, as `selfcall-audit helper --write nemo_gym/inprocess.py --force`\n"
+                "# wrote it: the installed tool's helper, unchanged\n"
+                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 9f3c...).\n"
+                "# Do not edit: refresh it with `selfcall-audit helper --write nemo_gym/inprocess.py --force`.\n"
+                "..."
+            ),
+        ),
+        Rule(
             code="SCA900",
             name="unreadable-input",
             message="{detail}",
@@ -113,7 +142,7 @@ RULES: dict[str, Rule] = {
     )
 }
 
-FINDING_CODES = ("SCA001", "SCA002", "SCA003")
+FINDING_CODES = ("SCA001", "SCA002", "SCA003", "SCA004")
 
 
 DEFAULT_SELECTION = tuple(code for code in FINDING_CODES if RULES[code].default_on)

@@ -123,3 +123,139 @@ def test_peers_that_are_not_installed_are_skipped_with_a_note(bench, monkeypatch
     values = _values(output)
     assert values["exact"] == "yes"
     assert not {"semgrep_s", "ruff_warm_s", "flake8_s", "warm_vs_ruff_warm"} & set(values)
+
+
+# gym_e2e: the benchmark on the real NeMo Gym agents (its real run is a script, not a test) ------------
+
+
+@pytest.fixture
+def gym_e2e(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import gym_e2e
+
+    return gym_e2e
+
+
+def fake_run(gym_e2e, seconds: float, latencies: list[float], self_calls: int = 0, failures: int = 0):
+    stats = {"requests": 3 * len(latencies), "self_calls": self_calls, "peak_sockets": 9, "cpu": 0.1}
+    return gym_e2e.Run(seconds, latencies, [], failures, {"agent": stats, "model": stats, "resources": stats})
+
+
+def test_the_summary_line_has_the_documented_fields_and_candidate_over_baseline_ratios(gym_e2e) -> None:
+    off, on = gym_e2e.Tally(), gym_e2e.Tally()
+    off.runs["baseline"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=100)]
+    off.runs["candidate"] = [fake_run(gym_e2e, 1.6, [0.008] * 99 + [0.020])]
+    on.runs["baseline"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=100)]
+    on.runs["candidate"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=2, failures=1)]
+    on.identical = False
+
+    line = gym_e2e.summary_line("simple_agent", 64, {(False, 64): off, (True, 64): on})
+
+    assert line == (
+        "agent=simple_agent concurrency=64 rollouts_per_s_ratio=1.250 p50_ratio=0.800 p99_ratio=2.000 "
+        "failures=1 self_call_sockets=2 outputs_identical=0"
+    )
+
+
+def test_outputs_are_compared_without_times_and_random_ids(gym_e2e) -> None:
+    first = {
+        "reward": 1.0,
+        "created_at": 1.5,
+        "trace": {"duration_ms": 3, "id": "4f1c2a9e-0b7d-4c11-9a2e-1d2c3b4a5f60"},
+    }
+    second = {
+        "reward": 1.0,
+        "created_at": 9.0,
+        "trace": {"duration_ms": 7, "id": "0e9d8c7b-6a5f-4e3d-2c1b-0a9f8e7d6c5b"},
+    }
+
+    assert gym_e2e.normalised(first) == gym_e2e.normalised(second)
+    assert gym_e2e.normalised(first) != gym_e2e.normalised(second | {"reward": 0.0})
+
+
+def test_a_row_is_correct_with_reward_1_or_as_the_failure_path_it_asks_for(gym_e2e) -> None:
+    setup = gym_e2e.AGENTS[0]
+    normal, failing = setup.row(0), setup.row(gym_e2e.FAIL_EVERY - 1)
+
+    assert gym_e2e.correct(normal, 200, {"reward": 1.0})
+    assert not gym_e2e.correct(normal, 200, {"reward": 0.0})
+    assert not gym_e2e.correct(normal, 500, "boom")
+    assert gym_e2e.correct(failing, 500, "the mock model failed")
+    assert not gym_e2e.correct(failing, 200, {"reward": 1.0})
+
+
+def asgi_post(app, path: str, body: dict) -> tuple[int, dict | str]:
+    """One POST straight into an ASGI app (no server, no test client)."""
+    import asyncio
+
+    sent: list[dict] = []
+    payload = json.dumps(body).encode()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+
+    async def receive() -> dict:
+        return {"type": "http.request", "body": payload, "more_body": False}
+
+    async def send(message: dict) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return sent[0]["status"], json.loads(data)
+
+
+def test_the_mock_model_walks_the_counter_tools_then_answers_and_fails_on_request(monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from gym_e2e import COUNTER_TOOLS
+    from gym_e2e_serve import mock_model
+
+    app = mock_model()
+    user = {"role": "user", "content": "add 4 then add 5 then get the count"}
+
+    def step(done: int) -> dict:
+        outputs = [
+            {"type": "function_call_output", "call_id": f"call_{i}", "output": "{}"} for i in range(done)
+        ]
+        return asgi_post(app, "/v1/responses", {"input": [user, *outputs], "tools": COUNTER_TOOLS})[1]
+
+    calls = [step(done)["output"][0] for done in range(4)]
+
+    assert [(c["type"], c.get("name"), c.get("arguments")) for c in calls] == [
+        ("function_call", "increment_counter", '{"count": 4}'),
+        ("function_call", "increment_counter", '{"count": 5}'),
+        ("function_call", "get_counter_value", "{}"),
+        ("message", None, None),
+    ]
+    assert step(1) == step(1)  # deterministic, ids included
+    assert asgi_post(app, "/ng-rollout/7-0/v1/responses", {"input": "FAIL500 please"})[0] == 500
+
+
+def test_the_script_refuses_a_folder_that_is_not_a_nemo_gym_checkout(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "gym_e2e.py"),
+            "--gym",
+            str(tmp_path),
+            "--gym-python",
+            sys.executable,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 2
+    assert "is not a NeMo Gym checkout (no responses_api_agents/)" in done.stderr

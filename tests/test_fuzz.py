@@ -140,10 +140,14 @@ def python_files(root: Path) -> dict[Path, bytes]:
     return {path: path.read_bytes() for path in sorted(root.rglob("*.py"))}
 
 
+# Where a fixture has no place for a vendored copy, `fix` refuses by design (tests/test_vendor.py).
+INSTALLED_HELPER = ("--helper", "selfcall_audit.inprocess:responses_in_process")
+
+
 def fix_never_breaks(root: Path) -> Result:
     """`fix` exits 0 or 1; what it writes parses; a second run changes nothing."""
     before = python_files(root)
-    first = run("fix", root, "--no-cache")
+    first = run("fix", root, "--no-cache", *INSTALLED_HELPER)
     assert first.exit_code in (0, 1), first.output + first.stderr
     assert "Traceback" not in first.stderr and "internal error" not in first.stderr, first.stderr
     after = python_files(root)
@@ -152,7 +156,7 @@ def fix_never_breaks(root: Path) -> Result:
             assert is_python(data), (
                 f"fix wrote a file that does not parse: {path}\n{data.decode(errors='replace')}"
             )
-    second = run("fix", root, "--no-cache")
+    second = run("fix", root, "--no-cache", *INSTALLED_HELPER)
     assert second.exit_code in (0, 1), second.output + second.stderr
     assert python_files(root) == after, "a second fix changed the files again"
     assert "Nothing to rewrite" in second.stdout

@@ -212,7 +212,8 @@ def test_fix_hook_rewrites_the_self_call(tmp_path: Path, hooks: Hooks, env: dict
 
     assert fixed.returncode == 1, fixed.stdout + fixed.stderr  # pre-commit fails a hook that changed files
     assert "files were modified by this hook" in fixed.stdout
-    assert "from selfcall_audit.inprocess import responses_in_process" in rewritten
+    assert "from responses_api_agents.echo.inprocess import responses_in_process" in rewritten  # vendored
+    assert (repo / "responses_api_agents/echo/inprocess.py").is_file()
     assert "await responses_in_process(\n            self," in rewritten
     assert "self.server_client.post" not in rewritten
     assert rescan.returncode == 0, rescan.stdout + rescan.stderr

@@ -113,7 +113,7 @@ def test_sarif_rules_come_from_the_registry(repo: Path) -> None:
         assert registered.good in rule["help"]["text"]
         assert rule["defaultConfiguration"]["enabled"] is registered.default_on
     levels = {rule["id"]: rule["defaultConfiguration"]["level"] for rule in driver["rules"]}
-    assert levels == {"SCA001": "error", "SCA002": "error", "SCA003": "warning"}
+    assert levels == {"SCA001": "error", "SCA002": "error", "SCA003": "warning", "SCA004": "error"}
 
 
 def test_sarif_results_match_the_json_report(repo: Path) -> None:

@@ -213,6 +213,13 @@ class Project:
             if _selected(f.code, self.settings)
             and (in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence))
         ]
+        if _selected("SCA004", self.settings):  # whatever the scope: the hook sees a stale copy too
+            from ..migrate.vendor import stale_copies
+
+            findings = sorted(
+                findings + stale_copies(self.root, files.sources, self.settings.helper),
+                key=lambda f: f.sort_key,
+            )
         return Report(
             root=self.root,
             findings=findings,

@@ -220,8 +220,8 @@ def agents(common: Common, output_format: str | None) -> None:
     "--helper",
     "helper_spec",
     metavar="MODULE:NAME",
-    help="The helper to call (default: the `helper` setting, else "
-    "selfcall_audit.inprocess:responses_in_process).",
+    help="The helper to call (default: the `helper` setting, else the copy fix writes to "
+    "nemo_gym/inprocess.py); a project module that does not exist yet is written first.",
 )
 def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -> None:
     """Rewrite self-calls to /v1/responses (SCA001) in PATHS to the in-process helper.
@@ -233,17 +233,43 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
-    from ..migrate.codemod import Helper, plan_fix
+    from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
+    from ..migrate.vendor import Placement, VendorError, place_beside, place_helper, vendor_helper
 
     root, settings = common.prepare()
+    spec = helper_spec or settings.helper
     try:
-        helper = Helper.parse(helper_spec or settings.helper)
-    except ValueError as exc:
-        raise UsageError(f"{'--helper' if helper_spec else 'the `helper` setting'}: {exc}") from None
+        if spec:
+            Helper.parse(spec)
+        placement = place_helper(root, spec)
+    except (ValueError, VendorError) as exc:
+        where = "--helper" if helper_spec else "the `helper` setting"
+        raise UsageError(f"{where}: {exc}" if spec else str(exc)) from None
+    unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
+    placement = placement or Placement(DEFAULT_HELPER)
+    helper = Helper.parse(placement.spec)
     dry_run = show_diff or check
     progress = common.progress()
     try:
         plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+        if unplaced and plan.rewritten:
+            try:
+                placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
+            except VendorError as exc:
+                click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
+                _exit(EXIT_ERROR)
+            helper = Helper.parse(placement.spec)
+            plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+        vendored = placement.write_to if plan.rewritten else None
+        if vendored and not dry_run:
+            try:
+                vendor_helper(root / vendored)
+            except (VendorError, OSError) as exc:
+                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                click.echo(
+                    f"selfcall-audit: cannot write the helper: {message}; nothing was written", err=True
+                )
+                _exit(EXIT_ERROR)
         if not dry_run:
             progress.stage("rewriting")
             progress("", 0, sum(file.changed for file in plan.files))
@@ -257,6 +283,10 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     def shown(path: str) -> str:
         return os.path.relpath(root / path).replace(os.sep, "/")
 
+    if vendored and not common.quiet:
+        say(
+            f"{vendored}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
+        )
     if show_diff:
         click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
     rewritten = plan.rewritten
@@ -289,6 +319,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
             else "none left to fix by hand"
         )
         say(f"{done}; {left}.")
+    if rewritten and not common.quiet:
+        _name_impacted_tests(root, settings, rewritten, say)
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
@@ -303,6 +335,17 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         _exit(EXIT_ERROR)
     if not_fixed or (dry_run and rewritten):
         _exit(EXIT_FINDINGS)
+
+
+def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:
+    from ..migrate.test_impact import Rewritten, impacted_tests
+
+    methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
+    tests = impacted_tests(root, methods, settings.route, settings.exclude)
+    if tests:
+        say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call; update them:")
+    for test in tests:
+        say(f"  {test.node_id}: {test.reason}")
 
 
 def _plural(count: int, word: str) -> str:
@@ -324,7 +367,7 @@ def helper(target: Path, force: bool) -> None:
 
     Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
     """
-    from ..migrate.codemod import VendorError, helper_spec_for, vendor_helper
+    from ..migrate.vendor import VendorError, helper_spec_for, vendor_helper
     from ..workspace.discovery import find_root
 
     folder = target if target.is_dir() or not target.suffix else target.parent

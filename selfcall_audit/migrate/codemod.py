@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import difflib
 import io
-import os
-import stat
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
-from .. import __version__
 from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
-from ..workspace.discovery import find_root
 from .imports import DEFAULT_HELPER, Helper
-from .imports import is_dotted as _is_dotted
 from .rewrite import CodemodError, Outcome, rewrite_source
-from .write import atomic_write, write_all
+from .write import write_all
 
-__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "VendorError", "plan_fix"]
-
-
-class VendorError(Exception):
-    """The helper cannot be vendored where asked (an existing different file, not a .py path)."""
+__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_fix"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -158,54 +148,3 @@ def plan_fix(
         outcomes.sort(key=lambda o: o.finding.sort_key)
         plan.files.append(FileFix(path, source, after, outcomes, removed_aliases))
     return plan
-
-
-# --------------------------------------------------------------------------------------------
-# Vendoring the helper
-# --------------------------------------------------------------------------------------------
-
-
-def helper_source() -> bytes:
-    """The helper module as shipped, headed by where it comes from and how to refresh it."""
-    source = resources.files("selfcall_audit").joinpath("inprocess.py").read_bytes()
-    header = (
-        f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py).\n"
-        "# Refresh it with `selfcall-audit helper --write <this file> --force` (local edits are replaced).\n"
-    )
-    return header.encode() + source
-
-
-def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
-    """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
-    path = target / "inprocess.py" if target.is_dir() or not target.suffix else target
-    if path.suffix != ".py":
-        raise VendorError(f"{path} is not a .py file")
-    source = helper_source()
-    if path.is_file():
-        if path.read_bytes() == source:
-            return path, False
-        if not force:
-            raise VendorError(f"{path} exists and differs from the helper; pass --force to overwrite it")
-        mode = stat.S_IMODE(path.stat().st_mode)
-    elif path.exists():
-        raise VendorError(f"{path} exists and is not a file")
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-        path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, source, mode)
-    return path, True
-
-
-def helper_spec_for(path: Path, name: str = "responses_in_process") -> str | None:
-    """The `--helper` value that imports the vendored file, from its place in the project."""
-    path = path.resolve()
-    root = find_root(path.parent)
-    parts = list(path.relative_to(root).with_suffix("").parts) if path.is_relative_to(root) else []
-    if len(parts) > 1 and parts[0] == "src" and not (root / "src" / "__init__.py").exists():
-        parts = parts[1:]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    module = ".".join(parts)
-    return f"{module}:{name}" if _is_dotted(module) else None

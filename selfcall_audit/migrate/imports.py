@@ -6,7 +6,6 @@ imports of it.
 
 from __future__ import annotations
 
-import keyword
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .arguments import uncommented
+from .vendor import is_dotted
 
 DEFAULT_HELPER = "selfcall_audit.inprocess:responses_in_process"
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
@@ -32,10 +32,6 @@ class Helper:
         if not sep or not is_dotted(module) or not is_dotted(name) or "." in name:
             raise ValueError(f"the helper must be given as MODULE:NAME (like {DEFAULT_HELPER}), not {spec!r}")
         return cls(module, name)
-
-
-def is_dotted(text: str) -> bool:
-    return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

@@ -31,7 +31,10 @@ def make_project(root: Path, case: Path, before: bytes | None = None) -> Path:
     root.mkdir()
     pyproject = case / "pyproject.toml"
     (root / "pyproject.toml").write_bytes(
-        pyproject.read_bytes() if pyproject.exists() else b'[project]\nname = "toy"\n'
+        pyproject.read_bytes()
+        if pyproject.exists()
+        # the installed helper, as the after files import it; fix's default (vendored) is in test_vendor.py
+        else b'[project]\nname = "toy"\n\n[tool.selfcall-audit]\nhelper = "selfcall_audit.inprocess:responses_in_process"\n'
     )
     (root / "nemo_gym").mkdir()
     (root / "nemo_gym" / "__init__.py").write_text("")

@@ -1,0 +1,497 @@
+"""The in-process helper on the real NeMo Gym agents, side by side with the HTTP self-call.
+
+    python benchmarks/gym_e2e.py --gym PATH --gym-python PY [--quick]
+
+Copies the NeMo Gym checkout at PATH, migrates the copy with `selfcall-audit fix` (default
+settings: the helper is vendored into the copy), then for `simple_agent` and
+`proof_refinement_agent` serves, each in its own process under PY (NeMo Gym's Python, no Ray, no
+head server; see gym_e2e_serve.py), on 127.0.0.1:
+
+- a mock Responses API model (deterministic; answers 500 to inputs that ask for it),
+- the agent's resources server: NeMo Gym's stateful counter (sessions, tool calls) for
+  simple_agent; a stand-in verifier asking for one correction for proof_refinement_agent,
+- the original agent (baseline: the HTTP self-call) and the migrated one (candidate).
+
+Each round posts the same rows to `/run` of the baseline and of the candidate, in alternating
+order, at concurrency 1, 64 and 256, with model-call capture (observability) off and on; one row
+in 32 makes the model answer 500 (`--quick`: fewer rows and rounds, and capture on at concurrency
+64 only). It measures rollouts/s, p50/p99 latency, the requests the
+servers received (loopback), the agent's peak open sockets and CPU time per rollout, checks every
+row (status 200 and reward 1, or the failure row's 500), and that both agents answered each row
+identically. Ratios are candidate / baseline (throughput: higher is better; latency: lower).
+The last lines, one per agent and concurrency (capture off; failures, sockets and identity
+over both capture modes):
+
+    agent=<name> concurrency=<c> rollouts_per_s_ratio=R p50_ratio=X p99_ratio=Y failures=F self_call_sockets=S outputs_identical=0|1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+
+HERE = Path(__file__).resolve().parent
+SERVE = HERE / "gym_e2e_serve.py"
+HOST = "127.0.0.1"
+CONCURRENCIES = (1, 64, 256)
+FAIL_EVERY = 32  # one row in 32 makes the mock model answer 500
+REQUEST_TIMEOUT = 120.0
+START_TIMEOUT = 180.0
+COUNTER_TOOLS = [
+    {
+        "type": "function",
+        "name": "increment_counter",
+        "description": "",
+        "parameters": {
+            "type": "object",
+            "properties": {"count": {"type": "integer", "description": ""}},
+            "required": ["count"],
+            "additionalProperties": False,
+        },
+        "strict": True,
+    },
+    {
+        "type": "function",
+        "name": "get_counter_value",
+        "description": "",
+        "parameters": {"type": "object", "properties": {}, "required": [], "additionalProperties": False},
+        "strict": True,
+    },
+]
+# Values that differ between two runs of the same row whatever the transport.
+_VOLATILE_KEYS = re.compile(r"(^|_)(at|ms|seconds|time|timestamp|duration|latency)$")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class AgentSetup:
+    name: str
+    target: str  # module:Class of the agent
+    resources: str  # module:Class of its resources server
+    config: dict  # the agent's settings besides address and server references
+
+    def row(self, index: int) -> dict:
+        fail = "FAIL500 " if index % FAIL_EVERY == FAIL_EVERY - 1 else ""
+        marks = {"_ng_task_index": index, "_ng_rollout_index": 0}
+        if self.name == "simple_agent":
+            a, b, start = index % 5 + 1, index % 3 + 2, index % 7
+            text = f"{fail}add {a} then add {b} then get the count"
+            params = {"input": [{"role": "user", "content": text}], "tools": COUNTER_TOOLS}
+            return {
+                "responses_create_params": params,
+                "initial_count": start,
+                "expected_count": start + a + b,
+            } | marks
+        return {
+            "responses_create_params": {"input": [{"role": "user", "content": f"{fail}Prove lemma {index}."}]}
+        } | marks
+
+
+AGENTS = (
+    AgentSetup(
+        "simple_agent",
+        "responses_api_agents.simple_agent.app:SimpleAgent",
+        "resources_servers.example_session_state_mgmt.app:StatefulCounterResourcesServer",
+        {},
+    ),
+    AgentSetup(
+        "proof_refinement_agent",
+        "responses_api_agents.proof_refinement_agent.app:ProofRefinementAgent",
+        "bench:ProofChecker",
+        {"max_correction_turns": 2, "include_all_attempts": True},
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# Servers
+# --------------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def gym_config(setup: AgentSetup, ports: dict[str, int]) -> dict:
+    """NeMo Gym's global config for one agent process: every server's address, no head server."""
+
+    def address(port: int) -> dict:
+        return {"entrypoint": "app.py", "host": HOST, "port": port}
+
+    return {
+        "head_server": {"host": HOST, "port": ports["head"]},
+        "observability_enabled": False,
+        "policy_model": {"responses_api_models": {"mock_model": address(ports["model"])}},
+        "bench_resources": {
+            "resources_servers": {"bench": address(ports["resources"]) | {"domain": "agent"}}
+        },
+        "bench_agent": {
+            "responses_api_agents": {
+                setup.name: address(ports["agent"])
+                | {
+                    "resources_server": {"type": "resources_servers", "name": "bench_resources"},
+                    "model_server": {"type": "responses_api_models", "name": "policy_model"},
+                }
+                | setup.config
+            }
+        },
+    }
+
+
+@dataclass
+class Servers:
+    """The processes of one agent's run; stopped (by their own ids) whatever happens."""
+
+    python: str
+    logs: Path
+    processes: list[subprocess.Popen] = field(default_factory=list)
+
+    def start(self, tree: Path, role: str, port: int, target: str, config: dict, instance: str) -> str:
+        env = os.environ | {
+            "PYTHONPATH": str(tree),
+            "NEMO_GYM_CONFIG_DICT": json.dumps(config),
+            "NEMO_GYM_CONFIG_PATH": instance,
+        }
+        log = open(self.logs / f"{role}-{port}.log", "wb")  # noqa: SIM115 - closed with the process
+        self.processes.append(
+            subprocess.Popen(
+                [self.python, str(SERVE), role, str(port), target], cwd=tree, env=env, stdout=log, stderr=log
+            )
+        )
+        log.close()
+        return f"http://{HOST}:{port}"
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+async def wait_until_up(session: aiohttp.ClientSession, urls: list[str], servers: Servers) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    for url in urls:
+        while True:
+            if any(p.poll() is not None for p in servers.processes):
+                raise SystemExit(f"a server exited at start-up; see the logs in {servers.logs}")
+            try:
+                async with session.get(f"{url}/_bench/stats") as response:
+                    if response.status == 200:
+                        break
+            except aiohttp.ClientError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{url} did not start in {START_TIMEOUT:.0f}s; see {servers.logs}")
+            await asyncio.sleep(0.2)
+
+
+# --------------------------------------------------------------------------------------------
+# Load
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One variant's pass over the rows at one concurrency."""
+
+    seconds: float
+    latencies: list[float]
+    outputs: list[tuple[int, object]]
+    failures: int
+    stats: dict[str, dict]  # per server: requests, self_calls, peak_sockets, cpu
+
+
+def normalised(value: object) -> object:
+    """The output without what differs between two runs of the same row (times, random ids)."""
+    if isinstance(value, dict):
+        return {k: normalised(v) for k, v in value.items() if not _VOLATILE_KEYS.search(k)}
+    if isinstance(value, (list, tuple)):
+        return [normalised(v) for v in value]
+    if isinstance(value, str):
+        return _UUID.sub("<uuid>", value)
+    return value
+
+
+def correct(row: dict, status: int, body: object) -> bool:
+    content = json.dumps(row["responses_create_params"]["input"])
+    if "FAIL500" in content:
+        return status == 500
+    return status == 200 and isinstance(body, dict) and body.get("reward") == 1.0
+
+
+async def one_pass(
+    session: aiohttp.ClientSession, urls: dict[str, str], rows: list[dict], concurrency: int
+) -> Run:
+    for url in urls.values():
+        async with session.post(f"{url}/_bench/reset") as response:
+            await response.read()
+    gate = asyncio.Semaphore(concurrency)
+    latencies = [0.0] * len(rows)
+    outputs: list[tuple[int, object]] = [(0, None)] * len(rows)
+
+    async def rollout(index: int, row: dict) -> None:
+        async with gate:
+            started = time.perf_counter()
+            try:
+                async with session.post(f"{urls['agent']}/run", json=row) as response:
+                    data = await response.read()
+                    status = response.status
+            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                status, data = -1, repr(exc).encode()
+            latencies[index] = time.perf_counter() - started
+            try:
+                body = json.loads(data)
+            except ValueError:
+                body = data.decode("utf-8", "replace")
+            outputs[index] = (status, body)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(rollout(i, row) for i, row in enumerate(rows)))
+    seconds = time.perf_counter() - started
+    stats = {}
+    for role, url in urls.items():
+        async with session.get(f"{url}/_bench/stats") as response:
+            stats[role] = await response.json()
+    wrong = [(row, out) for row, out in zip(rows, outputs) if not correct(row, *out)]
+    if wrong:
+        print(f"  {len(wrong)} wrong answers; the first: {str(wrong[0][1])[:600]}", file=sys.stderr)
+    return Run(seconds, latencies, outputs, len(wrong), stats)
+
+
+@dataclass
+class Tally:
+    """Both variants' passes at one concurrency and capture mode, over the rounds."""
+
+    runs: dict[str, list[Run]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
+    identical: bool = True
+
+    def rate(self, variant: str) -> float:
+        runs = self.runs[variant]
+        return sum(len(r.latencies) for r in runs) / sum(r.seconds for r in runs)
+
+    def percentile(self, variant: str, q: float) -> float:
+        values = sorted(x for r in self.runs[variant] for x in r.latencies)
+        return values[min(len(values) - 1, int(q * len(values)))]
+
+    def per_rollout(self, variant: str, role: str, key: str) -> float:
+        runs = self.runs[variant]
+        return sum(r.stats[role][key] for r in runs) / sum(len(r.latencies) for r in runs)
+
+    def loopback(self, variant: str) -> float:
+        """Requests the servers received per rollout, besides the rollout's own POST /run."""
+        runs = self.runs[variant]
+        total = sum(s["requests"] for r in runs for s in r.stats.values())
+        rollouts = sum(len(r.latencies) for r in runs)
+        return (total - rollouts) / rollouts
+
+    def failures(self) -> int:
+        return sum(r.failures for runs in self.runs.values() for r in runs)
+
+    def self_calls(self, variant: str) -> int:
+        return sum(r.stats["agent"]["self_calls"] for r in self.runs[variant])
+
+    def peak_sockets(self, variant: str) -> int:
+        return max(r.stats["agent"]["peak_sockets"] for r in self.runs[variant])
+
+
+async def bench_agent(
+    setup: AgentSetup,
+    original: Path,
+    migrated: Path,
+    python: str,
+    logs: Path,
+    sizes: dict[int, int],
+    rounds: int,
+    captured: tuple[int, ...],
+) -> dict[tuple[bool, int], Tally]:
+    ports = {role: free_port() for role in ("head", "model", "resources", "baseline", "candidate")}
+    servers = Servers(python, logs)
+    try:
+        shared = gym_config(setup, ports | {"agent": ports["baseline"]})
+        model = servers.start(original, "model", ports["model"], "", shared, "policy_model")
+        resources = servers.start(
+            original, "resources", ports["resources"], setup.resources, shared, "bench_resources"
+        )
+        agents = {
+            variant: servers.start(
+                tree,
+                "agent",
+                ports[variant],
+                setup.target,
+                gym_config(setup, ports | {"agent": ports[variant]}),
+                "bench_agent",
+            )
+            for variant, tree in (("baseline", original), ("candidate", migrated))
+        }
+        connector = aiohttp.TCPConnector(limit=max(sizes) + 8)
+        timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+            await wait_until_up(session, [model, resources, *agents.values()], servers)
+            tallies: dict[tuple[bool, int], Tally] = {}
+            for capture in (False, True):
+                for url in agents.values():
+                    async with session.post(
+                        f"{url}/_bench/observability/{'on' if capture else 'off'}"
+                    ) as response:
+                        await response.read()
+                for concurrency, count in sizes.items():
+                    if capture and concurrency not in captured:
+                        continue
+                    rows = [setup.row(i) for i in range(count)]
+                    tally = tallies[(capture, concurrency)] = Tally()
+                    for round_index in range(rounds):
+                        order = (
+                            ("baseline", "candidate") if round_index % 2 == 0 else ("candidate", "baseline")
+                        )
+                        done = {}
+                        for variant in order:
+                            urls = {"agent": agents[variant], "model": model, "resources": resources}
+                            done[variant] = await one_pass(session, urls, rows, concurrency)
+                            tally.runs[variant].append(done[variant])
+                        same = [
+                            normalised(a) == normalised(b)
+                            for a, b in zip(done["baseline"].outputs, done["candidate"].outputs)
+                        ]
+                        if not all(same) and tally.identical:
+                            first = same.index(False)
+                            print(
+                                f"  {setup.name}: row {first} differs:\n    baseline  {done['baseline'].outputs[first]}\n"
+                                f"    candidate {done['candidate'].outputs[first]}",
+                                file=sys.stderr,
+                            )
+                        tally.identical = tally.identical and all(same)
+                    print(row_line(setup.name, capture, concurrency, tally), flush=True)
+            return tallies
+    finally:
+        servers.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+
+
+HEADER = (
+    f"{'agent':<24}{'capture':>8}{'conc':>6}{'rollouts/s b→c':>18}{'ratio':>7}{'p50 ms b→c':>16}"
+    f"{'p99 ms b→c':>18}{'loopback/rollout':>18}{'sockets':>10}{'cpu ms/rollout':>17}{'fail':>6}{'same':>6}"
+)
+
+
+def row_line(agent: str, capture: bool, concurrency: int, t: Tally) -> str:
+    b, c = "baseline", "candidate"
+    cpu_b, cpu_c = (t.per_rollout(v, "agent", "cpu") * 1e3 for v in (b, c))
+    return (
+        f"{agent:<24}{'on' if capture else 'off':>8}{concurrency:>6}"
+        f"{f'{t.rate(b):.1f}→{t.rate(c):.1f}':>18}{t.rate(c) / t.rate(b):>7.3f}"
+        f"{f'{t.percentile(b, 0.5) * 1e3:.1f}→{t.percentile(c, 0.5) * 1e3:.1f}':>16}"
+        f"{f'{t.percentile(b, 0.99) * 1e3:.1f}→{t.percentile(c, 0.99) * 1e3:.1f}':>18}"
+        f"{f'{t.loopback(b):.1f}→{t.loopback(c):.1f}':>18}"
+        f"{f'{t.peak_sockets(b)}→{t.peak_sockets(c)}':>10}"
+        f"{f'{cpu_b:.2f}→{cpu_c:.2f}':>17}"
+        f"{t.failures():>6}{int(t.identical):>6}"
+    )
+
+
+def summary_line(agent: str, concurrency: int, tallies: dict[tuple[bool, int], Tally]) -> str:
+    off = tallies[(False, concurrency)]
+    both = [tallies[key] for key in ((False, concurrency), (True, concurrency)) if key in tallies]
+    return (
+        f"agent={agent} concurrency={concurrency} "
+        f"rollouts_per_s_ratio={off.rate('candidate') / off.rate('baseline'):.3f} "
+        f"p50_ratio={off.percentile('candidate', 0.5) / off.percentile('baseline', 0.5):.3f} "
+        f"p99_ratio={off.percentile('candidate', 0.99) / off.percentile('baseline', 0.99):.3f} "
+        f"failures={sum(t.failures() for t in both)} "
+        f"self_call_sockets={sum(t.self_calls('candidate') for t in both)} "
+        f"outputs_identical={int(all(t.identical for t in both))}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------------
+
+
+def copies(gym: Path, work: Path) -> tuple[Path, Path]:
+    """Two copies of the checkout: as it is (baseline), and migrated by `selfcall-audit fix` with
+    default settings (candidate). The checkout itself is never written to."""
+    trees = work / "gym-original", work / "gym-migrated"
+    for tree in trees:
+        shutil.copytree(
+            gym, tree, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv")
+        )
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcall_audit.frontends.launch", "fix", "--no-cache", "-q", str(trees[1])],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode == 2:
+        raise SystemExit(f"selfcall-audit fix failed:\n{done.stderr}")
+    for setup in AGENTS:
+        app = trees[1] / "responses_api_agents" / setup.name / "app.py"
+        if b"responses_in_process" not in app.read_bytes():
+            raise SystemExit(f"fix did not migrate {app.relative_to(trees[1])}")
+    return trees
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--gym", type=Path, required=True, help="a NeMo Gym checkout (left unchanged)")
+    parser.add_argument("--gym-python", required=True, help="NeMo Gym's Python (its venv's bin/python)")
+    parser.add_argument("--quick", action="store_true", help="fewer rollouts and rounds (under 5 minutes)")
+    parser.add_argument("--agents", default=",".join(a.name for a in AGENTS), help="comma-separated subset")
+    args = parser.parse_args(argv)
+    if not (args.gym / "responses_api_agents").is_dir():
+        parser.error(f"{args.gym} is not a NeMo Gym checkout (no responses_api_agents/)")
+    unknown = set(args.agents.split(",")) - {a.name for a in AGENTS}
+    if unknown:
+        parser.error(f"unknown agents: {', '.join(sorted(unknown))}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
+    sizes = dict(zip(CONCURRENCIES, (8, 128, 256) if args.quick else (64, 1024, 2048)))
+    rounds = 2 if args.quick else 4
+    captured = (64,) if args.quick else CONCURRENCIES  # the concurrencies also run with capture on
+    with tempfile.TemporaryDirectory(prefix="gym_e2e.") as scratch:
+        work = Path(scratch)
+        original, migrated = copies(args.gym.resolve(), work)
+        logs = work / "logs"
+        logs.mkdir()
+        print(HEADER, flush=True)
+        results = {}
+        for setup in AGENTS:
+            if setup.name in args.agents.split(","):
+                results[setup.name] = asyncio.run(
+                    bench_agent(setup, original, migrated, args.gym_python, logs, sizes, rounds, captured)
+                )
+        print()
+        for name, tallies in results.items():
+            for concurrency in sizes:
+                print(summary_line(name, concurrency, tallies))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

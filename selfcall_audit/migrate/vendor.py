@@ -1,0 +1,245 @@
+"""The helper as a file of the audited repo, so that the migrated code runs without selfcall-audit.
+
+`fix` writes a copy of `selfcall_audit/inprocess.py` (one self-contained module) into the repo and
+imports it from there. The copy's first line records the tool version and a digest of the module,
+so `scan` can tell a copy that was edited, or that an older tool wrote, from a current one (SCA004).
+This module is imported by every scan: it uses the standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .. import __version__
+from ..ftypes import Finding
+from ..rules import RULES
+from ..workspace.discovery import find_root
+
+HELPER_NAME = "responses_in_process"
+FILE_NAME = "inprocess.py"
+# The package next to NeMo Gym's server_utils.py: the agents import it wherever they run.
+DEFAULT_PACKAGES = ("nemo_gym", "src/nemo_gym")
+_SHIPPED = Path(__file__).resolve().parents[1] / "inprocess.py"
+_HEADER = re.compile(
+    rb"# Vendored from selfcall-audit (\S+) \(selfcall_audit/inprocess\.py, blake2b ([0-9a-f]{32})\)\.\n"
+)
+
+
+class VendorError(Exception):
+    """The helper cannot be vendored where asked (an existing different file, not a .py path, ...)."""
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def refresh_command(rel: str) -> str:
+    return f"selfcall-audit helper --write {rel} --force"
+
+
+def helper_source(rel: str | None = None) -> bytes:
+    """The helper module as shipped, headed by its version, its digest and how to refresh it."""
+    body = _SHIPPED.read_bytes()
+    where = rel or "<this file>"
+    header = (
+        f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py, blake2b {_digest(body)}).\n"
+        f"# Do not edit: refresh it with `{refresh_command(where)}`.\n"
+    )
+    return header.encode() + body
+
+
+def _body(data: bytes) -> tuple[str, str, bytes] | None:
+    """The version and digest a vendored copy records, and the module after its two header lines."""
+    match = _HEADER.match(data)
+    if match is None:
+        return None
+    rest = data[match.end() :]
+    second = rest.find(b"\n")
+    return match[1].decode(), match[2].decode(), rest[second + 1 :] if second >= 0 else b""
+
+
+def is_vendored(data: bytes) -> bool:
+    return _HEADER.match(data) is not None
+
+
+def staleness(data: bytes) -> str | None:
+    """Why a vendored copy is not the tool's helper ("edited", "outdated"), or None when it is."""
+    parts = _body(data)
+    if parts is None:
+        return None
+    version, digest, body = parts
+    if _digest(body) != digest:
+        return f"was edited since selfcall-audit {version} wrote it"
+    if body != _SHIPPED.read_bytes():
+        return f"is the helper of selfcall-audit {version}, not of the installed {__version__}"
+    return None
+
+
+def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
+    """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
+    from .write import atomic_write
+
+    path = target / FILE_NAME if target.is_dir() or not target.suffix else target
+    if path.suffix != ".py":
+        raise VendorError(f"{path} is not a .py file")
+    root = find_root(path.parent if path.parent.exists() else Path.cwd())
+    resolved = path.resolve()
+    rel = resolved.relative_to(root.resolve()).as_posix() if resolved.is_relative_to(root.resolve()) else None
+    source = helper_source(rel)
+    if path.is_file():
+        current = path.read_bytes()
+        if current == source or (is_vendored(current) and staleness(current) is None and not force):
+            return path, False
+        if not force:
+            raise VendorError(f"{path} exists and differs from the helper; pass --force to overwrite it")
+        mode = stat.S_IMODE(path.stat().st_mode)
+    elif path.exists():
+        raise VendorError(f"{path} exists and is not a file")
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+        path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, source, mode)
+    return path, True
+
+
+def is_dotted(text: str) -> bool:
+    """A dotted Python name (`a.b.c`), as an import statement takes it."""
+    return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
+
+
+def helper_spec_for(path: Path, name: str = HELPER_NAME) -> str | None:
+    """The `--helper` value that imports the vendored file, from its place in the project."""
+    path = path.resolve()
+    root = find_root(path.parent)
+    parts = list(path.relative_to(root).with_suffix("").parts) if path.is_relative_to(root) else []
+    if len(parts) > 1 and parts[0] == "src" and not (root / "src" / "__init__.py").exists():
+        parts = parts[1:]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    module = ".".join(parts)
+    return f"{module}:{name}" if is_dotted(module) else None
+
+
+# --------------------------------------------------------------------------------------------
+# Where `fix` puts the helper
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The helper `fix` rewrites calls to, and the project file to write it to first (if any)."""
+
+    spec: str  # MODULE:NAME
+    write_to: str | None = None  # relative to the root; None: the module is there or installed
+
+
+def module_file(root: Path, module: str) -> str | None:
+    """The project file that holds `module` (or would, when its top-level package is in the
+    project); None for a module from outside the project."""
+    parts = module.split(".")
+    for base in ("", "src/"):
+        if (root / base / parts[0]).is_dir():
+            package = root / base / Path(*parts)
+            if (package / "__init__.py").is_file():
+                return f"{base}{'/'.join(parts)}/__init__.py"
+            return f"{base}{'/'.join(parts)}.py"
+    return None
+
+
+def place_helper(root: Path, spec: str | None) -> Placement | None:
+    """Where the helper is, from `--helper`/the `helper` setting (`spec`), else the default place:
+    `nemo_gym/inprocess.py`; None when there is no `nemo_gym` package (see `place_beside`).
+
+    A module of the project that does not exist yet is where the helper gets written; a module
+    outside the project (e.g. `selfcall_audit.inprocess`) is imported as installed.
+    """
+    if not spec:
+        package = next((p for p in DEFAULT_PACKAGES if (root / p).is_dir()), None)
+        return None if package is None else _placed(root, f"{package}/{FILE_NAME}")
+    module, _, name = spec.partition(":")
+    if module.split(".")[0] == "selfcall_audit":
+        return Placement(spec)
+    rel = module_file(root, module)
+    if rel is None or (root / rel).exists():
+        return Placement(spec)
+    if name != HELPER_NAME:
+        raise VendorError(
+            f"{rel} does not exist; the helper fix writes there is named {HELPER_NAME}, not {name}"
+        )
+    return Placement(spec, rel)
+
+
+def place_beside(root: Path, rewritten: list[str]) -> Placement:
+    """Without a `nemo_gym` package: the helper in the deepest folder holding every rewritten file."""
+    folder = PurePosixPath(os.path.commonpath([PurePosixPath(rel).parent.as_posix() for rel in rewritten]))
+    if folder.parts and all(is_dotted(part) for part in folder.parts):
+        return _placed(root, f"{folder}/{FILE_NAME}")
+    raise VendorError(
+        "no `nemo_gym` package and no package holding every rewritten file to put the in-process "
+        f'helper in: set `helper = "PACKAGE.inprocess:{HELPER_NAME}"` under [tool.selfcall-audit] '
+        f"(fix writes the helper there), or pass `--helper selfcall_audit.inprocess:{HELPER_NAME}` to "
+        "import it from selfcall-audit at run time"
+    )
+
+
+def _placed(root: Path, rel: str) -> Placement:
+    parts = rel.removesuffix(".py").split("/")
+    spec = f"{'.'.join(parts[1:] if parts[0] == 'src' else parts)}:{HELPER_NAME}"
+    path = root / rel
+    if not path.exists():
+        return Placement(spec, rel)
+    if not path.is_file() or not is_vendored(path.read_bytes()):
+        raise VendorError(
+            f"{rel} exists and is not the vendored helper: set `helper` under [tool.selfcall-audit] "
+            "to the module fix should write the helper to"
+        )
+    return Placement(spec)
+
+
+# --------------------------------------------------------------------------------------------
+# SCA004: a vendored copy that is not the tool's helper
+# --------------------------------------------------------------------------------------------
+
+
+def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Finding]:
+    """SCA004 for each vendored copy in the project that was edited or is older than the tool's:
+    files named like the default copy, and the module the `helper` setting names."""
+    candidates = {rel for rel in sources if rel.rsplit("/", 1)[-1] == FILE_NAME}
+    if helper and ":" in helper and is_dotted(module := helper.partition(":")[0]):
+        named = module_file(root, module)
+        if named is not None:
+            candidates.add(named)
+    findings = []
+    for rel in sorted(candidates):
+        try:
+            with open(root / rel, "rb") as stream:
+                head = stream.read(200)
+                if not is_vendored(head):
+                    continue
+                data = head + stream.read()
+        except OSError:
+            continue
+        why = staleness(data)
+        if why is not None:
+            findings.append(
+                Finding(
+                    code="SCA004",
+                    path=rel,
+                    line=1,
+                    column=1,
+                    end_line=1,
+                    end_column=1,
+                    message=RULES["SCA004"].message.format(why=why, command=refresh_command(rel)),
+                    agent="",
+                    method="",
+                )
+            )
+    return findings

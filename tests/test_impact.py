@@ -1,0 +1,171 @@
+"""`fix` names the tests that model the HTTP self-call it rewrote, and only those."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selfcall_audit.migrate.test_impact import Rewritten, impacted_tests
+
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def responses(self, request, response, body):
+        model = await self.server_client.post(server_name="model", url_path="/v1/responses", json=body)
+        return await model.json()
+
+    async def run(self, request, body):
+        seeded = await self.server_client.post(server_name="resources", url_path="/seed_session", json={})
+        return await self._run_once(body, seeded.cookies)
+
+    async def _run_once(self, body, cookies):
+        response = await self.server_client.post(
+            server_name=self.config.name, url_path="/v1/responses", json=body, cookies=cookies
+        )
+        return await response.json()
+"""
+TESTS = """\
+from unittest.mock import AsyncMock
+
+from responses_api_agents.echo.app import EchoAgent
+
+
+async def test_run_posts_seed_then_self_call(agent):
+    await agent.run(request, body)
+
+    paths = [c.kwargs["url_path"] for c in agent.server_client.post.await_args_list]
+    assert paths == ["/seed_session", "/v1/responses"]
+
+
+async def test_run_with_a_routing_fake(agent):
+    async def post(*, url_path, **kwargs):
+        if url_path.endswith("/v1/responses"):
+            return canned
+        return seeded
+
+    agent.server_client.post = AsyncMock(side_effect=post)
+    assert (await agent.run(request, body)).reward == 1.0
+
+
+async def test_responses_calls_the_model(agent):
+    await agent.responses(request, response, body)
+
+    agent.server_client.post.assert_called_once_with(server_name="model", url_path="/v1/responses", json=body)
+
+
+async def test_run_returns_the_reward(agent):
+    assert (await agent.run(request, body)).reward == 1.0
+
+
+class TestThroughAHelper:
+    async def _go(self, agent):
+        return await agent.run(request, body)
+
+    async def test_failure_stops_before_verify(self, agent):
+        await self._go(agent)
+        agent.server_client.post.assert_any_await(server_name="echo", url_path="/v1/responses", json=body)
+
+
+def test_the_route_through_a_test_client(client, post_mock):
+    client.post("/run", json={})
+    post_mock.assert_called_once_with(server_name="echo", url_path="/ng-rollout/0-0/v1/responses")
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / "nemo_gym").mkdir(parents=True)
+    (root / "nemo_gym" / "__init__.py").write_text("")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')
+    agent = root / "responses_api_agents" / "echo"
+    (agent / "tests").mkdir(parents=True)
+    (agent / "app.py").write_text(AGENT)
+    (agent / "tests" / "test_app.py").write_text(TESTS)
+    return root
+
+
+ECHO_TESTS = "responses_api_agents/echo/tests/test_app.py"
+
+
+def test_names_the_tests_that_assert_or_fake_the_self_call_and_not_the_others(repo: Path) -> None:
+    found = impacted_tests(
+        repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
+    )
+
+    assert [(t.node_id, t.line, t.reason) for t in found] == [
+        (
+            f"{ECHO_TESTS}::test_run_posts_seed_then_self_call",
+            6,
+            "asserts that the self-call to /v1/responses went through server_client.post",
+        ),
+        (
+            f"{ECHO_TESTS}::test_run_with_a_routing_fake",
+            13,
+            "fakes server_client.post for /v1/responses, which the self-call no longer reaches",
+        ),
+        (
+            f"{ECHO_TESTS}::TestThroughAHelper::test_failure_stops_before_verify",
+            37,
+            "asserts that the self-call to /v1/responses went through server_client.post",
+        ),
+        (
+            f"{ECHO_TESTS}::test_the_route_through_a_test_client",
+            42,
+            "asserts that the self-call to /v1/responses went through server_client.post",
+        ),
+    ]
+
+
+def test_tests_elsewhere_count_when_they_import_the_rewritten_module(repo: Path) -> None:
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_echo.py").write_text(TESTS)
+    (repo / "responses_api_agents" / "other" / "tests").mkdir(parents=True)
+    (repo / "responses_api_agents" / "other" / "tests" / "test_app.py").write_text(
+        TESTS.replace("responses_api_agents.echo.app", "responses_api_agents.other.app")
+    )
+
+    found = impacted_tests(
+        repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
+    )
+
+    files = sorted({t.node_id.split("::")[0] for t in found})
+    assert files == [ECHO_TESTS, "tests/test_echo.py"]
+
+
+def test_nothing_rewritten_names_nothing(repo: Path) -> None:
+    assert impacted_tests(repo, [], "/v1/responses") == []
+
+
+def test_a_test_file_that_does_not_parse_is_skipped(repo: Path) -> None:
+    (repo / "responses_api_agents" / "echo" / "tests" / "test_broken.py").write_text("def test_x(:\n")
+
+    found = impacted_tests(
+        repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
+    )
+
+    assert len(found) == 4
+
+
+def test_fix_lists_them_after_its_rewrites(repo: Path, command) -> None:
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    start = lines.index("4 tests modelled the HTTP self-call; update them:")
+    assert lines[start + 1] == (
+        f"  {ECHO_TESTS}::test_run_posts_seed_then_self_call: "
+        "asserts that the self-call to /v1/responses went through server_client.post"
+    )
+    assert len(lines) == start + 5
+
+
+def test_a_second_fix_has_nothing_to_name(repo: Path, command) -> None:
+    command("fix", "--no-cache", repo)
+
+    again = command("fix", "--no-cache", repo)
+
+    assert "modelled the HTTP self-call" not in again.stdout

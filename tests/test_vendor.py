@@ -1,0 +1,233 @@
+"""`fix` with default settings leaves a repo that runs without selfcall-audit installed: it writes the
+helper into the repo and imports it from there; `scan` reports a copy that was edited or is older.
+Every command runs as a real process."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfcall_audit.migrate.vendor import helper_source
+
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body: dict) -> dict:
+        response = await self.server_client.post(
+            server_name=self.config.name, url_path="/v1/responses", json=body
+        )
+        return await response.json()
+"""
+APP = "responses_api_agents/echo/app.py"
+COPY = "nemo_gym/inprocess.py"
+REFRESH = f"selfcall-audit helper --write {COPY} --force"
+
+
+def make_repo(root: Path, *, nemo_gym: bool = True, agents: tuple[str, ...] = (APP,)) -> Path:
+    (root / "pyproject.toml").parent.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')
+    if nemo_gym:
+        (root / "nemo_gym").mkdir()
+        (root / "nemo_gym" / "__init__.py").write_text("")
+        (root / "nemo_gym" / "base_responses_api_agent.py").write_text(
+            "class SimpleResponsesAPIAgent:\n    pass\n"
+        )
+    for rel in agents:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(AGENT)
+    return root
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+def imported(source: bytes) -> set[str]:
+    """The top-level packages a module imports, at any depth of its code."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def python_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py"))}
+
+
+# fix writes the helper and imports it from the repo ----------------------------------------------
+
+
+def test_fix_writes_the_helper_into_nemo_gym_and_imports_it_from_there(repo: Path, command) -> None:
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 0, done.stderr
+    assert f"{COPY}: wrote the in-process helper the rewritten calls import\n" in done.stdout
+    assert (repo / COPY).read_bytes() == helper_source(COPY)
+    app = (repo / APP).read_text()
+    assert "from nemo_gym.inprocess import responses_in_process\n" in app
+    assert "await responses_in_process(\n            self," in app
+    assert not [rel for rel, data in python_files(repo).items() if "selfcall_audit" in imported(data)]
+
+
+def test_the_migrated_repo_imports_with_selfcall_audit_unavailable(repo: Path, command) -> None:
+    command("fix", "--no-cache", repo)
+    code = (
+        "import sys; sys.modules['selfcall_audit'] = None\n"  # any import of it raises ImportError
+        "import nemo_gym.inprocess, responses_api_agents.echo.app as app\n"
+        "assert app.responses_in_process is nemo_gym.inprocess.responses_in_process\n"
+    )
+
+    done = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, timeout=60)
+
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_second_fix_and_a_scan_find_nothing_to_do(repo: Path, command) -> None:
+    command("fix", "--no-cache", repo)
+    after = python_files(repo)
+
+    again = command("fix", "--no-cache", repo)
+    scan = command("scan", "--no-cache", repo)
+
+    assert (again.returncode, scan.returncode) == (0, 0), scan.stdout
+    assert "Nothing to rewrite" in again.stdout and "inprocess.py" not in again.stdout
+    assert python_files(repo) == after
+
+
+def test_diff_and_check_say_the_helper_would_be_written_and_write_nothing(repo: Path, command) -> None:
+    before = python_files(repo)
+
+    diff = command("fix", "--no-cache", "--diff", repo)
+    check = command("fix", "--no-cache", "--check", repo)
+
+    assert (diff.returncode, check.returncode) == (1, 1)
+    assert f"{COPY}: would write the in-process helper" in diff.stderr
+    assert "+from nemo_gym.inprocess import responses_in_process" in diff.stdout
+    assert f"{COPY}: would write the in-process helper" in check.stdout
+    assert python_files(repo) == before
+
+
+def test_without_nemo_gym_the_helper_goes_beside_the_rewritten_file(tmp_path: Path, command) -> None:
+    repo = make_repo(tmp_path / "repo", nemo_gym=False)
+
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 0, done.stderr
+    assert (repo / "responses_api_agents/echo/inprocess.py").read_bytes() == helper_source(
+        "responses_api_agents/echo/inprocess.py"
+    )
+    assert (
+        "from responses_api_agents.echo.inprocess import responses_in_process\n" in (repo / APP).read_text()
+    )
+
+
+def test_without_a_common_package_fix_refuses_and_writes_nothing(tmp_path: Path, command) -> None:
+    repo = make_repo(tmp_path / "repo", nemo_gym=False, agents=(APP, "agents/other/app.py"))
+    before = python_files(repo)
+
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 2
+    assert (
+        'set `helper = "PACKAGE.inprocess:responses_in_process"` under [tool.selfcall-audit]' in done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert python_files(repo) == before
+
+
+def test_the_helper_setting_chooses_where_the_copy_goes(repo: Path, command) -> None:
+    (repo / "shared").mkdir()
+    (repo / "pyproject.toml").write_text(
+        '[tool.selfcall-audit]\nhelper = "shared.loopback:responses_in_process"\n'
+    )
+
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 0, done.stderr
+    assert (repo / "shared/loopback.py").read_bytes() == helper_source("shared/loopback.py")
+    assert not (repo / COPY).exists()
+    assert "from shared.loopback import responses_in_process\n" in (repo / APP).read_text()
+
+
+def test_the_installed_helper_is_imported_when_asked_for(repo: Path, command) -> None:
+    done = command("fix", "--no-cache", "--helper", "selfcall_audit.inprocess:responses_in_process", repo)
+
+    assert done.returncode == 0, done.stderr
+    assert not (repo / COPY).exists()
+    assert "from selfcall_audit.inprocess import responses_in_process\n" in (repo / APP).read_text()
+
+
+def test_a_file_of_the_repo_at_the_default_place_is_never_overwritten(repo: Path, command) -> None:
+    (repo / COPY).write_text("# our own module\n")
+    before = python_files(repo)
+
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 2
+    assert f"{COPY} exists and is not the vendored helper" in done.stderr
+    assert python_files(repo) == before
+
+
+# scan reports a copy that is not the tool's helper (SCA004) ----------------------------------------
+
+
+def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Path, command) -> None:
+    command("fix", "--no-cache", repo)
+    copy = repo / COPY
+    copy.write_bytes(copy.read_bytes().replace(b"import asyncio\n", b"import asyncio  # tuned\n", 1))
+
+    scan = command("scan", "--no-cache", "--format", "concise", repo)
+    hook = command("scan", "--no-cache", "--format", "concise", APP, cwd=repo)  # as pre-commit runs it
+
+    line = f"{COPY}:1:1: SCA004 the vendored in-process helper was edited since selfcall-audit "
+    assert scan.returncode == 1 and scan.stdout.startswith(line)
+    assert f"refresh it with `{REFRESH}`" in scan.stdout
+    assert hook.returncode == 1 and hook.stdout.startswith(line)
+
+    refresh = command(*REFRESH.split()[1:], cwd=repo)
+    assert refresh.returncode == 0, refresh.stderr
+    assert command("scan", "--no-cache", repo).returncode == 0
+
+
+def test_scan_reports_a_copy_an_older_version_wrote(repo: Path, command) -> None:
+    command("fix", "--no-cache", repo)
+    copy = repo / COPY
+    older = b'"""An older helper."""\n'
+    digest = hashlib.blake2b(older, digest_size=16).hexdigest()
+    copy.write_bytes(
+        f"# Vendored from selfcall-audit 0.0.9 (selfcall_audit/inprocess.py, blake2b {digest}).\n# ...\n".encode()
+        + older
+    )
+
+    scan = command("scan", "--no-cache", "--format", "json", repo)
+
+    assert scan.returncode == 1
+    assert '"code": "SCA004"' in scan.stdout
+    assert "is the helper of selfcall-audit 0.0.9, not of the installed" in scan.stdout
+    assert command("scan", "--no-cache", "--ignore", "SCA004", repo).returncode == 0
+
+
+def test_a_module_that_only_shares_the_name_is_not_a_copy(repo: Path, command) -> None:
+    (repo / "nemo_gym" / "inprocess.py").write_text('"""Our own in-process utilities."""\n')
+
+    scan = command("scan", "--no-cache", "--format", "concise", repo)
+
+    assert scan.stdout.count("SCA") == 1 and "SCA001" in scan.stdout  # the unmigrated call, not SCA004
+
+
+def test_explain_describes_sca004(command) -> None:
+    done = command("explain", "SCA004")
+
+    assert done.returncode == 0
+    assert "selfcall-audit helper --write PATH --force" in done.stdout
