@@ -53,7 +53,9 @@ REFUSED = re.compile(r"^\S*responses_api_agents/x/app\.py:\d+:\d+: SCA001 not re
 def project(root: Path, source: bytes) -> Path:
     (root / "nemo_gym").mkdir(parents=True)
     (root / "nemo_gym" / "__init__.py").write_text("")
-    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')
+    (root / "pyproject.toml").write_text(  # the installed helper, as the bindings below import it
+        '[project]\nname = "toy"\n\n[tool.selfcall-audit]\nhelper = "selfcall_audit.inprocess:responses_in_process"\n'
+    )
     app = root / APP
     app.parent.mkdir(parents=True)
     app.write_bytes(source)
