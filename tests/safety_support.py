@@ -45,7 +45,9 @@ def make_project(root: Path, agents: int = 1) -> Path:
     """A NeMo Gym-shaped project with `agents` agents that each self-call once, fixably."""
     (root / "nemo_gym").mkdir(parents=True)
     (root / "nemo_gym" / "__init__.py").write_text("")  # first party: the helper's import goes before it
-    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')
+    (root / "pyproject.toml").write_text(  # the installed helper: vendoring is tested in test_vendor.py
+        '[project]\nname = "toy"\n\n[tool.selfcall-audit]\nhelper = "selfcall_audit.inprocess:responses_in_process"\n'
+    )
     for number in range(agents):
         app = root / (APP if number == 0 else f"responses_api_agents/x{number:03d}/app.py")
         app.parent.mkdir(parents=True)

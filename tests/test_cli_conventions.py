@@ -153,7 +153,7 @@ def test_an_unknown_code_in_the_settings_is_a_usage_error_naming_the_known_ones(
 
     assert done.returncode == 2
     assert "unknown rule code or prefix 'SCA01'" in done.stderr
-    assert "SCA001, SCA002, SCA003, SCA900" in done.stderr
+    assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stderr
     assert done.stdout == ""
 
 
@@ -450,7 +450,13 @@ def test_explain_all_explains_every_rule(demo: Path) -> None:
     done = run("explain", "--all", cwd=demo)
 
     assert done.returncode == 0
-    assert re.findall(r"^(SCA\d{3}) \(", done.stdout, re.M) == ["SCA001", "SCA002", "SCA003", "SCA900"]
+    assert re.findall(r"^(SCA\d{3}) \(", done.stdout, re.M) == [
+        "SCA001",
+        "SCA002",
+        "SCA003",
+        "SCA004",
+        "SCA900",
+    ]
     assert run("explain", cwd=demo).returncode == 2
     assert run("explain", "SCA001", "--all", cwd=demo).returncode == 2
 

@@ -269,5 +269,5 @@ def test_an_unknown_code_of_ours_stops_flake8_naming_the_known_ones(tmp_path: Pa
 
     assert done.returncode == 1
     assert f"unknown rule code or prefix 'SCA01' in {option}" in done.stdout + done.stderr
-    assert "SCA001, SCA002, SCA003, SCA900" in done.stdout + done.stderr
+    assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr

@@ -187,7 +187,7 @@ def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Pa
     copy = repo / COPY
     copy.write_bytes(copy.read_bytes().replace(b"import asyncio\n", b"import asyncio  # tuned\n", 1))
 
-    scan = command("scan", "--no-cache", "--format", "concise", repo)
+    scan = command("scan", "--no-cache", "--format", "concise", ".", cwd=repo)
     hook = command("scan", "--no-cache", "--format", "concise", APP, cwd=repo)  # as pre-commit runs it
 
     line = f"{COPY}:1:1: SCA004 the vendored in-process helper was edited since selfcall-audit "
@@ -221,7 +221,7 @@ def test_scan_reports_a_copy_an_older_version_wrote(repo: Path, command) -> None
 def test_a_module_that_only_shares_the_name_is_not_a_copy(repo: Path, command) -> None:
     (repo / "nemo_gym" / "inprocess.py").write_text('"""Our own in-process utilities."""\n')
 
-    scan = command("scan", "--no-cache", "--format", "concise", repo)
+    scan = command("scan", "--no-cache", "--format", "concise", ".", cwd=repo)
 
     assert scan.stdout.count("SCA") == 1 and "SCA001" in scan.stdout  # the unmigrated call, not SCA004
 
