@@ -64,7 +64,7 @@ def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
     absolute = tmp_path / "absolute-cache"
     cache_dir = cache_dir.replace("<absolute>", str(absolute))
     with (repo / "pyproject.toml").open("a") as pyproject:
-        pyproject.write(f'[tool.selfcall-audit]\ncache-dir = "{cache_dir}"\n')
+        pyproject.write(f'cache-dir = "{cache_dir}"\n')  # into the project's [tool.selfcall-audit]
     before = tree(checkouts)
 
     done = front_end(name, repo, isolated_env(tmp_path))
