@@ -440,7 +440,7 @@ def copies(gym: Path, work: Path) -> tuple[Path, Path]:
             gym, tree, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv")
         )
     done = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.frontends.launch", "fix", "--no-cache", "-q", str(trees[1])],
+        [sys.executable, "-m", "selfcall_audit", "fix", "--no-cache", "-q", str(trees[1])],
         capture_output=True,
         text=True,
     )

@@ -17,7 +17,7 @@ _SCRIPT = Path(sys.executable).parent / "selfcall-audit"
 
 def command_line(*args: object) -> list[str]:
     """The console script this interpreter installed (the module it runs, where there is none)."""
-    prefix = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "selfcall_audit.frontends.launch"]
+    prefix = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "selfcall_audit"]
     return [*prefix, *(os.fspath(arg) if isinstance(arg, Path) else str(arg) for arg in args)]
 
 

@@ -224,7 +224,7 @@ def test_the_real_command(repo: Path) -> None:
         command = [
             sys.executable,
             "-m",
-            "selfcall_audit.frontends.launch",
+            "selfcall_audit",
             "scan",
             "--format",
             "concise",

@@ -67,7 +67,7 @@ def test_scan_of_a_generated_git_tree_reports_exactly_the_expected_list(bench, t
     expected = gen_tree.generate(tmp_path / "tree", TINY, seed=2, git=True)
 
     result = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.frontends.launch", "scan", "--format", "json", "--no-cache"],
+        [sys.executable, "-m", "selfcall_audit", "scan", "--format", "json", "--no-cache"],
         cwd=tmp_path / "tree",
         capture_output=True,
         text=True,

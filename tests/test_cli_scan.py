@@ -279,7 +279,7 @@ def test_exit_codes_of_the_real_command(command) -> None:
     assert "Traceback" not in usage.stderr
 
 
-LAUNCH = [sys.executable, "-m", "selfcall_audit.frontends.launch"]
+LAUNCH = [sys.executable, "-m", "selfcall_audit"]
 
 
 @pytest.mark.parametrize("where", ["in the project", "elsewhere"])

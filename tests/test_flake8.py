@@ -108,7 +108,7 @@ def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> N
         [
             sys.executable,
             "-m",
-            "selfcall_audit.frontends.launch",
+            "selfcall_audit",
             "scan",
             "--format",
             "concise",

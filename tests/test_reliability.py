@@ -625,7 +625,7 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
         [
             sys.executable,
             "-m",
-            "selfcall_audit.frontends.launch",
+            "selfcall_audit",
             "scan",
             root,
             "--format",
@@ -1032,7 +1032,7 @@ def test_without_a_writable_key_folder_the_scan_runs_without_a_cache(tmp_path: P
     env = {**os.environ, "XDG_CACHE_HOME": str(blocked)}
 
     result = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.frontends.launch", "scan", str(root), "--format", "json"],
+        [sys.executable, "-m", "selfcall_audit", "scan", str(root), "--format", "json"],
         capture_output=True,
         text=True,
         env=env,
