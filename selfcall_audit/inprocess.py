@@ -364,12 +364,19 @@ def _cookie_header(cookies: Any, existing: str | None) -> str:
     parts = []
     for name in sorted(merged):
         value = merged[name]
-        if not isinstance(value, Morsel):
-            morsel: Morsel[str] = Morsel()
-            morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
-            value = morsel
-        parts.append(f"{value.key}={value.coded_value}")
+        if isinstance(value, Morsel):
+            parts.append(f"{value.key}={value.coded_value}")
+        else:
+            parts.append(_cookie_pair(name, value))
     return "; ".join(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cookie_pair(name: str, value: Any) -> str:
+    """``name=value`` as a Morsel codes it, once per pair: a rollout sends the same cookies each call."""
+    morsel: Morsel[str] = Morsel()
+    morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
+    return f"{morsel.key}={morsel.coded_value}"
 
 
 # --------------------------------------------------------------------------------------------
