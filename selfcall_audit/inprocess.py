@@ -366,8 +366,10 @@ def _cookie_header(cookies: Any, existing: str | None) -> str:
         value = merged[name]
         if isinstance(value, Morsel):
             parts.append(f"{value.key}={value.coded_value}")
-        else:
+        elif isinstance(value, str):
             parts.append(_cookie_pair(name, value))
+        else:
+            parts.append(_cookie_pair.__wrapped__(name, value))
     return "; ".join(parts)
 
 
@@ -718,6 +720,7 @@ def _connection_closed() -> Exception:
     return ClientConnectionError("Connection closed")
 
 
+@functools.cache
 def _reason(status: int) -> str:
     """The reason phrase uvicorn sends, which aiohttp exposes as ``reason``."""
     try:
