@@ -41,6 +41,7 @@ import json as jsonlib
 import logging
 import math
 import re
+import sys
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -104,10 +105,13 @@ async def responses_in_process(
 class _ServedApps:
     """Which app serves each agent: found once (or built once), then remembered.
 
-    The app is found among live objects: a Starlette app with a route whose endpoint, once
-    unwrapped (``functools.wraps`` wrappers such as tracing), is a method of the agent. An app
-    already serving requests is preferred. A found app is held weakly (the server owns it); an app
-    the helper had to build is kept, with its agent, for the life of the process.
+    The app serves the agent if one of its routes has an endpoint that, once unwrapped
+    (``functools.wraps`` wrappers such as tracing), is a method of the agent. It is looked for
+    first in the request the caller runs in (Starlette puts itself in the request's scope), which
+    costs a walk up the caller's stack; only a caller outside any request (a unit test, a task of
+    its own) pays a scan of live objects, where an app already serving requests is preferred. A
+    found app is held weakly (the server owns it); an app the helper had to build is kept, with
+    its agent, for the life of the process.
     """
 
     def __init__(self) -> None:
@@ -142,15 +146,44 @@ _SERVED_APPS = _ServedApps()
 
 
 def _find_app(agent: Any) -> Any:
+    return _app_of_running_request(agent) or _app_among_live_objects(agent)
+
+
+def _app_of_running_request(agent: Any) -> Any:
+    """The app whose request the caller runs in, if it serves the agent: no scan of the heap."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code  # only frames with a ``scope`` are read: before 3.13 reading copies locals
+        if "scope" in code.co_varnames or "scope" in code.co_freevars or "scope" in code.co_cellvars:
+            scope = frame.f_locals.get("scope")
+            if isinstance(scope, dict) and (app := scope.get("app")) is not None and _serves(app, agent):
+                return app
+        frame = frame.f_back
+    return None
+
+
+def _app_among_live_objects(agent: Any) -> Any:
     from starlette.applications import Starlette
 
-    found = [obj for obj in gc.get_objects() if issubclass(type(obj), Starlette) and _serves(obj, agent)]
+    app_types = _subclasses(Starlette)
+    found = [obj for obj in gc.get_objects() if type(obj) in app_types and _serves(obj, agent)]
     found.sort(key=lambda app: app.middleware_stack is None)  # apps that already served a request first
     return found[0] if found else None
 
 
+def _subclasses(cls: type) -> set[type]:
+    found, todo = {cls}, [cls]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return found
+
+
 def _serves(app: Any, agent: Any) -> bool:
-    for route in app.router.routes:
+    router = getattr(app, "router", None)
+    for route in getattr(router, "routes", ()):
         endpoint = getattr(route, "endpoint", None)
         try:
             target = inspect.unwrap(endpoint) if endpoint is not None else None
@@ -331,12 +364,21 @@ def _cookie_header(cookies: Any, existing: str | None) -> str:
     parts = []
     for name in sorted(merged):
         value = merged[name]
-        if not isinstance(value, Morsel):
-            morsel: Morsel[str] = Morsel()
-            morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
-            value = morsel
-        parts.append(f"{value.key}={value.coded_value}")
+        if isinstance(value, Morsel):
+            parts.append(f"{value.key}={value.coded_value}")
+        elif isinstance(value, str):
+            parts.append(_cookie_pair(name, value))
+        else:
+            parts.append(_cookie_pair.__wrapped__(name, value))
     return "; ".join(parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cookie_pair(name: str, value: Any) -> str:
+    """``name=value`` as a Morsel codes it, once per pair: a rollout sends the same cookies each call."""
+    morsel: Morsel[str] = Morsel()
+    morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
+    return f"{morsel.key}={morsel.coded_value}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -678,6 +720,7 @@ def _connection_closed() -> Exception:
     return ClientConnectionError("Connection closed")
 
 
+@functools.cache
 def _reason(status: int) -> str:
     """The reason phrase uvicorn sends, which aiohttp exposes as ``reason``."""
     try:

@@ -260,6 +260,47 @@ def test_an_app_that_already_served_is_preferred() -> None:
     assert asyncio.run(call(agent, json={}).json()) == {"app": "serving"}
 
 
+class Relay(Served):
+    """An agent whose ``/run`` makes the self-call, as NeMo Gym's agents do."""
+
+    async def run(self, body: dict = Body()) -> dict:
+        return await (await responses_in_process(self, url_path="/v1/responses", json={})).json()
+
+
+def test_a_call_made_in_a_request_uses_that_requests_app_without_scanning_the_heap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = Relay()
+    idle, serving = FastAPI(title="idle"), FastAPI(title="serving")
+    for app in (idle, serving):
+        app.post("/v1/responses")(agent.responses)
+        app.post("/run")(agent.run)
+    idle.middleware_stack = idle.build_middleware_stack()  # first in a scan, and already served
+
+    def no_scan(*args: Any) -> list[Any]:
+        raise AssertionError("the heap was scanned")
+
+    monkeypatch.setattr(gc, "get_objects", no_scan)
+    assert asyncio.run(post_over_asgi(serving, "/run")) == {"app": "serving"}
+
+
+async def post_over_asgi(app: Any, path: str) -> Any:
+    """POST ``{}`` to ``app`` as a server would, without the helper."""
+    scope = {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(), "query_string": b""}
+    scope |= {"headers": [(b"content-type", b"application/json")], "root_path": "", "http_version": "1.1"}
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 200, sent
+    return json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+
+
 def test_without_an_app_one_is_built_once_as_run_webserver_does() -> None:
     agent = Echo()
     assert call(agent, json={"input": "hi"}).status == 200
