@@ -138,3 +138,11 @@ def test_on_a_terminal_no_sequence_from_the_repository_reaches_it(
     assert b"\\x1b]0;yaml\\x07" in shown or b"\\x1b]0;file\\x07" in shown
     if subcommand == ["scan"]:
         assert b"\\x1b]0;frame\\x07\\x1b[2J" in shown  # the code frame, escaped
+
+
+def test_fix_diff_headers_escape_file_names(hostile: Path) -> None:
+    done = run("fix", "--diff", "--no-cache", hostile)
+
+    headers = [line for line in done.stdout.splitlines() if line.startswith(("--- ", "+++ "))]
+    assert "+++ b/responses_api_agents/x\\n::add-mask::secret\\x1b]0;file\\x07/app.py" in headers
+    assert not [line for line in done.stdout.splitlines() if line.startswith("::")]

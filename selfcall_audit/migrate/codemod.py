@@ -17,6 +17,7 @@ from pathlib import Path
 from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
+from ..report.escape import neutralise
 from .imports import DEFAULT_HELPER, Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 from .write import write_all
@@ -53,7 +54,8 @@ class FileFix:
         # lines as Python and patch count them: a form feed does not end one
         old = io.StringIO(self.before.decode(encoding, "replace"), newline="").readlines()
         new = io.StringIO(self.after.decode(encoding, "replace"), newline="").readlines()
-        lines = difflib.unified_diff(old, new, f"a/{self.path}", f"b/{self.path}")
+        name = neutralise(self.path)  # the code stays as it is, as `git diff` prints it
+        lines = difflib.unified_diff(old, new, f"a/{name}", f"b/{name}")
         return "".join(
             line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
         )
