@@ -16,6 +16,8 @@ class Rule:
     good: str
     default_on: bool = True
     fixable: bool = False
+    severity: str = "error"  # "error" or "warning": how every reporter ranks its findings
+    precision: str = "high"  # "high" or "medium": how sure a finding is (SARIF's precision)
 
 
 RULES: dict[str, Rule] = {
@@ -94,6 +96,8 @@ RULES: dict[str, Rule] = {
             bad='await self.server_client.post(server_name=pick_server(), url_path="/v1/responses", json=b)',
             good='await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=b)',
             default_on=False,
+            severity="warning",
+            precision="medium",
         ),
         Rule(
             code="SCA004",

@@ -16,6 +16,9 @@ from xml.etree import ElementTree
 import jsonschema
 import pytest
 
+from selfcall_audit.migrate.vendor import helper_source
+from selfcall_audit.rules import RULES
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 DEMO_FINDINGS = 6  # the annotated lines of fixtures/demo-gym
@@ -560,3 +563,27 @@ def test_fix_shows_its_rewriting_stage(demo: Path, slow_git: Path) -> None:
 
     assert code == 1  # the demo keeps self-calls that cannot be rewritten safely
     assert "rewriting" in terminal
+
+
+def test_gitlab_ranks_every_code_by_the_registrys_severity(demo: Path) -> None:
+    (demo / "nemo_gym" / "inprocess.py").write_bytes(helper_source("nemo_gym/inprocess.py") + b"EDITED = 1\n")
+
+    done = run("scan", "--format", "gitlab", "--strict", cwd=demo)
+    issues = json.loads(done.stdout)
+
+    jsonschema.validate(issues, GITLAB_SCHEMA)
+    severities = {i["check_name"]: i["severity"] for i in issues}
+    assert severities["SCA004"] == "major"  # the registry's "error"
+    assert {code: RULES[code].severity for code in severities} == {
+        code: {"major": "error", "minor": "warning"}[severity] for code, severity in severities.items()
+    }
+
+
+def test_a_stale_helper_finding_goes_through_every_format_and_the_baseline(demo: Path) -> None:
+    (demo / "nemo_gym" / "inprocess.py").write_bytes(helper_source("nemo_gym/inprocess.py") + b"EDITED = 1\n")
+
+    for output_format in ("text", "concise", "json", "sarif", "github", "gitlab", "junit"):
+        done = run("scan", "--format", output_format, cwd=demo)
+        assert done.returncode == 1 and "SCA004" in done.stdout, (output_format, done.stderr)
+    assert run("scan", "--write-baseline", "baseline.json", cwd=demo).returncode == 0
+    assert run("scan", "--baseline", "baseline.json", cwd=demo).returncode == 0

@@ -57,7 +57,7 @@ def normalize_call(text: str) -> str:
         tokens = [t.string for t in found if t.type not in _SKIPPED_TOKENS]
     except (tokenize.TokenError, SyntaxError):
         return " ".join(text.split())
-    following = [*tokens[1:], ""]
+    following = [*tokens[1:], ""][: len(tokens)]  # nothing follows the last token, nor an empty text
     kept = [tok for tok, nxt in zip(tokens, following, strict=True) if not (tok == "," and nxt in _CLOSERS)]
     return " ".join(kept)
 

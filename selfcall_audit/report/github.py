@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..analysis.project import Report
 from ..ftypes import Finding
+from ..rules import RULES
 from .escape import neutralise
 
 
@@ -39,7 +40,7 @@ def _annotation(finding: Finding) -> str:
         "endColumn": finding.end_column,
         "title": finding.code,
     }
-    return _command("warning" if finding.code == "SCA003" else "error", properties, lines)
+    return _command(RULES[finding.code].severity, properties, lines)
 
 
 def render(report: Report) -> str:

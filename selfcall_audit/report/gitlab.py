@@ -8,10 +8,12 @@ import hashlib
 import json
 
 from ..analysis.project import Report
+from ..rules import RULES
 from .baseline import fingerprints
 from .escape import neutralise
 
-_SEVERITY = {"SCA001": "major", "SCA002": "major", "SCA003": "minor", "SCA900": "critical"}
+_SEVERITY = {"error": "major", "warning": "minor"}  # the registry's, in GitLab's words
+_UNREADABLE = "critical"  # a file the scan could not read may hide any finding
 
 
 def as_list(report: Report) -> list[dict]:
@@ -20,7 +22,7 @@ def as_list(report: Report) -> list[dict]:
             "description": neutralise(f"{f.code} {f.message}"),
             "check_name": f.code,
             "fingerprint": fingerprint,
-            "severity": _SEVERITY[f.code],
+            "severity": _SEVERITY[RULES[f.code].severity],
             "location": {"path": neutralise(f.path), "lines": {"begin": f.line, "end": f.end_line}},
         }
         for f, fingerprint in zip(report.findings, fingerprints(report), strict=True)
@@ -32,7 +34,7 @@ def as_list(report: Report) -> list[dict]:
                 "description": neutralise(f"{error.code} {error.message}"),
                 "check_name": error.code,
                 "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:20],
-                "severity": _SEVERITY[error.code],
+                "severity": _UNREADABLE,
                 "location": {"path": neutralise(error.path), "lines": {"begin": error.position[0]}},
             }
         )

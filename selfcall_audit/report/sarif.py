@@ -18,7 +18,7 @@ ERROR_CODE = "SCA900"
 
 
 def _level(code: str) -> str:
-    return "warning" if code == "SCA003" else "error"
+    return RULES[code].severity
 
 
 def _help_markdown(rule: Rule) -> str:
@@ -54,8 +54,8 @@ def _descriptor(rule: Rule) -> dict:
         "defaultConfiguration": {"enabled": rule.default_on, "level": _level(rule.code)},
         "properties": {
             "tags": ["performance", "maintainability"],
-            "precision": "medium" if rule.code == "SCA003" else "high",
-            "problem.severity": "warning" if rule.code == "SCA003" else "error",
+            "precision": rule.precision,
+            "problem.severity": rule.severity,
         },
     }
 
