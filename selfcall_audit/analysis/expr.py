@@ -342,18 +342,19 @@ _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}
 def encode_value(value: object) -> object:
     """Expressions (alone, in tuples, in keyword pairs) as plain tuples: a node is its integer tag
     followed by its fields; nothing else in these fields is a tuple starting with an int."""
-    if isinstance(value, tuple):
-        return tuple(encode_value(item) for item in value)
     cls = type(value)
-    if cls in _TAGS:
-        return (_TAGS[cls], *(encode_value(getattr(value, name)) for name in _FIELDS[cls]))
-    return value
+    if cls is tuple:
+        return tuple([encode_value(item) for item in value])  # type: ignore[attr-defined]
+    tag = _TAGS.get(cls)
+    if tag is None:
+        return value
+    return (tag, *[encode_value(getattr(value, name)) for name in _FIELDS[cls]])
 
 
 def decode_value(value: object) -> object:
     """The inverse of `encode_value`."""
-    if type(value) is tuple:
-        if value and type(value[0]) is int:
-            return _NODES[value[0]](*(decode_value(item) for item in value[1:]))
-        return tuple(decode_value(item) for item in value)
-    return value
+    if type(value) is not tuple or not value:
+        return value
+    if type(value[0]) is int:
+        return _NODES[value[0]](*[decode_value(item) for item in value[1:]])
+    return tuple([decode_value(item) for item in value])
