@@ -348,6 +348,8 @@ def encode_value(value: object) -> object:
     tag = _TAGS.get(cls)
     if tag is None:
         return value
+    if cls in _LEAVES:  # fields of plain data: nothing to encode in them
+        return (tag, *[getattr(value, name) for name in _FIELDS[cls]])
     return (tag, *[encode_value(getattr(value, name)) for name in _FIELDS[cls]])
 
 
@@ -356,5 +358,8 @@ def decode_value(value: object) -> object:
     if type(value) is not tuple or not value:
         return value
     if type(value[0]) is int:
-        return _NODES[value[0]](*[decode_value(item) for item in value[1:]])
+        cls = _NODES[value[0]]
+        if cls in _LEAVES:
+            return cls(*value[1:])
+        return cls(*[decode_value(item) for item in value[1:]])
     return tuple([decode_value(item) for item in value])
