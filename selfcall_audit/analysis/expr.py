@@ -15,39 +15,50 @@ from dataclasses import dataclass, fields
 from .limits import LIMITS
 
 
+class _Node:
+    """Pickled as a call of its class, as worker processes send facts back: the frozen dataclass
+    default (state set back field by field through `object.__setattr__`) cost a cold scan twice
+    as much."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[type, tuple]:
+        return type(self), tuple([getattr(self, name) for name in self.__match_args__])  # type: ignore[attr-defined]
+
+
 @dataclass(frozen=True, slots=True)
-class Unknown:
+class Unknown(_Node):
     """A value the analysis does not follow."""
 
 
 @dataclass(frozen=True, slots=True)
-class Str:
+class Str(_Node):
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class Const:
+class Const(_Node):
     """Another constant (number, None, bool), by its `repr`."""
 
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class Join:
+class Join(_Node):
     """Concatenation: `+`, f-strings, `%` and `str.format` templates, `str.join` of a literal list."""
 
     parts: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Name:
+class Name(_Node):
     """A free name: a module global, an import or a builtin."""
 
     name: str
 
 
 @dataclass(frozen=True, slots=True)
-class Global:
+class Global(_Node):
     """A free name of the module at `path`: a callee's name carried into its caller's terms."""
 
     path: str
@@ -55,19 +66,19 @@ class Global:
 
 
 @dataclass(frozen=True, slots=True)
-class Param:
+class Param(_Node):
     """A parameter of the enclosing function."""
 
     name: str
 
 
 @dataclass(frozen=True, slots=True)
-class SelfRef:
+class SelfRef(_Node):
     """The method's `self`."""
 
 
 @dataclass(frozen=True, slots=True)
-class Attr:
+class Attr(_Node):
     """Attribute access (`getattr(x, "attr")` too)."""
 
     base: Expr
@@ -75,7 +86,7 @@ class Attr:
 
 
 @dataclass(frozen=True, slots=True)
-class Call:
+class Call(_Node):
     """A call; a keyword named None is a `**expr` expansion."""
 
     func: Expr
@@ -84,28 +95,28 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
-class DictOf:
+class DictOf(_Node):
     """A dict built in place; a key None is a `**expr` expansion."""
 
     items: tuple[tuple[str | None, Expr], ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Seq:
+class Seq(_Node):
     """A list or tuple written in place."""
 
     items: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Alt:
+class Alt(_Node):
     """One of several values (branches, rebinding, `or`, several `return`s)."""
 
     options: tuple[Expr, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Local:
+class Local(_Node):
     """The value bound to a local variable: `FunctionFacts.locals[index]`."""
 
     index: int
@@ -331,18 +342,24 @@ _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}
 def encode_value(value: object) -> object:
     """Expressions (alone, in tuples, in keyword pairs) as plain tuples: a node is its integer tag
     followed by its fields; nothing else in these fields is a tuple starting with an int."""
-    if isinstance(value, tuple):
-        return tuple(encode_value(item) for item in value)
     cls = type(value)
-    if cls in _TAGS:
-        return (_TAGS[cls], *(encode_value(getattr(value, name)) for name in _FIELDS[cls]))
-    return value
+    if cls is tuple:
+        return tuple([encode_value(item) for item in value])  # type: ignore[attr-defined]
+    tag = _TAGS.get(cls)
+    if tag is None:
+        return value
+    if cls in _LEAVES:  # fields of plain data: nothing to encode in them
+        return (tag, *[getattr(value, name) for name in _FIELDS[cls]])
+    return (tag, *[encode_value(getattr(value, name)) for name in _FIELDS[cls]])
 
 
 def decode_value(value: object) -> object:
     """The inverse of `encode_value`."""
-    if type(value) is tuple:
-        if value and type(value[0]) is int:
-            return _NODES[value[0]](*(decode_value(item) for item in value[1:]))
-        return tuple(decode_value(item) for item in value)
-    return value
+    if type(value) is not tuple or not value:
+        return value
+    if type(value[0]) is int:
+        cls = _NODES[value[0]]
+        if cls in _LEAVES:
+            return cls(*value[1:])
+        return cls(*[decode_value(item) for item in value[1:]])
+    return tuple([decode_value(item) for item in value])
