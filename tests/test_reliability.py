@@ -1,8 +1,8 @@
-"""The reliability contract (DESIGN §8): no input breaks a scan, and the scan never runs the code it reads.
+"""The reliability contract: no input breaks a scan, and the scan never runs the code it reads.
 
 Every bad input sits next to a good agent with a real self-call. The scan must give the bad input one
 SCA900 entry (JSON `errors`: code, path, message) whose message says what is wrong, still report the
-good self-call, keep the exit codes of DESIGN §5, and never print a traceback.
+good self-call, keep the documented exit codes (0, 1, 2), and never print a traceback.
 
 Tests run as root in CI, where `chmod 000` does not stop a read; unreadable files are therefore
 stood in for by what really cannot be read (broken links, link loops, named pipes, a link to a

@@ -1,4 +1,4 @@
-"""The JSON contract of DESIGN §5: keys and shapes here are relied on by users' CI."""
+"""The JSON report: its keys and shapes are a contract relied on by users' CI (extend, never break)."""
 
 from __future__ import annotations
 
