@@ -67,10 +67,13 @@ rules:
           ...
           $X.server_client.post(..., server_name=$CONFIG.name, ..., url_path=$PATH, ...)
 """
-# Targets of the performance issue: selfcall-audit cold at least 3x faster than semgrep, warm
-# and one-file within 2x of ruff warm; DESIGN's absolute targets for a 1,600-file tree.
-TARGET_COLD_SPEEDUP = 3.0
-TARGET_VS_RUFF = 2.0
+# The targets, side by side on one tree: cold at least 5x faster than semgrep and within 4x of
+# ruff's cold lint; warm within 1.6x of ruff's warm lint; a one-file run within 3x of the
+# interpreter's own start-up; and absolute seconds for a 1,600-file tree.
+TARGET_COLD_SPEEDUP = 5.0
+TARGET_COLD_VS_RUFF = 4.0
+TARGET_WARM_VS_RUFF = 1.6
+TARGET_ONE_FILE_VS_PYTHON = 3.0
 TARGET_SECONDS = {
     "sca_cold": 1.0,
     "sca_warm": 0.3,
@@ -407,18 +410,20 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
             )
         )
     if "ruff_warm" in by_key:
-        ruff_warm = by_key["ruff_warm"].median
-        ratios.append(("warm_vs_ruff_warm", by_key["sca_warm"].median / ruff_warm, "<=", TARGET_VS_RUFF))
-        for key in ("sca_one_file", "sca_one_edit", "sca_other_edit"):
-            ratio = by_key[key].median / ruff_warm
-            ratios.append((f"{key.removeprefix('sca_')}_vs_ruff_warm", ratio, "<=", TARGET_VS_RUFF))
+        ratio = by_key["sca_warm"].median / by_key["ruff_warm"].median
+        ratios.append(("warm_vs_ruff_warm", ratio, "<=", TARGET_WARM_VS_RUFF))
     if "ruff_cold" in by_key:
         ratios.append(
-            ("cold_vs_ruff_cold", by_key["sca_cold"].median / by_key["ruff_cold"].median, "<=", 4.0)
+            (
+                "cold_vs_ruff_cold",
+                by_key["sca_cold"].median / by_key["ruff_cold"].median,
+                "<=",
+                TARGET_COLD_VS_RUFF,
+            )
         )
     for key in ("sca_one_file", "sca_one_edit", "sca_other_edit"):
         ratio = by_key[key].median / by_key["python_pass"].median
-        ratios.append((f"{key.removeprefix('sca_')}_vs_python_pass", ratio, "<=", 3.0))
+        ratios.append((f"{key.removeprefix('sca_')}_vs_python_pass", ratio, "<=", TARGET_ONE_FILE_VS_PYTHON))
     print()
     for key, ratio, sense, target in ratios:
         met = ratio >= target if sense == ">=" else ratio <= target
