@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ..workspace.discovery import discover
+from ..workspace.discovery import discover, test_code_matcher
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -37,16 +37,6 @@ class ImpactedTest:
     reason: str
 
 
-def is_test_file(rel: str) -> bool:
-    name = PurePosixPath(rel).name
-    return (
-        name.startswith("test_")
-        or name.endswith("_test.py")
-        or name == "conftest.py"
-        or "tests/" in f"/{rel}"
-    )
-
-
 def impacted_tests(
     root: Path, rewritten: Iterable[Rewritten], route: str, exclude: tuple[str, ...] = ()
 ) -> list[ImpactedTest]:
@@ -58,8 +48,9 @@ def impacted_tests(
         return []
     by_file = {path: _callers(root / path, methods) for path, methods in by_file.items()}
     files = discover(root, exclude, True, ())
+    is_test = test_code_matcher()
     found: list[ImpactedTest] = []
-    for rel in sorted(r for r in files.modules if r.endswith(".py") and is_test_file(r)):
+    for rel in sorted(r for r in files.modules if r.endswith(".py") and is_test(r)):
         try:
             source = (root / rel).read_bytes()
         except OSError:

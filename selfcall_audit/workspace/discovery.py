@@ -203,6 +203,11 @@ def _matcher(patterns: Iterable[str]) -> Callable[[str], object]:
     return re.compile("|".join(_pattern_regex(p) for p in patterns), re.DOTALL).match
 
 
+def test_code_matcher() -> Callable[[str], object]:
+    """Is a root-relative path test code, by the patterns a scan leaves out unless told otherwise?"""
+    return _matcher(DEFAULT_TEST_PATTERNS)
+
+
 @dataclass(frozen=True)
 class FileSet:
     root: Path
