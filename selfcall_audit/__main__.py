@@ -1,8 +1,42 @@
-"""`python -m selfcall_audit`: the command line, as the console script runs it."""
+"""The console script and `python -m selfcall_audit`: the command line of `frontends.cli`."""
 
 from __future__ import annotations
 
-from .frontends.cli import run
+import os
+import sys
+
+from .workspace.listing import GitListing, project_root
+
+
+def run() -> None:
+    """`frontends.cli.main`, then an immediate exit.
+
+    git starts listing the current folder's project before the command line's modules load, so it
+    walks the work tree on another core meanwhile (on NeMo Gym the walk is about a sixth of a warm
+    scan); a run that wants another listing, or none, ends it. The exit skips the interpreter's
+    teardown: by then every file is closed and every worker joined, and freeing hundreds of
+    modules one by one costs a one-file scan of NeMo Gym about a tenth of its time."""
+    try:
+        early = GitListing(project_root(os.getcwd()))
+    except OSError:  # the current folder is gone: `main` says so
+        early = None
+    try:
+        from .frontends.cli import EXIT_ERROR, main
+
+        code = main(early=early)
+    except KeyboardInterrupt:  # Ctrl-C while the modules load; `main` handles it after
+        sys.stderr.write("selfcall-audit: interrupted\n")
+        code = 130  # EXIT_INTERRUPTED, whose module may not be loaded yet
+    finally:
+        if early is not None:
+            early.close()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # main has told the user already; what is left has nowhere to go
+        code = code or EXIT_ERROR
+    os._exit(code)
+
 
 if __name__ == "__main__":
     run()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +85,55 @@ def test_without_git_the_files_are_walked(tmp_path: Path, monkeypatch) -> None:
     assert listing.git_listing(str(root)) is None
     files, errors = list_project_files(root)
     assert sorted(files) == ["ignored/skip.py", "sub/untracked.py", "tracked.py"] and errors == {}
+
+
+def _logging_git(tmp_path: Path, hangs_in: Path | None = None) -> dict[str, str]:
+    """An environment whose `git` notes each run's arguments, then runs the real git (or, asked
+    to list `hangs_in`, hangs)."""
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True).stdout.strip()
+    hang = f'[ "$2" = "{hangs_in}" ] && {{ sleep 20; exit 1; }}\n' if hangs_in else ""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "git").write_text(f'#!/bin/sh\necho "$*" >> {tmp_path / "git.log"}\n{hang}exec {real} "$@"\n')
+    (folder / "git").chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _console(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    code = "from selfcall_audit.__main__ import run; run()"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_console_script_lists_the_checkout_once_git_started_before_the_modules_load(
+    tmp_path: Path,
+) -> None:
+    root = _checkout(tmp_path / "repo")
+    env = _logging_git(tmp_path)
+
+    done = _console(["scan", "--no-cache", "--format", "json"], root, env)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]["files_scanned"] == 2  # tracked.py, sub/untracked.py
+    runs = (tmp_path / "git.log").read_text().splitlines()
+    assert [run for run in runs if "ls-files" in run] == [
+        f"-C {root} ls-files -z --cached --others --exclude-standard"
+    ]
+
+
+def test_a_run_that_lists_another_project_or_none_ends_the_early_git(tmp_path: Path) -> None:
+    here = _checkout(tmp_path / "here")
+    other = _checkout(tmp_path / "other")
+    (other / "pyproject.toml").write_text("")
+    env = _logging_git(tmp_path, hangs_in=here)  # the early listing would never end by itself
+
+    scanned = _console(["scan", "--no-cache", "--format", "json", str(other)], here, env)
+    explained = _console(["explain", "SCA001"], here, env)
+
+    assert scanned.returncode == 0 and json.loads(scanned.stdout)["root"] == str(other)
+    assert explained.returncode == 0 and "SCA001" in explained.stdout
+    runs = [run.split(" ls-files")[0] for run in (tmp_path / "git.log").read_text().splitlines()]
+    assert sorted(runs) == sorted([f"-C {here}", f"-C {other}", f"-C {here}"])
+    leftover = subprocess.run(["pgrep", "-f", f"git -C {here}"], capture_output=True, text=True).stdout
+    assert leftover == ""

@@ -90,7 +90,7 @@ def saving_first(real):
 
 for owner, name in swaps:
     setattr(owner, name, saving_first(getattr(owner, name)))
-from selfcall_audit.frontends.cli import run as main
+from selfcall_audit.__main__ import run as main
 main()
 """
 
@@ -121,7 +121,7 @@ import os, sys, time
 real_fsync = os.fsync
 os.fsync = lambda fd: (time.sleep(0.15), real_fsync(fd))[1]
 sys.argv = ["selfcall-audit", *sys.argv[1:]]
-from selfcall_audit.frontends.cli import run as main
+from selfcall_audit.__main__ import run as main
 main()
 """
 

@@ -22,6 +22,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
     from concurrent.futures import Executor
 
+    from ..workspace.listing import GitListing
     from ..workspace.reuse import Observed
     from .facts import ModuleFacts
     from .gym_config import AgentInstance, Node
@@ -199,14 +200,16 @@ class Project:
 
     # pipeline ----------------------------------------------------------------------------
     @_few_collections()
-    def analyze(self, paths: Iterable[Path] = (), inventory: bool = False) -> Report:
+    def analyze(
+        self, paths: Iterable[Path] = (), inventory: bool = False, early: GitListing | None = None
+    ) -> Report:
         """Findings for `paths` (default: the whole project); `inventory` also lists YAML instances
-        per agent, which needs every entrypoint module."""
+        per agent, which needs every entrypoint module; `early`: git's listing, started before."""
         started = time.perf_counter()
         scopes = _cut_scopes(self.root, paths)
         whole = not scopes or "" in scopes
         files = discover(
-            self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs
+            self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs, early
         )
         self._stats = files.stats
         fingerprint = self._fingerprint(files) if self.cache else None

@@ -14,7 +14,7 @@ import click
 from ..config import ConfigError, Settings, load_settings
 from ..rules import RULES, UnknownCode, extended, parse_codes
 from ..workspace.discovery import find_root
-from ..workspace.listing import is_project_root
+from ..workspace.listing import GitListing, is_project_root
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -208,8 +208,12 @@ def run_analysis(
 ) -> Report:
     from ..analysis.project import Project
 
+    context = click.get_current_context(silent=True)  # `main` puts git's early listing there
+    early = context.find_object(GitListing) if context is not None else None
     try:
-        return Project(root, settings, progress=progress).analyze(paths or (root,), inventory=inventory)
+        return Project(root, settings, progress=progress).analyze(
+            paths or (root,), inventory=inventory, early=early
+        )
     finally:
         progress.close()
 

@@ -8,7 +8,6 @@ This module is imported by every scan: it uses the standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import keyword
 import os
 import re
@@ -19,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from .. import __version__
 from ..ftypes import Finding
 from ..rules import RULES
+from ..workspace.cache import blake2b
 from ..workspace.discovery import find_root
 
 HELPER_NAME = "responses_in_process"
@@ -36,7 +36,7 @@ class VendorError(Exception):
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return blake2b(data, digest_size=16).hexdigest()
 
 
 def refresh_command(rel: str) -> str:

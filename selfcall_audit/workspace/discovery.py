@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_TEST_PATTERNS
-from .listing import git_listing, is_project_root, project_root
+from .listing import GitListing, is_project_root, project_root
 
 ALWAYS_SKIPPED_DIRS = frozenset(
     {
@@ -44,8 +44,9 @@ def find_root(start: Path) -> Path:
     return Path(project_root(os.fspath(start)))
 
 
-def _git_files(root: Path) -> list[str] | None:
-    out = git_listing(os.fspath(root))
+def _git_files(root: Path, early: GitListing | None) -> list[str] | None:
+    listing = early if early is not None and early.root == os.fspath(root) else GitListing(os.fspath(root))
+    out = listing.result()
     if out is None:
         return None
     return sorted(
@@ -113,12 +114,15 @@ def _stays_inside(folder: str, real_root: str) -> bool:
     return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
-def list_project_files(root: Path) -> tuple[dict[str, tuple[int, int] | None], dict[str, str]]:
+def list_project_files(
+    root: Path, early: GitListing | None = None
+) -> tuple[dict[str, tuple[int, int] | None], dict[str, str]]:
     """Every Python and YAML file of the project, as root-relative POSIX paths (git's view when it
-    is a checkout) with its size and modification time (None when it cannot be had: reading it
-    will say why), and the folders that could not be listed, with the reason."""
+    is a checkout; `early`, git started for this root before, is used if it is for this root)
+    with its size and modification time (None when it cannot be had: reading it will say why),
+    and the folders that could not be listed, with the reason."""
     errors: dict[str, str] = {}
-    names = _git_files(root)
+    names = _git_files(root, early)
     if names is None:
         names = _walk_files(root, errors)
     prefix = f"{root}{os.sep}"
@@ -218,14 +222,20 @@ class FileSet:
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # size and mtime of listed files
 
 
-def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]) -> FileSet:
+def discover(
+    root: Path,
+    exclude: Iterable[str],
+    include_tests: bool,
+    config_globs: Iterable[str],
+    early: GitListing | None = None,
+) -> FileSet:
     exclude = tuple(exclude)
     skipped = _matcher(exclude if include_tests else (*exclude, *DEFAULT_TEST_PATTERNS))
     is_config, config_skipped = _matcher(config_globs), _matcher(exclude)
     sources: list[str] = []
     configs: list[str] = []
     modules: set[str] = set()
-    listed, errors = list_project_files(root)
+    listed, errors = list_project_files(root, early)
     stats = {rel: stat for rel, stat in listed.items() if stat is not None}
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
