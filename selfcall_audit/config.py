@@ -55,12 +55,17 @@ class Settings:
     cache_dir: str = ".selfcall_audit_cache"
     jobs: int = 0
     config_file: str | None = field(default=None, compare=False)
+    # Nested projects (a folder below the root whose pyproject.toml holds [tool.selfcall-audit]) are
+    # analysed as projects of their own; not with --config, whose settings govern every file.
+    nested_projects: bool = True
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
-_KEYS = {f.name.replace("_", "-"): f for f in fields(Settings) if f.name != "config_file"}
+_KEYS = {
+    f.name.replace("_", "-"): f for f in fields(Settings) if f.name not in ("config_file", "nested_projects")
+}
 
 
 def _coerce(key: str, value: Any, default: Any) -> Any:
@@ -125,9 +130,31 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     return settings
 
 
+def declares_settings(pyproject: Path) -> bool:
+    """Does this pyproject.toml hold a [tool.selfcall-audit] table? Only then is it a config file,
+    as ruff reads only a pyproject.toml with [tool.ruff]: it makes its folder a project root, and
+    its settings govern the files below it."""
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return False
+    if "selfcall-audit" not in text:  # most files: no TOML parser needed
+        return False
+    try:
+        tool = _toml().loads(text).get("tool")
+    except ValueError:  # broken, and it names us: loading its settings will say what is wrong
+        return True
+    return isinstance(tool, dict) and "selfcall-audit" in tool
+
+
 def load_settings(root: Path, config_file: Path | None = None) -> Settings:
     """Read `[tool.selfcall-audit]` from the given file or the root's pyproject.toml."""
-    path = config_file if config_file is not None else root / "pyproject.toml"
+    if config_file is None:
+        return _read_settings(root / "pyproject.toml", None)
+    return replace(_read_settings(config_file, config_file), nested_projects=False)
+
+
+def _read_settings(path: Path, config_file: Path | None) -> Settings:
     if not path.is_file():
         if config_file is not None:
             raise ConfigError(f"config file not found: {config_file}")

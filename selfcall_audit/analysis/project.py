@@ -59,6 +59,7 @@ class Report:
     seconds: float
     suppressed: int = 0
     baseline_stale: list[dict] = field(default_factory=list)
+    projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
 
 
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
@@ -206,7 +207,11 @@ class Project:
         scopes = _cut_scopes(self.root, paths)
         whole = not scopes or "" in scopes
         files = discover(
-            self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs
+            self.root,
+            self.settings.exclude,
+            self.settings.include_tests,
+            self.settings.config_globs,
+            nested=self.settings.nested_projects,
         )
         self._stats = files.stats
         fingerprint = self._fingerprint(files) if self.cache else None
@@ -247,6 +252,7 @@ class Project:
             agents=result.agents or [],
             seconds=time.perf_counter() - started,
             suppressed=result.suppressed,
+            projects=tuple(self.root / folder for folder in files.projects if in_scope(folder, scopes)),
         )
 
     def _stored(self, files: FileSet, fingerprint: str | None, inventory: bool) -> Analysis | None:

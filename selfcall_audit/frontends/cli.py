@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,6 +20,7 @@ from ..rules import FINDING_CODES, RULES
 from . import commands
 from .commands import (
     COLOR_CHOICES,
+    EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
@@ -28,6 +29,10 @@ from .commands import (
     terminal_width,
 )
 from .ending import internal_error, interrupted, output_failed, silence_stdout
+
+if TYPE_CHECKING:
+    from ..analysis.projects import Projects
+    from ..config import Settings
 
 _EPILOG = """\b
 Examples:
@@ -190,11 +195,12 @@ def scan(common: Common, **options: Any) -> None:
 def agents(common: Common, output_format: str | None) -> None:
     """List the agent classes in PATHS (default: the project): file, bases, YAML instance names, and
     the self-calls in each class (counted over the whole project, whatever PATHS)."""
+    from ..analysis.projects import merged
     from ..report import inventory
 
-    root, settings = common.prepare()
+    root, _, projects = common.prepare(whole=True)
     output = commands.Output.choose(None, common.color)
-    report = run_analysis((), settings, root, common.progress(), inventory=True)
+    report = merged(run_analysis(projects, common.progress(), inventory=True), root)
     scopes = tuple(
         "" if rel == "." else rel.replace(os.sep, "/")
         for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)
@@ -233,10 +239,28 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
+    _, _, projects = common.prepare()
+    status = max(  # each project with its own settings and helper (a monorepo's nested projects)
+        _fix_project(common, root, settings, paths, projects, show_diff, check, helper_spec)
+        for root, settings, paths in projects
+    )
+    if status:
+        _exit(status)
+
+
+def _fix_project(
+    common: Common,
+    root: Path,
+    settings: Settings,
+    paths: tuple[Path, ...],
+    projects: Projects,
+    show_diff: bool,
+    check: bool,
+    helper_spec: str | None,
+) -> int:
     from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
     from ..migrate.vendor import Placement, VendorError, place_beside, place_helper, vendor_helper
 
-    root, settings = common.prepare()
     spec = helper_spec or settings.helper
     try:
         if spec:
@@ -251,7 +275,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     dry_run = show_diff or check
     progress = common.progress()
     try:
-        plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+        plan = plan_fix(root, settings, paths, helper, progress)
+        projects.found(plan.report)
         if unplaced and plan.rewritten:
             try:
                 placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
@@ -259,7 +284,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
                 click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
                 _exit(EXIT_ERROR)
             helper = Helper.parse(placement.spec)
-            plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+            plan = plan_fix(root, settings, paths, helper, progress)
         vendored = placement.write_to if plan.rewritten else None
         if vendored and not dry_run:
             try:
@@ -332,9 +357,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         )
         _exit(128 + plan.interrupted)
     if plan.errors:
-        _exit(EXIT_ERROR)
-    if not_fixed or (dry_run and rewritten):
-        _exit(EXIT_FINDINGS)
+        return EXIT_ERROR
+    return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
 
 
 def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:

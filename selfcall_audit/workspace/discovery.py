@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import DEFAULT_TEST_PATTERNS
+from ..config import DEFAULT_TEST_PATTERNS, declares_settings
 from .listing import git_listing, is_project_root, project_root
 
 ALWAYS_SKIPPED_DIRS = frozenset(
@@ -37,11 +37,23 @@ SOURCE_SUFFIXES = (".py",)
 CONFIG_SUFFIXES = (".yaml", ".yml")
 READ_SUFFIXES = SOURCE_SUFFIXES + CONFIG_SUFFIXES
 _READ_SUFFIXES = tuple(s.encode() for s in READ_SUFFIXES)
+PYPROJECT = "pyproject.toml"  # listed too: one below the root may make a nested project
 
 
 def find_root(start: Path) -> Path:
-    """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise."""
-    return Path(project_root(os.fspath(start)))
+    """The project a path belongs to: the nearest folder at or above it whose pyproject.toml holds
+    [tool.selfcall-audit], looked for no higher than the repository's top (the first folder with
+    .git); without one, the nearest folder holding a pyproject.toml or .git; the start folder
+    otherwise. Ancestors as the path is written, the root itself resolved."""
+    start_path = os.path.abspath(start)
+    folder = start_path if os.path.isdir(start_path) else os.path.dirname(start_path)
+    while True:
+        if declares_settings(Path(folder, PYPROJECT)):
+            return Path(os.path.realpath(folder))
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            return Path(project_root(start_path))
+        folder = parent
 
 
 def _git_files(root: Path) -> list[str] | None:
@@ -52,7 +64,7 @@ def _git_files(root: Path) -> list[str] | None:
         {
             name.decode("utf-8", "surrogateescape")
             for name in out.split(b"\0")
-            if name.endswith(_READ_SUFFIXES)
+            if name.endswith(_READ_SUFFIXES) or name.endswith(b"/pyproject.toml")
         }
     )
 
@@ -99,7 +111,7 @@ def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
         )
         rel_dir = os.path.relpath(dirpath, root)
         for name in filenames:
-            if name.endswith(READ_SUFFIXES):
+            if name.endswith(READ_SUFFIXES) or (name == PYPROJECT and rel_dir != "."):
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
                 found.append(rel.replace(os.sep, "/"))
     return sorted(found)
@@ -216,9 +228,31 @@ class FileSet:
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
     errors: dict[str, str] = field(default_factory=dict)  # folders that could not be listed: SCA900
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # size and mtime of listed files
+    projects: tuple[str, ...] = ()  # folders of nested projects, whose files are theirs, not ours
 
 
-def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_globs: Iterable[str]) -> FileSet:
+def nested_projects(root: Path, listed: Iterable[str], skipped: Callable[[str], object]) -> tuple[str, ...]:
+    """The outermost folders below the root, outside its excludes, whose pyproject.toml holds
+    [tool.selfcall-audit]: each is a project of its own. (A pyproject.toml without that table is
+    not a config file, as for ruff: its folder stays part of this project.)"""
+    found: list[str] = []
+    for rel in sorted(rel for rel in listed if rel.endswith("/" + PYPROJECT)):
+        folder = rel[: -len(PYPROJECT) - 1]
+        if found and (folder + "/").startswith(tuple(f"{f}/" for f in found)):
+            continue
+        if not skipped(rel) and declares_settings(root / rel):
+            found.append(folder)
+    return tuple(found)
+
+
+def discover(
+    root: Path,
+    exclude: Iterable[str],
+    include_tests: bool,
+    config_globs: Iterable[str],
+    nested: bool = False,
+) -> FileSet:
+    """The project's files; with `nested`, without the files of the nested projects it holds."""
     exclude = tuple(exclude)
     skipped = _matcher(exclude if include_tests else (*exclude, *DEFAULT_TEST_PATTERNS))
     is_config, config_skipped = _matcher(config_globs), _matcher(exclude)
@@ -227,14 +261,21 @@ def discover(root: Path, exclude: Iterable[str], include_tests: bool, config_glo
     modules: set[str] = set()
     listed, errors = list_project_files(root)
     stats = {rel: stat for rel, stat in listed.items() if stat is not None}
+    projects = nested_projects(root, listed, config_skipped) if nested else ()
+    theirs = tuple(f"{folder}/" for folder in projects)
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
-            modules.add(rel)
-            if not skipped(rel):
+            modules.add(rel)  # a nested project's modules too: imports may resolve to them
+            if not skipped(rel) and not (theirs and rel.startswith(theirs)):
                 sources.append(rel)
-        elif rel.endswith(CONFIG_SUFFIXES) and is_config(rel) and not config_skipped(rel):
+        elif (
+            rel.endswith(CONFIG_SUFFIXES)
+            and is_config(rel)
+            and not config_skipped(rel)
+            and not (theirs and rel.startswith(theirs))
+        ):
             configs.append(rel)
-    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats)
+    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats, projects)
 
 
 def in_scope(rel_path: str, scopes: tuple[str, ...]) -> bool:
