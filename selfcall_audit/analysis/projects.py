@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..config import Settings
+from ..workspace.discovery import find_root
 from .project import Progress, Project, Report
 
 
@@ -44,6 +45,27 @@ class Projects:
         for root in report.projects:
             if root not in self._done:
                 self._pending[root] = (root,)
+
+
+def by_project(paths: tuple[Path, ...]) -> tuple[Path, dict[Path, tuple[Path, ...]]]:
+    """The paths grouped by the project each belongs to, and the folder the report is relative to:
+    the outermost of their roots when it holds the others (a monorepo), else the folder holding
+    them all (sibling projects, as pre-commit may pass together)."""
+    if not paths:
+        root = find_root(Path.cwd())
+        return root, {root: (root,)}
+    groups: dict[Path, list[Path]] = {}
+    of_folder: dict[str, Path] = {}  # pre-commit passes many files of a few folders
+    for path in paths:
+        start = os.path.abspath(path)
+        folder = start if os.path.isdir(start) else os.path.dirname(start)
+        if folder not in of_folder:
+            of_folder[folder] = find_root(Path(folder))
+        groups.setdefault(of_folder[folder], []).append(path)
+    roots = list(groups)
+    outer = [r for r in roots if all(r == other or r in other.parents for other in roots)]
+    root = outer[0] if outer else Path(os.path.commonpath(roots))
+    return root, {r: tuple(p) for r, p in groups.items()}
 
 
 def analyze_projects(projects: Projects, progress: Progress | None, inventory: bool = False) -> list[Part]:

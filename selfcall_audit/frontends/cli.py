@@ -310,7 +310,7 @@ def _fix_project(
 
     if vendored and not common.quiet:
         say(
-            f"{vendored}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
+            f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
         )
     if show_diff:
         click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)

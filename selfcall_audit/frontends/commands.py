@@ -13,7 +13,6 @@ import click
 
 from ..config import ConfigError, Settings, load_settings
 from ..rules import RULES, UnknownCode, extended, parse_codes
-from ..workspace.discovery import find_root
 from ..workspace.listing import is_project_root
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -104,12 +103,12 @@ class Common:
         """The folder the report's paths are relative to (the project root, or the outermost of
         several) and its settings, and the projects to analyse, each with these options applied
         to its own settings; `whole`: each project entire, whatever the paths."""
-        from ..analysis.projects import Projects
+        from ..analysis.projects import Projects, by_project
 
         for path in self.paths:  # a broken link or an unreadable file is reported by the scan
             if not os.path.lexists(path):
                 raise UsageError(f"path {click.format_filename(path)!r} does not exist")
-        root, groups = _roots(self.paths)
+        root, groups = by_project(self.paths)
         rooted = root not in groups or is_project_root(os.fspath(root))
         if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
             click.echo(
@@ -158,27 +157,6 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
     if extend:
         overrides["select"] = extended(overrides.get("select") or settings.select, extend)
     return settings.with_overrides(**overrides)
-
-
-def _roots(paths: tuple[Path, ...]) -> tuple[Path, dict[Path, tuple[Path, ...]]]:
-    """The paths grouped by the project each belongs to, and the folder the report is relative to:
-    the outermost of their roots when it holds the others (a monorepo), else the folder holding
-    them all (sibling projects, as pre-commit may pass together)."""
-    if not paths:
-        root = find_root(Path.cwd())
-        return root, {root: (root,)}
-    groups: dict[Path, list[Path]] = {}
-    of_folder: dict[str, Path] = {}  # pre-commit passes many files of a few folders
-    for path in paths:
-        start = os.path.abspath(path)
-        folder = start if os.path.isdir(start) else os.path.dirname(start)
-        if folder not in of_folder:
-            of_folder[folder] = find_root(Path(folder))
-        groups.setdefault(of_folder[folder], []).append(path)
-    roots = list(groups)
-    outer = [r for r in roots if all(r == other or r in other.parents for other in roots)]
-    root = outer[0] if outer else Path(os.path.commonpath(roots))
-    return root, {r: tuple(p) for r, p in groups.items()}
 
 
 def codes(text: str | None, option: str) -> tuple[str, ...] | None:
