@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
@@ -130,18 +132,30 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     return settings
 
 
+_MAX_PYPROJECT_SIZE = 2_000_000
+
+
 def declares_settings(pyproject: Path) -> bool:
     """Does this pyproject.toml hold a [tool.selfcall-audit] table? Only then is it a config file,
     as ruff reads only a pyproject.toml with [tool.ruff]: it makes its folder a project root, and
     its settings govern the files below it."""
-    try:
-        text = pyproject.read_text(encoding="utf-8")
-    except (OSError, ValueError):
-        return False
-    if "selfcall-audit" not in text:  # most files: no TOML parser needed
+    try:  # without blocking, and only a regular file: a named pipe cannot hang the run
+        fd = os.open(pyproject, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
         return False
     try:
-        tool = _toml().loads(text).get("tool")
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read(_MAX_PYPROJECT_SIZE)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if b"selfcall-audit" not in data:  # most files: neither decoded nor parsed
+        return False
+    try:
+        tool = _toml().loads(data.decode("utf-8")).get("tool")
     except ValueError:  # broken, and it names us: loading its settings will say what is wrong
         return True
     return isinstance(tool, dict) and "selfcall-audit" in tool

@@ -126,9 +126,10 @@ def _stays_inside(folder: str, real_root: str) -> bool:
 
 
 def list_project_files(root: Path) -> tuple[dict[str, tuple[int, int] | None], dict[str, str]]:
-    """Every Python and YAML file of the project, as root-relative POSIX paths (git's view when it
-    is a checkout) with its size and modification time (None when it cannot be had: reading it
-    will say why), and the folders that could not be listed, with the reason."""
+    """Every Python and YAML file of the project, and every pyproject.toml below its root, as
+    root-relative POSIX paths (git's view when it is a checkout) with its size and modification
+    time (None when it cannot be had: reading it will say why), and the folders that could not
+    be listed, with the reason."""
     errors: dict[str, str] = {}
     names = _git_files(root)
     if names is None:
@@ -231,14 +232,16 @@ class FileSet:
     projects: tuple[str, ...] = ()  # folders of nested projects, whose files are theirs, not ours
 
 
-def nested_projects(root: Path, listed: Iterable[str], skipped: Callable[[str], object]) -> tuple[str, ...]:
+def nested_projects(
+    root: Path, pyprojects: Iterable[str], skipped: Callable[[str], object]
+) -> tuple[str, ...]:
     """The outermost folders below the root, outside its excludes, whose pyproject.toml holds
     [tool.selfcall-audit]: each is a project of its own. (A pyproject.toml without that table is
     not a config file, as for ruff: its folder stays part of this project.)"""
     found: list[str] = []
-    for rel in sorted(rel for rel in listed if rel.endswith("/" + PYPROJECT)):
+    for rel in sorted(pyprojects):
         folder = rel[: -len(PYPROJECT) - 1]
-        if found and (folder + "/").startswith(tuple(f"{f}/" for f in found)):
+        if found and rel.startswith(tuple(f"{f}/" for f in found)):
             continue
         if not skipped(rel) and declares_settings(root / rel):
             found.append(folder)
@@ -259,22 +262,24 @@ def discover(
     sources: list[str] = []
     configs: list[str] = []
     modules: set[str] = set()
+    pyprojects: list[str] = []
     listed, errors = list_project_files(root)
     stats = {rel: stat for rel, stat in listed.items() if stat is not None}
-    projects = nested_projects(root, listed, config_skipped) if nested else ()
-    theirs = tuple(f"{folder}/" for folder in projects)
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
             modules.add(rel)  # a nested project's modules too: imports may resolve to them
-            if not skipped(rel) and not (theirs and rel.startswith(theirs)):
+            if not skipped(rel):
                 sources.append(rel)
-        elif (
-            rel.endswith(CONFIG_SUFFIXES)
-            and is_config(rel)
-            and not config_skipped(rel)
-            and not (theirs and rel.startswith(theirs))
-        ):
-            configs.append(rel)
+        elif rel.endswith(CONFIG_SUFFIXES):
+            if is_config(rel) and not config_skipped(rel):
+                configs.append(rel)
+        elif rel.endswith(f"/{PYPROJECT}"):
+            pyprojects.append(rel)
+    projects = nested_projects(root, pyprojects, config_skipped) if nested else ()
+    if projects:  # their files are theirs
+        theirs = tuple(f"{folder}/" for folder in projects)
+        sources = [rel for rel in sources if not rel.startswith(theirs)]
+        configs = [rel for rel in configs if not rel.startswith(theirs)]
     return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats, projects)
 
 
