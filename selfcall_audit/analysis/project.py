@@ -252,7 +252,11 @@ class Project:
             agents=result.agents or [],
             seconds=time.perf_counter() - started,
             suppressed=result.suppressed,
-            projects=tuple(self.root / folder for folder in files.projects if in_scope(folder, scopes)),
+            projects=tuple(
+                Path(os.path.realpath(self.root / folder))
+                for folder in files.projects
+                if in_scope(folder, scopes)
+            ),
         )
 
     def _stored(self, files: FileSet, fingerprint: str | None, inventory: bool) -> Analysis | None:
