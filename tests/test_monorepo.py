@@ -190,9 +190,16 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
     langchain = monorepo / "gym" / "responses_api_agents" / "langchain_agent" / "app.py"
     before = langchain.read_bytes()
 
+    diff = run("selfcall_audit", "fix", "--diff", cwd=monorepo)
     done = run("selfcall_audit", "fix", cwd=monorepo)
     after = scan(cwd=monorepo)
 
+    # one patch for both projects, its files named from the outer root as `git apply` wants them
+    assert [line for line in diff.stdout.splitlines() if line.startswith("+++ ")] == [
+        f"+++ b/{OUTER}",
+        "+++ b/gym/responses_api_agents/proof_refinement_agent/app.py",
+        "+++ b/gym/responses_api_agents/simple_agent/app.py",
+    ]
     assert done.returncode == 1, done.stderr  # some calls are left to fix by hand
     assert (monorepo / "gym" / "nemo_gym" / "inprocess.py").is_file()  # gym/'s helper, in gym/
     assert (

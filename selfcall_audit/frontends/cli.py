@@ -8,6 +8,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,9 +240,9 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
-    _, _, projects = common.prepare()
+    base, _, projects = common.prepare()
     status = max(  # each project with its own settings and helper (a monorepo's nested projects)
-        _fix_project(common, root, settings, paths, projects, show_diff, check, helper_spec)
+        _fix_project(common, base, root, settings, paths, projects, show_diff, check, helper_spec)
         for root, settings, paths in projects
     )
     if status:
@@ -250,6 +251,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
 
 def _fix_project(
     common: Common,
+    base: Path,
     root: Path,
     settings: Settings,
     paths: tuple[Path, ...],
@@ -313,7 +315,12 @@ def _fix_project(
             f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
         )
     if show_diff:
-        click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
+        # named from the outermost project's root, so that one patch applies to every project's files
+        prefix = os.path.relpath(root, base).replace(os.sep, "/")
+        changed = [
+            f if prefix == "." else replace(f, path=f"{prefix}/{f.path}") for f in plan.files if f.changed
+        ]
+        click.echo("".join(f.diff() for f in changed), nl=False)
     rewritten = plan.rewritten
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
