@@ -179,10 +179,18 @@ def _read_settings(path: Path, config_file: Path | None) -> Settings:
             return Settings(config_file=str(path))  # no table of ours: not worth a TOML parser
         data = _toml().loads(text)
     except (OSError, ValueError) as exc:  # ValueError: undecodable text, TOMLDecodeError
-        raise ConfigError(f"cannot read {path.name}: {exc}") from exc
+        raise ConfigError(f"cannot read {_shown(path)}: {exc}") from exc
     table = data.get("tool", {}).get("selfcall-audit")
     if table is None and path.name != "pyproject.toml":
         table = data  # a dedicated file holds the settings at top level
     if not isinstance(table, dict):
         return Settings(config_file=str(path)) if table is None else Settings()
-    return settings_from_table(table, path.name)
+    return settings_from_table(table, _shown(path))
+
+
+def _shown(path: Path) -> str:
+    """The file as the user finds it from the current folder: which pyproject.toml of a monorepo."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive
+        return str(path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -244,3 +245,25 @@ def test_a_nested_pyproject_without_the_table_leaves_its_folder_in_the_enclosing
         assert ("SCA002", "gym/responses_api_agents/remote_agent/app.py") not in codes
         assert ("SCA001", "gym/responses_api_agents/langchain_agent/app.py") in codes
     assert not (root / "gym" / ".selfcall_audit_cache").exists()
+
+
+def test_assert_no_self_calls_at_the_git_top_checks_each_project_under_its_settings(monorepo: Path) -> None:
+    from selfcall_audit.testing import assert_no_self_calls
+
+    allowed = [OUTER, *(path for _, path, _ in GYM_FINDINGS)]
+    report = assert_no_self_calls(monorepo, allow=allowed)  # nothing else: langchain_agent is excluded
+
+    assert sorted((f.code, f.path, f.line) for f in report.findings) == sorted(GYM_FINDINGS + OUTER_FINDINGS)
+    with pytest.raises(AssertionError, match=re.escape("remote_agent/app.py:48:15: SCA002")):
+        assert_no_self_calls(monorepo, allow=[OUTER])
+
+
+def test_a_mistake_in_a_nested_project_s_settings_names_its_file(monorepo: Path) -> None:
+    gym_pyproject = monorepo / "gym" / "pyproject.toml"
+    gym_pyproject.write_text(gym_pyproject.read_text() + 'cache-dir = "../outside"\n')
+
+    done = scan(cwd=monorepo)
+
+    assert done.returncode == 2
+    assert "gym/pyproject.toml: `cache-dir` must be a folder inside the project root" in done.stderr
+    assert not (monorepo / "outside").exists()
