@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings
@@ -15,12 +15,15 @@ from ..workspace.discovery import find_root
 from .project import Progress, Project, Report
 
 
-@dataclass(frozen=True)
 class Part:
-    """One project's share of a run, with the settings it was analysed under."""
+    """One project's share of a run, with the settings it was analysed under. (Not a dataclass:
+    making one costs every run, most of them of one project, more than this whole module.)"""
 
-    report: Report
-    settings: Settings
+    __slots__ = ("report", "settings")
+
+    def __init__(self, report: Report, settings: Settings) -> None:
+        self.report = report
+        self.settings = settings
 
 
 class Projects:

@@ -175,7 +175,9 @@ def scan(common: Common, **options: Any) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
     The whole project root (the nearest folder with pyproject.toml or .git) is indexed even when
-    PATHS name only some files, so pre-commit can pass just the changed ones. Paths are printed
+    PATHS name only some files, so pre-commit can pass just the changed ones. A folder whose
+    pyproject.toml has [tool.selfcall-audit] is a project of its own, analysed with its own
+    settings wherever the scan starts (a monorepo). Paths are printed
     relative to the current folder (text, concise, junit), to the repository's top level (sarif,
     github, gitlab) or to the project root (json, whose `root` key names it).
 
