@@ -82,6 +82,10 @@ def make_monorepo(root: Path, gym_table: bool = True) -> Path:
     (root / "pyproject.toml").write_text(OUTER_SETTINGS)
     (root / OUTER).parent.mkdir(parents=True)
     (root / OUTER).write_text(OUTER_AGENT)
+    fixture = root / "tests" / "fixtures" / "project"  # a test fixture shaped like a project
+    (fixture / "agents").mkdir(parents=True)
+    (fixture / "pyproject.toml").write_text("[tool.selfcall-audit]\n")
+    (fixture / "agents" / "app.py").write_text(OUTER_AGENT)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
 
@@ -97,6 +101,7 @@ def test_a_scan_from_the_git_top_applies_each_project_s_settings_to_its_own_file
     assert done.returncode == 1, done.stderr
     assert found(done.stdout) == sorted(GYM_FINDINGS + OUTER_FINDINGS)
     assert "SCA900" not in done.stdout  # judge_agent's config_paths found from gym/
+    assert "tests/" not in done.stdout  # test code, even with a pyproject.toml of its own
 
 
 def test_ci_formats_name_every_project_s_files_from_the_repository_top(monorepo: Path) -> None:
@@ -218,15 +223,17 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
 
 def test_flake8_from_the_git_top_reports_each_file_under_its_project_s_settings(tmp_path: Path) -> None:
     """With gym/'s table, gym/ is its own project; without one (NeMo Gym's own pyproject.toml is
-    not a config file), its files are the outer project's, under the outer settings."""
+    not a config file), its files are the outer project's, under the outer settings. flake8 checks
+    every file it is given, the test fixture too: under its own config, as a scan of it reports."""
     for gym_table in (True, False):
         root = make_monorepo(tmp_path / f"mono-{gym_table}", gym_table=gym_table)
 
         flake8 = run("flake8", "--select", "SCA", ".", cwd=root)
         scanned = scan(cwd=root)
+        fixture = scan("tests/fixtures/project", cwd=root)
 
         assert flake8.returncode == 1, flake8.stderr
-        assert found(flake8.stdout) == found(scanned.stdout)
+        assert found(flake8.stdout) == sorted(found(scanned.stdout) + found(fixture.stdout))
         gym_sca002 = ("SCA002", "gym/responses_api_agents/remote_agent/app.py", 48)
         assert (gym_sca002 in found(flake8.stdout)) is gym_table  # the outer settings ignore SCA002
 

@@ -235,9 +235,11 @@ class FileSet:
 def nested_projects(
     root: Path, pyprojects: Iterable[str], skipped: Callable[[str], object]
 ) -> tuple[str, ...]:
-    """The outermost folders below the root, outside its excludes, whose pyproject.toml holds
-    [tool.selfcall-audit]: each is a project of its own. (A pyproject.toml without that table is
-    not a config file, as for ruff: its folder stays part of this project.)"""
+    """The outermost folders below the root whose pyproject.toml holds [tool.selfcall-audit]: each
+    is a project of its own, unless it lies where this project does not look (its excludes, and
+    test code unless tests are included: a test fixture shaped like a project stays a fixture).
+    A pyproject.toml without that table is not a config file, as for ruff: its folder stays part
+    of this project."""
     found: list[str] = []
     for rel in sorted(pyprojects):
         folder = rel[: -len(PYPROJECT) - 1]
@@ -275,7 +277,7 @@ def discover(
                 configs.append(rel)
         elif rel.endswith(f"/{PYPROJECT}"):
             pyprojects.append(rel)
-    projects = nested_projects(root, pyprojects, config_skipped) if nested else ()
+    projects = nested_projects(root, pyprojects, skipped) if nested else ()
     if projects:  # their files are theirs
         theirs = tuple(f"{folder}/" for folder in projects)
         sources = [rel for rel in sources if not rel.startswith(theirs)]
