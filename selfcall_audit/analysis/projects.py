@@ -72,6 +72,7 @@ def by_project(paths: tuple[Path, ...]) -> tuple[Path, dict[Path, tuple[Path, ..
 
 
 def analyze_projects(projects: Projects, progress: Progress | None, inventory: bool = False) -> list[Part]:
+    """Each project's report, the nested ones each analysis finds included."""
     parts = []
     for root, settings, paths in projects:
         report = Project(root, settings, progress=progress).analyze(paths, inventory=inventory)
@@ -95,7 +96,7 @@ def merged(parts: list[Part], root: Path) -> Report:
             continue
 
         def move(rel: str, prefix: str = prefix) -> str:
-            return f"{prefix}/{rel}"
+            return prefix if rel == "." else f"{prefix}/{rel}"
 
         findings += [
             replace(f, path=move(f.path), evidence=tuple(replace(e, path=move(e.path)) for e in f.evidence))
