@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
@@ -55,12 +57,17 @@ class Settings:
     cache_dir: str = ".selfcall_audit_cache"
     jobs: int = 0
     config_file: str | None = field(default=None, compare=False)
+    # Nested projects (a folder below the root whose pyproject.toml holds [tool.selfcall-audit]) are
+    # analysed as projects of their own; not with --config, whose settings govern every file.
+    nested_projects: bool = True
 
     def with_overrides(self, **overrides: Any) -> Settings:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
-_KEYS = {f.name.replace("_", "-"): f for f in fields(Settings) if f.name != "config_file"}
+_KEYS = {
+    f.name.replace("_", "-"): f for f in fields(Settings) if f.name not in ("config_file", "nested_projects")
+}
 
 
 def _coerce(key: str, value: Any, default: Any) -> Any:
@@ -125,9 +132,43 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     return settings
 
 
+_MAX_PYPROJECT_SIZE = 2_000_000
+
+
+def declares_settings(pyproject: Path) -> bool:
+    """Does this pyproject.toml hold a [tool.selfcall-audit] table? Only then is it a config file,
+    as ruff reads only a pyproject.toml with [tool.ruff]: it makes its folder a project root, and
+    its settings govern the files below it."""
+    try:  # without blocking, and only a regular file: a named pipe cannot hang the run
+        fd = os.open(pyproject, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        with open(fd, "rb", closefd=False) as handle:
+            data = handle.read(_MAX_PYPROJECT_SIZE)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if b"selfcall-audit" not in data:  # most files: neither decoded nor parsed
+        return False
+    try:
+        tool = _toml().loads(data.decode("utf-8")).get("tool")
+    except ValueError:  # broken, and it names us: loading its settings will say what is wrong
+        return True
+    return isinstance(tool, dict) and "selfcall-audit" in tool
+
+
 def load_settings(root: Path, config_file: Path | None = None) -> Settings:
     """Read `[tool.selfcall-audit]` from the given file or the root's pyproject.toml."""
-    path = config_file if config_file is not None else root / "pyproject.toml"
+    if config_file is None:
+        return _read_settings(root / "pyproject.toml", None)
+    return replace(_read_settings(config_file, config_file), nested_projects=False)
+
+
+def _read_settings(path: Path, config_file: Path | None) -> Settings:
     if not path.is_file():
         if config_file is not None:
             raise ConfigError(f"config file not found: {config_file}")
@@ -138,10 +179,18 @@ def load_settings(root: Path, config_file: Path | None = None) -> Settings:
             return Settings(config_file=str(path))  # no table of ours: not worth a TOML parser
         data = _toml().loads(text)
     except (OSError, ValueError) as exc:  # ValueError: undecodable text, TOMLDecodeError
-        raise ConfigError(f"cannot read {path.name}: {exc}") from exc
+        raise ConfigError(f"cannot read {_shown(path)}: {exc}") from exc
     table = data.get("tool", {}).get("selfcall-audit")
     if table is None and path.name != "pyproject.toml":
         table = data  # a dedicated file holds the settings at top level
     if not isinstance(table, dict):
         return Settings(config_file=str(path)) if table is None else Settings()
-    return settings_from_table(table, path.name)
+    return settings_from_table(table, _shown(path))
+
+
+def _shown(path: Path) -> str:
+    """The file as the user finds it from the current folder: which pyproject.toml of a monorepo."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive
+        return str(path)

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from .analysis.project import Project, Report
-from .config import load_settings
+from .analysis.project import Report
+from .analysis.projects import Projects, analyze_projects, by_project, merged
+from .config import Settings, load_settings
 from .rules import parse_codes
 from .workspace.discovery import find_root
 
@@ -40,12 +41,15 @@ def assert_no_self_calls(
     select: rule codes or prefixes, e.g. "SCA001,SCA002" or ["SCA"], replacing the settings' selection.
     """
     project_root = find_root(Path(root))
-    settings = load_settings(project_root)
+    codes = None
     if select is not None:
         codes = parse_codes(select if isinstance(select, str) else ",".join(select))
-        settings = settings.with_overrides(select=codes)
-    scopes = [project_root / p for p in paths] if paths else [project_root]
-    report = Project(project_root, settings).analyze(scopes)
+
+    def settings_for(folder: Path) -> Settings:  # a nested project's own settings govern its files
+        return load_settings(folder).with_overrides(select=codes)
+
+    _, groups = by_project(tuple(project_root / p for p in paths) if paths else (project_root,))
+    report = merged(analyze_projects(Projects(groups, settings_for), None), project_root)
 
     allowed = set(allow or ())
     findings = [

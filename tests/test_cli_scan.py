@@ -465,11 +465,17 @@ def test_paths_in_a_nested_sub_project_are_scanned_from_the_outer_root(cli, tmp_
     assert triples(report) == annotated_findings(gym)
 
 
-def test_paths_of_different_projects_are_refused(cli) -> None:
-    result = cli("scan", "--no-cache", FIXTURES / "noqa", FIXTURES / "loops-try")
+def test_paths_of_sibling_projects_are_each_analysed_in_their_own_project(cli, tmp_path: Path) -> None:
+    """As pre-commit passes them: one report, its root the folder holding both projects."""
+    noqa, loops = copy_fixture("noqa", tmp_path), copy_fixture("loops-try", tmp_path)
 
-    assert result.exit_code == 2
-    assert "different projects" in result.stderr
+    code, report = scan_json(cli, noqa, loops)
+
+    assert code == 1
+    assert report["root"] == str(tmp_path.resolve())
+    expected = [[c, f"noqa/{p}", n] for c, p, n in annotated_findings(noqa)]
+    expected += [[c, f"loops-try/{p}", n] for c, p, n in annotated_findings(loops)]
+    assert triples(report) == sorted(expected)
 
 
 # agents, explain, version, help ---------------------------------------------------------------

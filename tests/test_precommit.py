@@ -217,3 +217,25 @@ def test_fix_hook_rewrites_the_self_call(tmp_path: Path, hooks: Hooks, env: dict
     assert "await responses_in_process(\n            self," in rewritten
     assert "self.server_client.post" not in rewritten
     assert rescan.returncode == 0, rescan.stdout + rescan.stderr
+
+
+def test_in_a_monorepo_each_file_is_checked_in_its_own_project(
+    tmp_path: Path, hooks: Hooks, env: dict[str, str]
+) -> None:
+    """From the git top, a changed file of the nested project gym/ (its pyproject.toml with a
+    [tool.selfcall-audit] table) is checked under gym/'s settings, one of the outer project under
+    the outer ones."""
+    gym_settings = '[project]\nname = "gym"\n\n[tool.selfcall-audit]\nignore = ["SCA001"]\n'
+    repo = make_repo(
+        tmp_path / "mono",
+        env,
+        {ECHO: SELF_CALLING_AGENT, "gym/pyproject.toml": gym_settings, f"gym/{ECHO}": SELF_CALLING_AGENT},
+    )
+
+    both = hooks.run(repo, "selfcall-audit", "--files", ECHO, f"gym/{ECHO}")
+    nested_only = hooks.run(repo, "selfcall-audit", "--files", f"gym/{ECHO}")
+
+    assert both.returncode == 1, both.stdout + both.stderr
+    assert f"\n{ECHO}:6:26: SCA001 EchoAgent.run posts to its own /v1/responses" in both.stdout
+    assert "gym/" not in both.stdout  # gym/ ignores SCA001
+    assert nested_only.returncode == 0, nested_only.stdout + nested_only.stderr

@@ -60,6 +60,7 @@ class Report:
     seconds: float
     suppressed: int = 0
     baseline_stale: list[dict] = field(default_factory=list)
+    projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
 
 
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
@@ -209,7 +210,12 @@ class Project:
         scopes = _cut_scopes(self.root, paths)
         whole = not scopes or "" in scopes
         files = discover(
-            self.root, self.settings.exclude, self.settings.include_tests, self.settings.config_globs, early
+            self.root,
+            self.settings.exclude,
+            self.settings.include_tests,
+            self.settings.config_globs,
+            nested=self.settings.nested_projects,
+            early=early,
         )
         self._stats = files.stats
         fingerprint = self._fingerprint(files) if self.cache else None
@@ -250,6 +256,11 @@ class Project:
             agents=result.agents or [],
             seconds=time.perf_counter() - started,
             suppressed=result.suppressed,
+            projects=tuple(
+                Path(os.path.realpath(self.root / folder))
+                for folder in files.projects
+                if in_scope(folder, scopes)
+            ),
         )
 
     def _stored(self, files: FileSet, fingerprint: str | None, inventory: bool) -> Analysis | None:

@@ -8,8 +8,9 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +22,7 @@ from ..workspace.listing import GitListing
 from . import commands
 from .commands import (
     COLOR_CHOICES,
+    EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
@@ -29,6 +31,10 @@ from .commands import (
     terminal_width,
 )
 from .ending import internal_error, interrupted, output_failed, silence_stdout
+
+if TYPE_CHECKING:
+    from ..analysis.projects import Projects
+    from ..config import Settings
 
 _EPILOG = """\b
 Examples:
@@ -170,7 +176,9 @@ def scan(common: Common, **options: Any) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
     The whole project root (the nearest folder with pyproject.toml or .git) is indexed even when
-    PATHS name only some files, so pre-commit can pass just the changed ones. Paths are printed
+    PATHS name only some files, so pre-commit can pass just the changed ones. A folder whose
+    pyproject.toml has [tool.selfcall-audit] is a project of its own, analysed with its own
+    settings wherever the scan starts (a monorepo). Paths are printed
     relative to the current folder (text, concise, junit), to the repository's top level (sarif,
     github, gitlab) or to the project root (json, whose `root` key names it).
 
@@ -191,11 +199,12 @@ def scan(common: Common, **options: Any) -> None:
 def agents(common: Common, output_format: str | None) -> None:
     """List the agent classes in PATHS (default: the project): file, bases, YAML instance names, and
     the self-calls in each class (counted over the whole project, whatever PATHS)."""
+    from ..analysis.projects import merged
     from ..report import inventory
 
-    root, settings = common.prepare()
+    root, _, projects = common.prepare(whole=True)
     output = commands.Output.choose(None, common.color)
-    report = run_analysis((), settings, root, common.progress(), inventory=True)
+    report = merged(run_analysis(projects, common.progress(), inventory=True), root)
     scopes = tuple(
         "" if rel == "." else rel.replace(os.sep, "/")
         for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)
@@ -234,10 +243,29 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
+    base, _, projects = common.prepare()
+    status = max(  # each project with its own settings and helper (a monorepo's nested projects)
+        _fix_project(common, base, root, settings, paths, projects, show_diff, check, helper_spec)
+        for root, settings, paths in projects
+    )
+    if status:
+        _exit(status)
+
+
+def _fix_project(
+    common: Common,
+    base: Path,
+    root: Path,
+    settings: Settings,
+    paths: tuple[Path, ...],
+    projects: Projects,
+    show_diff: bool,
+    check: bool,
+    helper_spec: str | None,
+) -> int:
     from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
     from ..migrate.vendor import Placement, VendorError, place_beside, place_helper, vendor_helper
 
-    root, settings = common.prepare()
     spec = helper_spec or settings.helper
     try:
         if spec:
@@ -252,7 +280,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     dry_run = show_diff or check
     progress = common.progress()
     try:
-        plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+        plan = plan_fix(root, settings, paths, helper, progress)
+        projects.found(plan.report)
         if unplaced and plan.rewritten:
             try:
                 placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
@@ -260,7 +289,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
                 click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
                 _exit(EXIT_ERROR)
             helper = Helper.parse(placement.spec)
-            plan = plan_fix(root, settings, common.paths or (root,), helper, progress)
+            plan = plan_fix(root, settings, paths, helper, progress)
         vendored = placement.write_to if plan.rewritten else None
         if vendored and not dry_run:
             try:
@@ -286,10 +315,15 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
 
     if vendored and not common.quiet:
         say(
-            f"{vendored}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
+            f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
         )
     if show_diff:
-        click.echo("".join(f.diff() for f in plan.files if f.changed), nl=False)
+        # named from the outermost project's root, so that one patch applies to every project's files
+        prefix = os.path.relpath(root, base).replace(os.sep, "/")
+        changed = [
+            f if prefix == "." else replace(f, path=f"{prefix}/{f.path}") for f in plan.files if f.changed
+        ]
+        click.echo("".join(f.diff() for f in changed), nl=False)
     rewritten = plan.rewritten
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
@@ -333,9 +367,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         )
         _exit(128 + plan.interrupted)
     if plan.errors:
-        _exit(EXIT_ERROR)
-    if not_fixed or (dry_run and rewritten):
-        _exit(EXIT_FINDINGS)
+        return EXIT_ERROR
+    return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
 
 
 def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:

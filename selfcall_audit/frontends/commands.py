@@ -13,7 +13,6 @@ import click
 
 from ..config import ConfigError, Settings, load_settings
 from ..rules import RULES, UnknownCode, extended, parse_codes
-from ..workspace.discovery import find_root
 from ..workspace.listing import GitListing, is_project_root
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..analysis.project import Report
+    from ..analysis.projects import Part, Projects
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 COLOR_CHOICES = ("auto", "always", "never")
@@ -99,29 +99,46 @@ class Common:
         rest = dict(params)
         return cls(**{f.name: rest.pop(f.name) for f in fields(cls)}), rest
 
-    def prepare(self, **overrides: Any) -> tuple[Path, Settings]:
-        """The project root and its settings with these options applied."""
+    def prepare(self, whole: bool = False, **overrides: Any) -> tuple[Path, Settings, Projects]:
+        """The folder the report's paths are relative to (the project root, or the outermost of
+        several) and its settings, and the projects to analyse, each with these options applied
+        to its own settings; `whole`: each project entire, whatever the paths."""
+        from ..analysis.projects import Projects, by_project
+
         for path in self.paths:  # a broken link or an unreadable file is reported by the scan
             if not os.path.lexists(path):
                 raise UsageError(f"path {click.format_filename(path)!r} does not exist")
-        root = _root(self.paths)
-        rooted = is_project_root(os.fspath(root))
+        root, groups = by_project(self.paths)
+        rooted = root not in groups or is_project_root(os.fspath(root))
         if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
             click.echo(
                 f"selfcall-audit: warning: no pyproject.toml or .git in {root} or above it; "
                 "analysing this folder as the project (large folders are listed only in part; no cache)",
                 err=True,
             )
-        settings = _settings(
-            root,
-            self.config_file,
-            exclude=self.exclude,
-            include_tests=self.include_tests,
-            jobs=self.jobs,
-            cache_dir="" if self.no_cache or not rooted else None,
+        options = {
+            "exclude": self.exclude,
+            "include_tests": self.include_tests,
+            "jobs": self.jobs,
             **overrides,
+        }
+        settings = _settings(
+            root, self.config_file, cache_dir="" if self.no_cache or not rooted else None, **options
         )
-        return root, settings
+        if not settings.nested_projects:  # --config: its settings, and the one root, for every path
+            groups = {root: self.paths or (root,)}
+        loaded = {root: settings}
+
+        def settings_for(project_root: Path) -> Settings:
+            if project_root not in loaded:
+                loaded[project_root] = _settings(
+                    project_root, None, cache_dir="" if self.no_cache else None, **options
+                )
+            return loaded[project_root]
+
+        if whole:
+            groups = {project_root: (project_root,) for project_root in groups}
+        return root, settings, Projects(groups, settings_for)
 
     def progress(self) -> LazyProgress:
         """A progress bar on stderr when it is a terminal (whatever stdout is), unless -q."""
@@ -140,17 +157,6 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
     if extend:
         overrides["select"] = extended(overrides.get("select") or settings.select, extend)
     return settings.with_overrides(**overrides)
-
-
-def _root(paths: tuple[Path, ...]) -> Path:
-    """The paths' project root; of nested projects (a sub-package with its own pyproject.toml,
-    as pre-commit may pass together), the outermost, which contains them all."""
-    roots = {find_root(p) for p in paths} if paths else {find_root(Path.cwd())}
-    outer = [r for r in roots if all(r == other or r in other.parents for other in roots)]
-    if not outer:
-        listed = ", ".join(sorted(str(r) for r in roots))
-        raise UsageError(f"the paths belong to different projects ({listed}); scan them one at a time")
-    return outer[0]
 
 
 def codes(text: str | None, option: str) -> tuple[str, ...] | None:
@@ -203,17 +209,13 @@ class LazyProgress:
             self._bar.stop()
 
 
-def run_analysis(
-    paths: tuple[Path, ...], settings: Settings, root: Path, progress: LazyProgress, inventory: bool = False
-) -> Report:
-    from ..analysis.project import Project
+def run_analysis(projects: Projects, progress: LazyProgress, inventory: bool = False) -> list[Part]:
+    from ..analysis.projects import analyze_projects
 
     context = click.get_current_context(silent=True)  # `main` puts git's early listing there
     early = context.find_object(GitListing) if context is not None else None
     try:
-        return Project(root, settings, progress=progress).analyze(
-            paths or (root,), inventory=inventory, early=early
-        )
+        return analyze_projects(projects, progress, inventory=inventory, early=early)
     finally:
         progress.close()
 
@@ -231,8 +233,10 @@ def scan(
     baseline_file: Path | None,
     write_baseline: Path | None,
 ) -> int:
+    from ..analysis.projects import failed_strictly, merged
+
     output = Output.choose(output_file, common.color)
-    root, settings = common.prepare(
+    root, settings, projects = common.prepare(
         strict=strict,
         select=codes(select, "--select"),
         extend_select=codes(extend_select, "--extend-select"),
@@ -240,7 +244,8 @@ def scan(
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if output.terminal else "concise")
-    report = run_analysis(common.paths, settings, root, common.progress())
+    parts = run_analysis(projects, common.progress())
+    report = merged(parts, root)
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
         return EXIT_CLEAN
@@ -255,7 +260,7 @@ def scan(
         click.echo("\n".join(notes), err=True)
     if common.verbose:
         click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
-    failed = report.findings or (settings.strict and report.errors)
+    failed = report.findings or failed_strictly(parts)
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
 

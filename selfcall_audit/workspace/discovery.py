@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..config import DEFAULT_TEST_PATTERNS
+from ..config import DEFAULT_TEST_PATTERNS, declares_settings
 from .listing import GitListing, is_project_root, project_root
 
 ALWAYS_SKIPPED_DIRS = frozenset(
@@ -37,11 +37,23 @@ SOURCE_SUFFIXES = (".py",)
 CONFIG_SUFFIXES = (".yaml", ".yml")
 READ_SUFFIXES = SOURCE_SUFFIXES + CONFIG_SUFFIXES
 _READ_SUFFIXES = tuple(s.encode() for s in READ_SUFFIXES)
+PYPROJECT = "pyproject.toml"  # listed too: one below the root may make a nested project
 
 
 def find_root(start: Path) -> Path:
-    """Nearest ancestor (or itself) holding pyproject.toml or .git; the start folder otherwise."""
-    return Path(project_root(os.fspath(start)))
+    """The project a path belongs to: the nearest folder at or above it whose pyproject.toml holds
+    [tool.selfcall-audit], looked for no higher than the repository's top (the first folder with
+    .git); without one, the nearest folder holding a pyproject.toml or .git; the start folder
+    otherwise. Ancestors as the path is written, the root itself resolved."""
+    start_path = os.path.abspath(start)
+    folder = start_path if os.path.isdir(start_path) else os.path.dirname(start_path)
+    while True:
+        if declares_settings(Path(folder, PYPROJECT)):
+            return Path(os.path.realpath(folder))
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            return Path(project_root(start_path))
+        folder = parent
 
 
 def _git_files(root: Path, early: GitListing | None) -> list[str] | None:
@@ -53,7 +65,7 @@ def _git_files(root: Path, early: GitListing | None) -> list[str] | None:
         {
             name.decode("utf-8", "surrogateescape")
             for name in out.split(b"\0")
-            if name.endswith(_READ_SUFFIXES)
+            if name.endswith(_READ_SUFFIXES) or name.endswith(b"/pyproject.toml")
         }
     )
 
@@ -100,7 +112,7 @@ def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
         )
         rel_dir = os.path.relpath(dirpath, root)
         for name in filenames:
-            if name.endswith(READ_SUFFIXES):
+            if name.endswith(READ_SUFFIXES) or (name == PYPROJECT and rel_dir != "."):
                 rel = name if rel_dir == "." else f"{rel_dir}/{name}"
                 found.append(rel.replace(os.sep, "/"))
     return sorted(found)
@@ -117,10 +129,10 @@ def _stays_inside(folder: str, real_root: str) -> bool:
 def list_project_files(
     root: Path, early: GitListing | None = None
 ) -> tuple[dict[str, tuple[int, int] | None], dict[str, str]]:
-    """Every Python and YAML file of the project, as root-relative POSIX paths (git's view when it
-    is a checkout; `early`, git started for this root before, is used if it is for this root)
-    with its size and modification time (None when it cannot be had: reading it will say why),
-    and the folders that could not be listed, with the reason."""
+    """Every Python and YAML file of the project, and every pyproject.toml below its root, as
+    root-relative POSIX paths (git's view when it is a checkout; `early`, git started before, is
+    used if it is for this root) with its size and modification time (None when it cannot be had:
+    reading it will say why), and the folders that could not be listed, with the reason."""
     errors: dict[str, str] = {}
     names = _git_files(root, early)
     if names is None:
@@ -220,6 +232,25 @@ class FileSet:
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
     errors: dict[str, str] = field(default_factory=dict)  # folders that could not be listed: SCA900
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # size and mtime of listed files
+    projects: tuple[str, ...] = ()  # folders of nested projects, whose files are theirs, not ours
+
+
+def nested_projects(
+    root: Path, pyprojects: Iterable[str], skipped: Callable[[str], object]
+) -> tuple[str, ...]:
+    """The outermost folders below the root whose pyproject.toml holds [tool.selfcall-audit]: each
+    is a project of its own, unless it lies where this project does not look (its excludes, and
+    test code unless tests are included: a test fixture shaped like a project stays a fixture).
+    A pyproject.toml without that table is not a config file, as for ruff: its folder stays part
+    of this project."""
+    found: list[str] = []
+    for rel in sorted(pyprojects):
+        folder = rel[: -len(PYPROJECT) - 1]
+        if found and rel.startswith(tuple(f"{f}/" for f in found)):
+            continue
+        if not skipped(rel) and declares_settings(root / rel):
+            found.append(folder)
+    return tuple(found)
 
 
 def discover(
@@ -227,24 +258,36 @@ def discover(
     exclude: Iterable[str],
     include_tests: bool,
     config_globs: Iterable[str],
+    nested: bool = False,
     early: GitListing | None = None,
 ) -> FileSet:
+    """The project's files; with `nested`, without the files of the nested projects it holds;
+    `early`: git's listing, started before."""
     exclude = tuple(exclude)
     skipped = _matcher(exclude if include_tests else (*exclude, *DEFAULT_TEST_PATTERNS))
     is_config, config_skipped = _matcher(config_globs), _matcher(exclude)
     sources: list[str] = []
     configs: list[str] = []
     modules: set[str] = set()
+    pyprojects: list[str] = []
     listed, errors = list_project_files(root, early)
     stats = {rel: stat for rel, stat in listed.items() if stat is not None}
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
-            modules.add(rel)
+            modules.add(rel)  # a nested project's modules too: imports may resolve to them
             if not skipped(rel):
                 sources.append(rel)
-        elif rel.endswith(CONFIG_SUFFIXES) and is_config(rel) and not config_skipped(rel):
-            configs.append(rel)
-    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats)
+        elif rel.endswith(CONFIG_SUFFIXES):
+            if is_config(rel) and not config_skipped(rel):
+                configs.append(rel)
+        elif rel.endswith(f"/{PYPROJECT}"):
+            pyprojects.append(rel)
+    projects = nested_projects(root, pyprojects, skipped) if nested else ()
+    if projects:  # their files are theirs
+        theirs = tuple(f"{folder}/" for folder in projects)
+        sources = [rel for rel in sources if not rel.startswith(theirs)]
+        configs = [rel for rel in configs if not rel.startswith(theirs)]
+    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats, projects)
 
 
 def in_scope(rel_path: str, scopes: tuple[str, ...]) -> bool:
