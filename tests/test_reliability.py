@@ -538,8 +538,8 @@ def test_a_file_deleted_after_listing_is_reported_as_vanished(cli, tmp_path: Pat
     root = make_project(tmp_path / "repo", {BAD: SELF_CALLING_AGENT})
     real_listing = discovery.list_project_files
 
-    def list_then_delete(where: Path):
-        listed = real_listing(where)
+    def list_then_delete(where: Path, early):
+        listed = real_listing(where, early)
         (where / BAD).unlink()
         return listed
 

@@ -194,7 +194,7 @@ def test_unreadable_files_are_tool_notifications(repo: Path) -> None:
 
 def test_sarif_from_the_real_command(repo: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit.frontends.cli", "scan", "--format", "sarif", "--no-cache"],
+        [sys.executable, "-m", "selfcall_audit", "scan", "--format", "sarif", "--no-cache"],
         cwd=repo,
         capture_output=True,
         text=True,
