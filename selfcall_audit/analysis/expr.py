@@ -11,6 +11,7 @@ import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from .limits import LIMITS
 
@@ -339,18 +340,45 @@ _TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}
 
 
+def _node_encoder(cls: type) -> Callable[[object], object]:
+    """The encoder of one node class: its tag, then its fields (encoded when they hold nodes)."""
+    tag, names = _TAGS[cls], _FIELDS[cls]
+    if not names:
+        encoded = (tag,)
+        return lambda node: encoded
+    read = attrgetter(*names)
+    if len(names) == 1:
+        if cls in _LEAVES:
+            return lambda node: (tag, read(node))
+        return lambda node: (tag, encode_value(read(node)))
+    if cls in _LEAVES:
+        return lambda node: (tag, *read(node))
+    return lambda node: (tag, *[encode_value(item) for item in read(node)])
+
+
+_ENCODERS: dict[type, Callable[[object], object]] = {cls: _node_encoder(cls) for cls in _NODES}
+_ENCODERS[tuple] = lambda items: tuple([encode_value(item) for item in items])  # type: ignore[attr-defined]
+
+
 def encode_value(value: object) -> object:
     """Expressions (alone, in tuples, in keyword pairs) as plain tuples: a node is its integer tag
-    followed by its fields; nothing else in these fields is a tuple starting with an int."""
-    cls = type(value)
-    if cls is tuple:
-        return tuple([encode_value(item) for item in value])  # type: ignore[attr-defined]
-    tag = _TAGS.get(cls)
-    if tag is None:
-        return value
-    if cls in _LEAVES:  # fields of plain data: nothing to encode in them
-        return (tag, *[getattr(value, name) for name in _FIELDS[cls]])
-    return (tag, *[encode_value(getattr(value, name)) for name in _FIELDS[cls]])
+    followed by its fields; nothing else in these fields is a tuple starting with an int.
+    Dispatched on the exact type to an encoder built per class: a cold scan encodes every node
+    the facts keep."""
+    encoder = _ENCODERS.get(type(value))
+    return value if encoder is None else encoder(value)
+
+
+def _node_decoder(cls: type) -> Callable[[tuple], object]:
+    """The decoder of one node class, the inverse of its encoder."""
+    if cls in _LEAVES:
+        return lambda value: cls(*value[1:])
+    if len(_FIELDS[cls]) == 1:
+        return lambda value: cls(decode_value(value[1]))
+    return lambda value: cls(*[decode_value(item) for item in value[1:]])
+
+
+_DECODERS = tuple(_node_decoder(cls) for cls in _NODES)
 
 
 def decode_value(value: object) -> object:
@@ -358,8 +386,5 @@ def decode_value(value: object) -> object:
     if type(value) is not tuple or not value:
         return value
     if type(value[0]) is int:
-        cls = _NODES[value[0]]
-        if cls in _LEAVES:
-            return cls(*value[1:])
-        return cls(*[decode_value(item) for item in value[1:]])
+        return _DECODERS[value[0]](value)
     return tuple([decode_value(item) for item in value])

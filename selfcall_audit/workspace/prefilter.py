@@ -15,6 +15,11 @@ from functools import lru_cache
 POSTER_TOKENS = (b"server_client", b"server_name", b".post(", b".request(")
 
 
+def base_tokens(agent_bases: Iterable[str]) -> tuple[bytes, ...]:
+    """A file that names no agent base class can only matter through names found later."""
+    return tuple({base.rsplit(".", 1)[-1].encode() for base in agent_bases})
+
+
 def mentions_any(data: bytes | None, tokens: Iterable[bytes]) -> bool:
     return data is not None and any(token in data for token in tokens)
 
