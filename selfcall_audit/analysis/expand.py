@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
+from .calls import CLIENT_METHODS
 from .evaluate import PARAM, Ctx, Evaluator, FromParam, bind_params, expand_kwargs
 from .expr import (
     NONE,
@@ -31,7 +32,6 @@ from .expr import (
 from .facts import CallFact, FunctionFacts, inlined_arguments
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
-from .walker import CLIENT_METHODS
 
 _SIGNATURES = {"request": ("server_name", "url_path", "method")}
 _DEFAULT_SIGNATURE = ("server_name", "url_path")

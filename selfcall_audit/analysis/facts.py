@@ -11,8 +11,9 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 
+from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
-from .walker import Binding, CallFact, FunctionWalker, param_names
+from .walker import Binding, FunctionWalker, param_names
 
 __all__ = [
     "Binding",
