@@ -337,9 +337,17 @@ class Project:
         from .index import ClassRef
 
         index = hierarchy.index
-        pending = [
-            rel for rel in sources if mentions_any(self.read(rel), base_tokens(self.settings.agent_bases))
-        ]
+        tokens = base_tokens(self.settings.agent_bases)
+        first: list[str] = []
+
+        def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
+            for rel in sources:
+                if mentions_any(self.read(rel), tokens):
+                    first.append(rel)
+                    yield rel
+
+        self.preload(naming_a_base())
+        pending = first
         rounds: list[list[str]] = []
         searched: list[set[str]] = []
         known: set[str] = set()

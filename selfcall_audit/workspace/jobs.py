@@ -4,6 +4,7 @@ of paths and bytes whose results travel back as plain data or facts."""
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 from .cache import facts_payload
@@ -61,6 +62,10 @@ def instances_of(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[l
         data = read(rel)
         return [] if data is None else parse_yaml(rel, data)
 
-    config_set = ConfigSet(parse, lambda rel: (root / rel).exists())
+    @functools.cache
+    def exists(rel: str) -> bool:  # asked again for each instance in a folder
+        return os.path.exists(os.path.join(root, rel))
+
+    config_set = ConfigSet(parse, exists)
     instances = config_set.instances(tuple(rel for rel in configs if mentions_any(read(rel), _CONFIG_TOKENS)))
     return instances, {**errors, **config_set.errors}

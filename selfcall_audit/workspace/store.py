@@ -3,7 +3,7 @@ when a batch repays them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sized
 
 from .cache import FactsCache, content_key
 from .jobs import extract_facts
@@ -47,9 +47,29 @@ class FactsStore:
         return {rel: self._keys[rel] for rel, facts in self._facts.items() if facts is not None}
 
     def preload(self, rels: Iterable[str]) -> None:
-        """Facts for many files at once: from the cache, else extracted (in parallel when it pays);
-        the workers also encode the cache entries, so that this process only analyses."""
+        """Facts for many files at once: from the cache, else extracted, in parallel when it pays
+        (files given by an iterator reach running workers as it finds them). The workers also
+        encode the cache entries, so that this process only analyses."""
         misses: list[tuple[str, bytes, bool]] = []
+        uncached = self._uncached(rels, misses)
+        results = self.workers.map(extract_facts, uncached if not isinstance(rels, Sized) else list(uncached))
+        for done, ((rel, _, _), (result, payload)) in enumerate(zip(misses, results)):
+            if self.progress:
+                self.progress(rel, done + 1, len(misses))
+            self.parsed += 1
+            if isinstance(result, str):
+                self.errors[rel] = result
+                self._facts[rel] = None
+                continue
+            self._facts[rel] = result
+            if payload is not None:  # extracted for the cache
+                self.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]
+
+    def _uncached(
+        self, rels: Iterable[str], misses: list[tuple[str, bytes, bool]]
+    ) -> Iterator[tuple[str, bytes, bool]]:
+        """The files to extract, each also added to `misses`; the others' facts come from the cache
+        (or they have none: they cannot be read)."""
         for rel in rels:
             if rel in self._facts:
                 continue
@@ -61,18 +81,7 @@ class FactsStore:
             cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
                 self._facts[rel] = cached
-            else:
-                misses.append((rel, data, self.cache is not None))
-        for done, ((rel, _, _), (result, payload)) in enumerate(
-            zip(misses, self.workers.map(extract_facts, misses))
-        ):
-            if self.progress:
-                self.progress(rel, done + 1, len(misses))
-            self.parsed += 1
-            if isinstance(result, str):
-                self.errors[rel] = result
-                self._facts[rel] = None
                 continue
-            self._facts[rel] = result
-            if payload is not None:  # extracted for the cache
-                self.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]
+            miss = (rel, data, self.cache is not None)
+            misses.append(miss)
+            yield miss
