@@ -26,7 +26,7 @@ from .expr import (
     Param,
     SelfRef,
     Str,
-    contains_param,
+    contains,
     qualify,
 )
 from .facts import CallFact, FunctionFacts, inlined_arguments
@@ -193,7 +193,7 @@ class Expander:
             or _rooted_at_param(call.server, through="config")  # `agent.config.name`: maybe the agent's own
             or any(isinstance(s, FromParam) for s in self.evaluator.server(call.server, ctx))
             or any(PARAM in alt for alt in self.evaluator.path(call.path, ctx))
-            or contains_param(call.http_method)
+            or contains(call.http_method, Param)
         )
 
 

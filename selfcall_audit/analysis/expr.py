@@ -172,6 +172,8 @@ def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
     The result is cut at `LIMITS.inlined_depth`: a function rebinding one local hundreds of times
     (`url += ...`) must not nest deeper than the evaluation that later reads it can go.
     """
+    if not contains(expr, Local):  # the facts keep nothing deeper than the cut
+        return expr
     memo: dict[tuple[int, int], Expr] = {}
 
     def walk(node: Expr, depth: int) -> Expr:
@@ -240,23 +242,26 @@ def dotted(expr: Expr) -> str | None:
     return None
 
 
-def contains_param(expr: Expr) -> bool:
-    match expr:
-        case Param():
-            return True
-        case Attr(base, _):
-            return contains_param(base)
-        case Call(func, args, kwargs):
-            return (
-                contains_param(func)
-                or any(map(contains_param, args))
-                or any(contains_param(v) for _, v in kwargs)
-            )
-        case DictOf(items):
-            return any(contains_param(v) for _, v in items)
-        case Join(items) | Seq(items) | Alt(items):
-            return any(map(contains_param, items))
-    return False
+def contains(expr: Expr, kind: type) -> bool:
+    """Does the expression hold a node of this kind (`Param`, `Local`)? Dispatched on the exact
+    type: inlining asks it of every call's callee before copying any node."""
+    cls = type(expr)
+    if cls is kind:
+        return True
+    if cls in _LEAVES:
+        return False
+    if cls is Attr:
+        return contains(expr.base, kind)  # type: ignore[union-attr]
+    if cls is Call:
+        return (
+            contains(expr.func, kind)  # type: ignore[union-attr]
+            or any(contains(arg, kind) for arg in expr.args)  # type: ignore[union-attr]
+            or any(contains(value, kind) for _, value in expr.kwargs)  # type: ignore[union-attr]
+        )
+    if cls is DictOf:
+        return any(contains(value, kind) for _, value in expr.items)  # type: ignore[union-attr]
+    items = expr.parts if cls is Join else expr.items if cls is Seq else expr.options  # type: ignore[union-attr]
+    return any(contains(item, kind) for item in items)
 
 
 # Python's string-building forms -----------------------------------------------------------
