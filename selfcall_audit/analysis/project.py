@@ -1,4 +1,8 @@
-"""The analysis pipeline: discover → prefilter → facts → index → resolve → findings."""
+"""The analysis pipeline: discover → prefilter → facts → index → resolve → findings.
+
+Where facts come from (the cache, worker processes) and what a stored result depends on
+(fingerprints) is the business of `workspace/`: this module only puts the stages in order.
+"""
 
 from __future__ import annotations
 
