@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,9 +32,12 @@ if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on 
     from .facts import ModuleFacts
     from .gym_config import AgentInstance
     from .hierarchy import Hierarchy
+    from .index import Index
     from .resolve import Resolver
 
 _MAX_SCOPED_FILES = 60
+_SHARED_BY = 4  # round-one files importing a module that is then parsed ahead of need
+_MAX_SHARED = 16
 
 Progress = Callable[[str, int, int], None]
 
@@ -351,6 +355,7 @@ class Project:
                     yield rel
 
         self.preload(naming_a_base())
+        self._facts_store().prefetch(_shared_imports(index, first, sources))
         pending = first
         rounds: list[list[str]] = []
         searched: list[set[str]] = []
@@ -400,6 +405,15 @@ class Project:
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
         return sorted(agents, key=lambda a: (a.path, a.line))
+
+
+def _shared_imports(index: Index, rels: list[str], sources: tuple[str, ...]) -> list[str]:
+    """The source files that many of these files import: the framework the agents build on, which
+    the hierarchy and the helpers nearly always read next."""
+    counts = Counter(target for rel in rels for target in index.imported(rel))
+    listed = set(sources)
+    shared = [rel for rel, count in counts.most_common() if count >= _SHARED_BY and rel in listed]
+    return shared[:_MAX_SHARED]
 
 
 def _selected(code: str, settings: Settings) -> bool:

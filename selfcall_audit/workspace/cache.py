@@ -148,6 +148,10 @@ class FactsCache:
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
+    def holds_facts(self, key: str) -> bool:
+        """Is there an entry for these facts? (Not read, and not counted as used.)"""
+        return os.path.isfile(self._path("facts", key))
+
     def put_facts(self, key: str, payload: bytes) -> None:
         """Keep a file's facts, given as `facts_payload` made them."""
         self._put("facts", key, payload)

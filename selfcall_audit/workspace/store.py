@@ -13,6 +13,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
 
+    Extracted = tuple[ModuleFacts | str, bytes | None]  # facts or why there are none; cache entry
+
 Progress = Callable[[str, int, int], None]
 
 
@@ -36,6 +38,7 @@ class FactsStore:
         self.parsed = 0  # files extracted by this run (not found in the cache)
         self._facts: dict[str, ModuleFacts | None] = {}
         self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
+        self._ahead: dict[str, Extracted] = {}  # extracted before being asked for
 
     def facts(self, rel: str) -> ModuleFacts | None:
         if rel not in self._facts:
@@ -50,26 +53,41 @@ class FactsStore:
         """Facts for many files at once: from the cache, else extracted, in parallel when it pays
         (files given by an iterator reach running workers as it finds them). The workers also
         encode the cache entries, so that this process only analyses."""
-        misses: list[tuple[str, bytes, bool]] = []
-        uncached = self._uncached(rels, misses)
-        results = self.workers.map(extract_facts, uncached if not isinstance(rels, Sized) else list(uncached))
-        for done, ((rel, _, _), (result, payload)) in enumerate(zip(misses, results)):
+        wanted: list[tuple[str, Extracted | None]] = []  # with what `prefetch` extracted, if anything
+        uncached = self._uncached(rels, wanted)
+        results = iter(
+            self.workers.map(extract_facts, uncached if not isinstance(rels, Sized) else list(uncached))
+        )
+        for done, (rel, ahead) in enumerate(wanted):
             if self.progress:
-                self.progress(rel, done + 1, len(misses))
-            self.parsed += 1
-            if isinstance(result, str):
-                self.errors[rel] = result
-                self._facts[rel] = None
-                continue
-            self._facts[rel] = result
-            if payload is not None:  # extracted for the cache
-                self.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]
+                self.progress(rel, done + 1, len(wanted))
+            self._keep(rel, *(ahead or next(results)))
+
+    def prefetch(self, rels: Iterable[str]) -> None:
+        """Extract at once, in parallel when it pays, files likely to be asked for one by one next
+        (the modules many agents import). Nothing is known of them until they are asked for: only
+        then does a file count as parsed, its error show and its cache entry count as used. The
+        files must have been read already, and a file whose facts the cache holds is left alone.
+        Done only by running workers: this process would spend on it what it may not need."""
+        if not self.workers.running:
+            return
+        items = [
+            (rel, data, self.cache is not None)
+            for rel in rels
+            if rel not in self._facts
+            and rel not in self._ahead
+            and (data := self.read(rel)) is not None
+            and not (self.cache and self.cache.holds_facts(content_key(rel, data)))
+        ]
+        for (rel, _, _), extracted in zip(items, self.workers.map(extract_facts, items)):
+            self._ahead[rel] = extracted
 
     def _uncached(
-        self, rels: Iterable[str], misses: list[tuple[str, bytes, bool]]
+        self, rels: Iterable[str], wanted: list[tuple[str, Extracted | None]]
     ) -> Iterator[tuple[str, bytes, bool]]:
-        """The files to extract, each also added to `misses`; the others' facts come from the cache
-        (or they have none: they cannot be read)."""
+        """The files to extract; each file to keep goes to `wanted`, with what was extracted ahead
+        of time if anything; the others' facts come from the cache (or they have none: they cannot
+        be read)."""
         for rel in rels:
             if rel in self._facts:
                 continue
@@ -82,6 +100,17 @@ class FactsStore:
             if cached is not None:
                 self._facts[rel] = cached
                 continue
-            miss = (rel, data, self.cache is not None)
-            misses.append(miss)
-            yield miss
+            ahead = self._ahead.pop(rel, None)
+            wanted.append((rel, ahead))
+            if ahead is None:
+                yield rel, data, self.cache is not None
+
+    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None) -> None:
+        self.parsed += 1
+        if isinstance(result, str):
+            self.errors[rel] = result
+            self._facts[rel] = None
+            return
+        self._facts[rel] = result
+        if payload is not None:  # extracted for the cache
+            self.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]

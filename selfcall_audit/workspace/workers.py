@@ -73,6 +73,10 @@ class Workers:
         self._size = 0
         self._restore_sigterm: Callable[[], None] = lambda: None
 
+    @property
+    def running(self) -> bool:
+        return self._pool is not None
+
     def for_batch(self, batch: int) -> Executor | None:
         """The pool, if a batch of this size is worth sharing out (started on first need)."""
         if self._pool is not None:
