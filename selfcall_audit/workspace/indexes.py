@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 
 class Indexes:
+    """The instances and the import lines of one listing of the project's files."""
+
     def __init__(
         self,
         root: Path,

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # Fewer files than this are parsed in this process: starting workers would cost more.
-PARALLEL_MIN_FILES = 24
+_PARALLEL_MIN_FILES = 24
 _STREAMED_CHUNK = 2  # items handed out together when they come one by one
 
 
@@ -81,7 +81,7 @@ class Workers:
         """The pool, if a batch of this size is worth sharing out (started on first need)."""
         if self._pool is not None:
             return self._pool if batch >= 2 else None
-        if self.jobs < 2 or batch < PARALLEL_MIN_FILES:
+        if self.jobs < 2 or batch < _PARALLEL_MIN_FILES:
             return None
         import multiprocessing  # only now: it costs a warm run more than the rest of its imports
         import threading
@@ -93,7 +93,7 @@ class Workers:
             or threading.active_count() > 1
         ):
             return None
-        self._size = min(self.jobs, batch // (PARALLEL_MIN_FILES // 2))
+        self._size = min(self.jobs, batch // (_PARALLEL_MIN_FILES // 2))
         self._pool = ProcessPoolExecutor(
             self._size,
             mp_context=multiprocessing.get_context("fork"),
