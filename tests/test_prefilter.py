@@ -78,6 +78,31 @@ def test_word_matcher_agrees_with_a_plain_word_search(names: list[str], text: st
     assert word_matcher(names)(text.encode()) is expected
 
 
+# Agent names mostly share a part (`Agent`): the matcher searches for it first, group by group.
+sharing = st.lists(
+    st.tuples(
+        st.sampled_from(["", "Simple", "A", "Agen"]), st.sampled_from(["Agent", "Agents", "Wrapper", ""])
+    )
+    .map("".join)
+    .filter(bool),
+    min_size=1,
+    max_size=12,
+)
+sharing_texts = st.lists(
+    st.one_of(sharing.map(" ".join), st.sampled_from([" ", ".", "_", "Agen", "tAgent", "\n"])), max_size=20
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(names=sharing, text=sharing_texts)
+def test_word_matcher_agrees_with_a_plain_word_search_when_names_share_a_part(
+    names: list[str], text: str
+) -> None:
+    expected = any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
+
+    assert word_matcher(names)(text.encode()) is expected
+
+
 source_lines = st.lists(
     st.tuples(
         st.sampled_from(["", "    ", "\t", " # ", "x = "]),

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from ..config import Settings
 from ..ftypes import Evidence
 from ..workspace.prefilter import word_matcher
+from .calls import ROUTE_METHODS
 from .evaluate import Ctx, Evaluator, expand_kwargs
 from .expr import UNKNOWN, Attr, Call, Expr, SelfRef
 from .facts import CallFact, FunctionFacts, inlined_arguments
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef
-from .walker import ROUTE_METHODS
 
 _ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[^/]+(?:/training-token-capture)?(?=/)")
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
+from .calls import CLIENT_METHODS
 from .evaluate import PARAM, Ctx, Evaluator, FromParam, bind_params, expand_kwargs
 from .expr import (
     NONE,
@@ -25,13 +26,12 @@ from .expr import (
     Param,
     SelfRef,
     Str,
-    contains_param,
+    contains,
     qualify,
 )
 from .facts import CallFact, FunctionFacts, inlined_arguments
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
-from .walker import CLIENT_METHODS
 
 _SIGNATURES = {"request": ("server_name", "url_path", "method")}
 _DEFAULT_SIGNATURE = ("server_name", "url_path")
@@ -193,7 +193,7 @@ class Expander:
             or _rooted_at_param(call.server, through="config")  # `agent.config.name`: maybe the agent's own
             or any(isinstance(s, FromParam) for s in self.evaluator.server(call.server, ctx))
             or any(PARAM in alt for alt in self.evaluator.path(call.path, ctx))
-            or contains_param(call.http_method)
+            or contains(call.http_method, Param)
         )
 
 

@@ -11,6 +11,7 @@ import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from .limits import LIMITS
 
@@ -171,6 +172,8 @@ def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
     The result is cut at `LIMITS.inlined_depth`: a function rebinding one local hundreds of times
     (`url += ...`) must not nest deeper than the evaluation that later reads it can go.
     """
+    if not contains(expr, Local):  # the facts keep nothing deeper than the cut
+        return expr
     memo: dict[tuple[int, int], Expr] = {}
 
     def walk(node: Expr, depth: int) -> Expr:
@@ -239,23 +242,26 @@ def dotted(expr: Expr) -> str | None:
     return None
 
 
-def contains_param(expr: Expr) -> bool:
-    match expr:
-        case Param():
-            return True
-        case Attr(base, _):
-            return contains_param(base)
-        case Call(func, args, kwargs):
-            return (
-                contains_param(func)
-                or any(map(contains_param, args))
-                or any(contains_param(v) for _, v in kwargs)
-            )
-        case DictOf(items):
-            return any(contains_param(v) for _, v in items)
-        case Join(items) | Seq(items) | Alt(items):
-            return any(map(contains_param, items))
-    return False
+def contains(expr: Expr, kind: type) -> bool:
+    """Does the expression hold a node of this kind (`Param`, `Local`)? Dispatched on the exact
+    type: inlining asks it of every call's callee before copying any node."""
+    cls = type(expr)
+    if cls is kind:
+        return True
+    if cls in _LEAVES:
+        return False
+    if cls is Attr:
+        return contains(expr.base, kind)  # type: ignore[union-attr]
+    if cls is Call:
+        return (
+            contains(expr.func, kind)  # type: ignore[union-attr]
+            or any(contains(arg, kind) for arg in expr.args)  # type: ignore[union-attr]
+            or any(contains(value, kind) for _, value in expr.kwargs)  # type: ignore[union-attr]
+        )
+    if cls is DictOf:
+        return any(contains(value, kind) for _, value in expr.items)  # type: ignore[union-attr]
+    items = expr.parts if cls is Join else expr.items if cls is Seq else expr.options  # type: ignore[union-attr]
+    return any(contains(item, kind) for item in items)
 
 
 # Python's string-building forms -----------------------------------------------------------
@@ -339,18 +345,45 @@ _TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}
 
 
+def _node_encoder(cls: type) -> Callable[[object], object]:
+    """The encoder of one node class: its tag, then its fields (encoded when they hold nodes)."""
+    tag, names = _TAGS[cls], _FIELDS[cls]
+    if not names:
+        encoded = (tag,)
+        return lambda node: encoded
+    read = attrgetter(*names)
+    if len(names) == 1:
+        if cls in _LEAVES:
+            return lambda node: (tag, read(node))
+        return lambda node: (tag, encode_value(read(node)))
+    if cls in _LEAVES:
+        return lambda node: (tag, *read(node))
+    return lambda node: (tag, *[encode_value(item) for item in read(node)])
+
+
+_ENCODERS: dict[type, Callable[[object], object]] = {cls: _node_encoder(cls) for cls in _NODES}
+_ENCODERS[tuple] = lambda items: tuple([encode_value(item) for item in items])  # type: ignore[attr-defined]
+
+
 def encode_value(value: object) -> object:
     """Expressions (alone, in tuples, in keyword pairs) as plain tuples: a node is its integer tag
-    followed by its fields; nothing else in these fields is a tuple starting with an int."""
-    cls = type(value)
-    if cls is tuple:
-        return tuple([encode_value(item) for item in value])  # type: ignore[attr-defined]
-    tag = _TAGS.get(cls)
-    if tag is None:
-        return value
-    if cls in _LEAVES:  # fields of plain data: nothing to encode in them
-        return (tag, *[getattr(value, name) for name in _FIELDS[cls]])
-    return (tag, *[encode_value(getattr(value, name)) for name in _FIELDS[cls]])
+    followed by its fields; nothing else in these fields is a tuple starting with an int.
+    Dispatched on the exact type to an encoder built per class: a cold scan encodes every node
+    the facts keep."""
+    encoder = _ENCODERS.get(type(value))
+    return value if encoder is None else encoder(value)
+
+
+def _node_decoder(cls: type) -> Callable[[tuple], object]:
+    """The decoder of one node class, the inverse of its encoder."""
+    if cls in _LEAVES:
+        return lambda value: cls(*value[1:])
+    if len(_FIELDS[cls]) == 1:
+        return lambda value: cls(decode_value(value[1]))
+    return lambda value: cls(*[decode_value(item) for item in value[1:]])
+
+
+_DECODERS = tuple(_node_decoder(cls) for cls in _NODES)
 
 
 def decode_value(value: object) -> object:
@@ -358,8 +391,5 @@ def decode_value(value: object) -> object:
     if type(value) is not tuple or not value:
         return value
     if type(value[0]) is int:
-        cls = _NODES[value[0]]
-        if cls in _LEAVES:
-            return cls(*value[1:])
-        return cls(*[decode_value(item) for item in value[1:]])
+        return _DECODERS[value[0]](value)
     return tuple([decode_value(item) for item in value])

@@ -11,8 +11,9 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 
+from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
-from .walker import Binding, CallFact, FunctionWalker, param_names
+from .walker import Binding, FunctionWalker, param_names
 
 __all__ = [
     "Binding",
@@ -77,7 +78,12 @@ def inlined_calls(function: FunctionFacts) -> tuple[CallFact, ...]:
     table = function.locals
     if not table:
         return function.calls
-    return tuple(replace(call, func=inline(call.func, table)) for call in function.calls)
+    return tuple(_with_callee(call, inline(call.func, table)) for call in function.calls)
+
+
+def _with_callee(call: CallFact, func: Expr) -> CallFact:
+    """The call with this callee: itself when it is the same (most callees bind no local)."""
+    return call if func is call.func else replace(call, func=func)
 
 
 def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:

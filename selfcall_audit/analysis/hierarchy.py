@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable
 
+from .calls import CLIENT_METHODS
 from .expr import Call
 from .facts import Binding, FunctionFacts
 from .index import ClassRef, External, FunctionRef, Index
-from .walker import CLIENT_METHODS
 
 
 class Hierarchy:

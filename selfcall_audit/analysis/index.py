@@ -93,6 +93,14 @@ class Index:
                     return candidate
         return None
 
+    def imported(self, path: str) -> set[str]:
+        """The project files the module's imports name as modules (`from a.b import c`: `a/b.py`)."""
+        module = self.module(path)
+        if module is None:
+            return set()
+        found = {self.module_path(imp.module, path, imp.level) for imp in module.imports}
+        return {target for target in found if target is not None}
+
     @staticmethod
     def module_name(path: str) -> str:
         stem = path[: -len("/__init__.py")] if path.endswith("/__init__.py") else path.removesuffix(".py")

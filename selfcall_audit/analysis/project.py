@@ -1,12 +1,16 @@
-"""The analysis pipeline: discover → prefilter → facts → index → resolve → findings."""
+"""The analysis pipeline: discover → prefilter → facts → index → resolve → findings.
+
+Where facts come from (the cache, worker processes) and what a stored result depends on
+(fingerprints) is the business of `workspace/`: this module only puts the stages in order.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,24 +18,27 @@ from pathlib import Path
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError
 from ..rules import code_selected
-from ..workspace.cache import FactsCache, blake2b, code_version, content_key
+from ..workspace.cache import FactsCache
 from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
-from ..workspace.prefilter import import_lines, importers, mentions_any, word_matcher
+from ..workspace.fingerprint import Fingerprints
+from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
-    from concurrent.futures import Executor
-
+    from ..workspace.indexes import Indexes
     from ..workspace.listing import GitListing
     from ..workspace.reuse import Observed
+    from ..workspace.store import FactsStore
+    from ..workspace.workers import Workers
     from .facts import ModuleFacts
-    from .gym_config import AgentInstance, Node
+    from .gym_config import AgentInstance
     from .hierarchy import Hierarchy
+    from .index import Index
     from .resolve import Resolver
 
-_CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
-_PARALLEL_MIN_FILES = 24
 _MAX_SCOPED_FILES = 60
+_SHARED_BY = 4  # round-one files importing a module that is then parsed ahead of need
+_MAX_SHARED = 16
 
 Progress = Callable[[str, int, int], None]
 
@@ -102,16 +109,14 @@ class Project:
         self.progress = progress
         self.errors: dict[str, str] = {}
         self._bytes: dict[str, bytes] = {}
-        self._facts_memo: dict[str, ModuleFacts | None] = {}
-        self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
-        self._stats: dict[str, tuple[int, int]] = {}
-        self.files_parsed = 0
         self.cache = FactsCache.open(root, settings.cache_dir) if settings.cache_dir else None
-        self._pool: Executor | None = None
-        self._pool_size = 0
-        self._restore_sigterm: Callable[[], None] = lambda: None
-        self._setup_of: tuple[FileSet, str] | None = None
+        self._store: FactsStore | None = None
+        self._workers: Workers | None = None  # started by the first batch that repays them
+
+    @property
+    def files_parsed(self) -> int:
+        return self._store.parsed if self._store else 0
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
@@ -127,77 +132,25 @@ class Project:
         return data
 
     def _facts(self, rel: str) -> ModuleFacts | None:
-        if rel not in self._facts_memo:
-            self.preload([rel])
-        return self._facts_memo.get(rel)
+        return self._facts_store().facts(rel)
 
     def preload(self, rels: Iterable[str]) -> None:
         """Facts for many files at once: from the cache, else parsed (in parallel when it pays)."""
-        misses: list[tuple[str, bytes, str]] = []
-        for rel in rels:
-            if rel in self._facts_memo:
-                continue
-            data = self.read(rel)
-            if data is None:
-                self._facts_memo[rel] = None
-                continue
-            key = self._keys[rel] = content_key(rel, data)
-            cached = self.cache.facts(rel, key) if self.cache else None
-            if cached is not None:
-                self._facts_memo[rel] = cached
-            else:
-                misses.append((rel, data, key))
-        keys = {rel: key for rel, _, key in misses}
-        for done, (rel, result) in enumerate(self._extract([(r, d) for r, d, _ in misses])):
-            if self.progress:
-                self.progress(rel, done + 1, len(misses))
-            self.files_parsed += 1
-            if isinstance(result, str):
-                self.errors[rel] = result
-                self._facts_memo[rel] = None
-            else:
-                self._facts_memo[rel] = result
-                if self.cache:
-                    self.cache.put_facts(rel, keys[rel], result)
+        self._facts_store().preload(rels)
 
-    def _workers(self, batch: int) -> Executor | None:
-        """The worker processes, started for the first batch large enough to repay them, and only
-        where this process may fork: not in flake8's daemonic workers, and not beside other
-        threads (a test suite calling `assert_no_self_calls`), which a fork can deadlock. Once
-        started, every batch of two or more files is shared out."""
-        if self._pool is not None:
-            return self._pool if batch >= 2 else None
-        workers = self.settings.jobs or os.cpu_count() or 1
-        if workers < 2 or batch < _PARALLEL_MIN_FILES:
-            return None
-        import multiprocessing  # only now: it costs a warm run more than the rest of its imports
-        import threading
-        from concurrent.futures import ProcessPoolExecutor
+    def _facts_store(self) -> FactsStore:
+        if self._store is None:
+            from ..workspace.store import FactsStore
 
-        from ..workspace.workers import stop_workers_on_sigterm, worker_started
+            self._store = FactsStore(self.read, self.cache, self._pool(), self.errors, self.progress)
+        return self._store
 
-        if (
-            multiprocessing.current_process().daemon
-            or "fork" not in multiprocessing.get_all_start_methods()
-            or threading.active_count() > 1
-        ):
-            return None
-        self._pool_size = min(workers, batch // (_PARALLEL_MIN_FILES // 2))
-        self._pool = ProcessPoolExecutor(
-            self._pool_size,
-            mp_context=multiprocessing.get_context("fork"),
-            initializer=worker_started,
-            initargs=(os.getpid(),),
-        )
-        self._restore_sigterm = stop_workers_on_sigterm()
-        return self._pool
+    def _pool(self) -> Workers:
+        if self._workers is None:
+            from ..workspace.workers import Workers
 
-    def _extract(self, items: list[tuple[str, bytes]]) -> Iterable[tuple[str, ModuleFacts | str]]:
-        pool = self._workers(len(items))
-        if pool is None:
-            return map(_extract_job, items)
-        chunks = max(1, len(items) // (self._pool_size * 4))
-        return list(pool.map(_extract_job, items, chunksize=chunks))
+            self._workers = Workers(self.settings.jobs)
+        return self._workers
 
     # pipeline ----------------------------------------------------------------------------
     @_few_collections()
@@ -217,18 +170,16 @@ class Project:
             nested=self.settings.nested_projects,
             early=early,
         )
-        self._stats = files.stats
-        fingerprint = self._fingerprint(files) if self.cache else None
+        fingerprints = Fingerprints(self.settings, files) if self.cache else None
+        fingerprint = fingerprints.of() if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
-            result = self._stored(files, fingerprint, inventory)
+            result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
             if analysed:
-                result = self._analyze(files, scopes, whole, inventory)
+                result = self._analyze(files, fingerprints, scopes, whole, inventory)
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(cancel_futures=True)
-                self._pool = None
-                self._restore_sigterm()
+            if self._workers is not None:
+                self._workers.close()
         if analysed and self.cache:
             if whole and fingerprint:
                 self.cache.put_snapshot(fingerprint, vars(result), self._observed)
@@ -263,10 +214,12 @@ class Project:
             ),
         )
 
-    def _stored(self, files: FileSet, fingerprint: str | None, inventory: bool) -> Analysis | None:
+    def _stored(
+        self, files: FileSet, fingerprints: Fingerprints | None, fingerprint: str | None, inventory: bool
+    ) -> Analysis | None:
         """The last whole-project result, when it was computed for these very files or still
         holds for them as they are now (then kept again under their new fingerprint)."""
-        stored = self.cache.snapshot(None) if self.cache and fingerprint else None
+        stored = self.cache.snapshot(None) if self.cache and fingerprints and fingerprint else None
         if stored is None or (stored["agents"] is None and inventory):
             return None
         then = stored.pop("fingerprint")
@@ -276,11 +229,11 @@ class Project:
 
         observed = still_holds(
             self.cache.observed(then),
-            self._setup(files),
-            self._stats,
+            fingerprints.setup,
+            files.stats,
             files.sources,
             unusable={*files.configs, *stored["errors"]},
-            base_tokens=_base_tokens(self.settings),
+            base_tokens=base_tokens(self.settings.agent_bases),
             read=self.read,
             facts_now=self._facts,
             facts_then=self.cache.facts,
@@ -292,104 +245,40 @@ class Project:
         self.cache.save(prune=False)
         return result
 
-    def _setup(self, files: FileSet) -> str:
-        """What a result depends on besides the files' contents: tool, settings, the file list."""
-        if self._setup_of is None or self._setup_of[0] is not files:
-            described = (code_version(), _analysis_settings(self.settings), files.sources, files.configs)
-            digest = blake2b(repr(described).encode("utf-8", "surrogateescape"), digest_size=16)
-            for rel in sorted(files.modules):
-                digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
-            self._setup_of = (files, digest.hexdigest())
-        return self._setup_of[1]
-
-    def _fingerprint(self, files: FileSet, only: Iterable[str] | None = None) -> str | None:
-        """The setup and each file's size and modification time (those of `only`, if given)."""
-        digest = blake2b(self._setup(files).encode(), digest_size=16)
-        for rel in sorted(files.modules | set(files.configs)) if only is None else only:
-            if rel not in self._stats:
-                return None
-            size, mtime = self._stats[rel]
-            digest.update(f"{rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
-        return digest.hexdigest()
-
-    def _instances(self, files: FileSet, background: bool) -> Callable[[], list[AgentInstance]]:
-        """Server instances of every YAML config, reused while no config file changes; worked out
-        by a worker process while this one parses, when `background` and the workers pay."""
-        key = self._fingerprint(files, files.configs) if self.cache else None
-        stored = self.cache.instances(key) if self.cache and key else None
-        if stored is not None:
-            self.errors.update(stored[1])
-            return lambda: stored[0]
-        job = (self.root, files.configs, self.settings.max_file_size)
-        pool = self._workers(len(files.sources)) if background else None
-        pending = pool.submit(_instances_job, *job) if pool else None
-
-        def result() -> list[AgentInstance]:
-            instances, errors = pending.result() if pending else _instances_job(*job)
-            self.errors.update(errors)
-            if self.cache and key:
-                self.cache.put_instances(key, instances, errors)
-            return instances
-
-        return functools.cache(result)
-
-    def _import_lines(self, sources: Iterable[str]) -> list[tuple[str, bytes | None]]:
-        """Each file's import lines, from a stat-keyed index so unchanged files are not read."""
-        sources = tuple(sources)
-        if self.cache:
-            self._index_imports(sources)()
-        index = self.cache.imports() if self.cache else {}
-        return [
-            (rel, index[rel][2].encode("utf-8", "surrogateescape"))
-            if rel in index and (index[rel][0], index[rel][1]) == self._stats.get(rel)
-            else (rel, import_lines(self.read(rel)))
-            for rel in sources
-        ]
-
-    def _index_imports(self, sources: tuple[str, ...]) -> Callable[[], None]:
-        """Bring the import-line index up to date for the one-file runs to come, in a worker while
-        this process parses, when workers run; call the result to store what was found."""
-        index = self.cache.imports()
-        stale = [
-            (rel, stat)
-            for rel in sources
-            if (stat := self._stats.get(rel)) is not None
-            and ((entry := index.get(rel)) is None or (entry[0], entry[1]) != stat)
-        ]
-        rels = tuple(rel for rel, _ in stale)
-        pool = self._workers(len(stale))
-        pending = (
-            pool.submit(_import_lines_job, self.root, rels, self.settings.max_file_size) if pool else None
-        )
-
-        def store() -> None:
-            found = pending.result() if pending else [import_lines(self.read(rel)) for rel in rels]
-            for (rel, stat), lines in zip(stale, found):
-                self.cache.put_import_lines(rel, stat, lines.decode("utf-8", "surrogateescape"))
-
-        return store
-
-    def _analyze(self, files: FileSet, scopes: tuple[str, ...], whole: bool, inventory: bool) -> Analysis:
+    def _analyze(
+        self,
+        files: FileSet,
+        fingerprints: Fingerprints | None,
+        scopes: tuple[str, ...],
+        whole: bool,
+        inventory: bool,
+    ) -> Analysis:
+        from ..workspace.indexes import Indexes
         from .hierarchy import Hierarchy
         from .index import ClassRef, Index
         from .resolve import Resolver
 
         settings = self.settings
         self.errors.update(files.errors)
-        index = Index(set(files.modules), self._facts)
+        store = self._facts_store()
+        index = Index(set(files.modules), store.facts)
         bases = frozenset(settings.agent_bases)
-        instances = self._instances(files, background=whole)
+        indexes = Indexes(
+            self.root, settings.max_file_size, files, self.cache, self._pool(), self.read, self.errors
+        )
+        instances = indexes.instances(
+            fingerprints.of(files.configs) if fingerprints else None, background=whole
+        )
         targets = None
         if not whole:
             hierarchy = Hierarchy(index, bases, self._subclass_finder(files.sources))
             resolver = Resolver(hierarchy, settings, instances(), self.read)
-            targets = self._scoped_modules(files.sources, scopes, instances(), resolver)
+            targets = self._scoped_modules(files.sources, scopes, instances(), resolver, indexes)
         if targets is None:
             hierarchy = Hierarchy(index, bases)
-            indexed = self._index_imports(files.sources) if self.cache else None
+            indexed = indexes.index_imports(files.sources)
             targets, rounds, searched = self._agent_modules(files.sources, hierarchy)
-            if indexed:
-                indexed()
+            indexed()
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
             resolver = Resolver(hierarchy, settings, instances(), read=self.read)
@@ -405,13 +294,13 @@ class Project:
                     suppressed += 1
                 else:
                     findings.append(finding)
-        if self.cache and whole:
+        if fingerprints and whole:
             from ..workspace.reuse import observe
 
             self._observed = observe(
-                self._setup(files),
-                self._stats,
-                {rel: self._keys[rel] for rel, facts in self._facts_memo.items() if facts is not None},
+                fingerprints.setup,
+                files.stats,
+                store.keys(),
                 rounds,
                 searched,
                 resolver.posters,
@@ -437,6 +326,7 @@ class Project:
         scopes: tuple[str, ...],
         instances: list[AgentInstance],
         resolver: Resolver,
+        indexes: Indexes,
     ) -> list[str] | None:
         """What a whole run would report on for `scopes`: the files in scope, the modules whose
         classes run in the instances that YAML files in scope configure, and the modules importing
@@ -452,7 +342,7 @@ class Project:
         seen = set(targets)
         frontier = [rel for rel in targets if rel.endswith(".py")]
         while frontier:
-            frontier = importers(frontier, self._import_lines(rel for rel in sources if rel not in seen))
+            frontier = importers(frontier, indexes.import_lines(rel for rel in sources if rel not in seen))
             seen.update(frontier)
             targets += frontier
             if len(targets) > _MAX_SCOPED_FILES:
@@ -469,7 +359,18 @@ class Project:
         from .index import ClassRef
 
         index = hierarchy.index
-        pending = [rel for rel in sources if mentions_any(self.read(rel), _base_tokens(self.settings))]
+        tokens = base_tokens(self.settings.agent_bases)
+        first: list[str] = []
+
+        def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
+            for rel in sources:
+                if mentions_any(self.read(rel), tokens):
+                    first.append(rel)
+                    yield rel
+
+        self.preload(naming_a_base())
+        self._facts_store().prefetch(_shared_imports(index, first, sources))
+        pending = first
         rounds: list[list[str]] = []
         searched: list[set[str]] = []
         known: set[str] = set()
@@ -520,66 +421,13 @@ class Project:
         return sorted(agents, key=lambda a: (a.path, a.line))
 
 
-def _analysis_settings(settings: Settings) -> tuple:
-    """The settings a result depends on (not output, selection or speed settings)."""
-    return (
-        settings.agent_bases,
-        settings.route,
-        settings.own_routes,
-        settings.route_wrappers,
-        settings.config_globs,
-        settings.exclude,
-        settings.include_tests,
-        settings.max_file_size,
-    )
-
-
-def _base_tokens(settings: Settings) -> tuple[bytes, ...]:
-    """A file that names no agent base class can only matter through names found later."""
-    return tuple({base.rsplit(".", 1)[-1].encode() for base in settings.agent_bases})
-
-
-def _extract_job(item: tuple[str, bytes]) -> tuple[str, ModuleFacts | str]:
-    from .facts import FactsError, extract
-
-    rel, data = item
-    try:
-        return rel, extract(rel, data)
-    except FactsError as exc:
-        return rel, str(exc)
-
-
-def _import_lines_job(root: Path, rels: tuple[str, ...], max_size: int) -> list[bytes]:
-    found = []
-    for rel in rels:
-        try:
-            found.append(import_lines(read_file(root / rel, max_size)))
-        except UnreadableFile:
-            found.append(b"")
-    return found
-
-
-def _instances_job(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[list[AgentInstance], dict]:
-    """The instances the configs define, and the files that could not be read or parsed."""
-    from .gym_config import ConfigSet, parse_yaml
-
-    errors: dict[str, str] = {}
-
-    @functools.cache
-    def read(rel: str) -> bytes | None:
-        try:
-            return read_file(root / rel, max_size)
-        except UnreadableFile as exc:
-            errors[rel] = str(exc)
-            return None
-
-    def parse(rel: str) -> list[Node]:
-        data = read(rel)
-        return [] if data is None else parse_yaml(rel, data)
-
-    config_set = ConfigSet(parse, lambda rel: (root / rel).exists())
-    instances = config_set.instances(tuple(rel for rel in configs if mentions_any(read(rel), _CONFIG_TOKENS)))
-    return instances, {**errors, **config_set.errors}
+def _shared_imports(index: Index, rels: list[str], sources: tuple[str, ...]) -> list[str]:
+    """The source files that many of these files import: the framework the agents build on, which
+    the hierarchy and the helpers nearly always read next."""
+    counts = Counter(target for rel in rels for target in index.imported(rel))
+    listed = set(sources)
+    shared = [rel for rel, count in counts.most_common() if count >= _SHARED_BY and rel in listed]
+    return shared[:_MAX_SHARED]
 
 
 def _selected(code: str, settings: Settings) -> bool:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact, call_fact, worth_recording
 from .expr import (
     NONE,
     SELF,
     UNKNOWN,
-    Alt,
     Attr,
     Call,
     Const,
@@ -20,7 +20,6 @@ from .expr import (
     Local,
     Name,
     Param,
-    SelfRef,
     Seq,
     Str,
     inline,
@@ -36,43 +35,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .facts import ModuleExtractor
 
-CLIENT_METHODS = frozenset({"post", "get", "request", "put", "patch", "delete"})
-ROUTE_METHODS = frozenset({"post", "get", "put", "patch", "delete", "api_route", "add_api_route", "route"})
-_NOT_HELPERS = frozenset(
-    [
-        "len",
-        "isinstance",
-        "issubclass",
-        "print",
-        "str",
-        "int",
-        "float",
-        "bool",
-        "list",
-        "dict",
-        "set",
-        "tuple",
-        "repr",
-        "range",
-        "enumerate",
-        "zip",
-        "sorted",
-        "min",
-        "max",
-        "sum",
-        "any",
-        "all",
-        "hasattr",
-        "type",
-        "iter",
-        "next",
-    ]
-)
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
 _SCALARS = (bool, int, float)
 _OPAQUE = frozenset({ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
-# Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
-_ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
 
 
 @dataclass(frozen=True)
@@ -80,24 +45,6 @@ class Binding:
     name: str
     expr: Expr
     line: int
-
-
-@dataclass(frozen=True)
-class CallFact:
-    line: int
-    col: int
-    end_line: int
-    end_col: int
-    func: Expr
-    args: tuple[Expr, ...]
-    kwargs: tuple[tuple[str | None, Expr], ...]
-    # local bindings the call went through: name, line, and the part of the call that reads it
-    # ("receiver", a keyword, or "#<n>" for the n-th positional argument)
-    aliases: tuple[tuple[str, int, str], ...]
-    # the arguments as written, in source order: (keyword or None, "" / "*" / "**")
-    written: tuple[tuple[str | None, str], ...] = ()
-    callee: str | None = None  # the callee as written when it is a dotted name: `self.server_client.post`
-    context: str = "expression"  # "with": an (async) context manager; "default" / "decorator" of a def
 
 
 Env = dict[str, tuple[Expr, int]]
@@ -405,7 +352,7 @@ class FunctionWalker:
         for kw in node.keywords:
             seen = len(self._aliases)
             kwargs_list.append((kw.arg, self.expr(kw.value)))
-            if client and kw.arg is not None and kw.arg not in _ROUTING_KWARGS:
+            if client and kw.arg is not None and kw.arg not in ROUTING_KWARGS:
                 del self._aliases[seen:]  # `json=body`: says nothing about where the call goes
             if len(self._aliases) > seen:
                 feeds += [(name, line, kw.arg or "**") for name, line in self._aliases[seen:]]
@@ -425,72 +372,9 @@ class FunctionWalker:
             if func.attr == "join" and isinstance(items, Seq):  # type: ignore[union-attr]
                 return str_join(func.base.text, items)  # type: ignore[union-attr]
         if worth_recording(callee, args, kwargs):
-            self.calls.append(self._fact(node, func, args, kwargs, client, feeds, in_with))
+            context = "with" if in_with else self.context
+            self.calls.append(call_fact(node, self.m.position, func, args, kwargs, client, feeds, context))
         return Call(func, tuple(args), kwargs)
-
-    def _fact(
-        self,
-        node: ast.Call,
-        func: Expr,
-        args: list[Expr],
-        kwargs: tuple[tuple[str | None, Expr], ...],
-        client: bool,
-        feeds: list[tuple[str, int, str]],
-        in_with: bool,
-    ) -> CallFact:
-        line, col = self.m.position(node.lineno, node.col_offset)
-        end_line, end_col = self.m.position(node.end_lineno or node.lineno, node.end_col_offset or 0)
-        recorded_kwargs = tuple(
-            (k, prune(v) if not client or k is None or k in _ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
-        )
-        written = [
-            (a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "") for a in node.args
-        ]
-        written += [(kw.lineno, kw.col_offset, kw.arg, "" if kw.arg else "**") for kw in node.keywords]
-        if node.args and node.keywords:
-            written.sort(key=lambda item: (item[0], item[1]))  # `f(a=1, *rest)` is source order too
-        return CallFact(
-            line,
-            col,
-            end_line,
-            end_col,
-            prune(func),
-            tuple(map(prune, args)),
-            recorded_kwargs,
-            tuple(dict.fromkeys(feeds)),
-            tuple((keyword, star) for _, _, keyword, star in written),
-            _dotted_source(node.func),
-            "with" if in_with else self.context,
-        )
-
-
-def _dotted_source(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
-def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
-    """Calls resolution can use: client methods, route registration, and possible helpers
-    (methods on `self` or `super()`, functions by name or through a module, calls of partials
-    or parameters). Methods of arbitrary objects can do neither."""
-    match func:
-        case Attr(base, attr):
-            return (
-                attr in CLIENT_METHODS
-                or attr in ROUTE_METHODS
-                or isinstance(base, (SelfRef, Name))
-                or (isinstance(base, Call) and base.func == Name("super"))
-            )
-        case Name(name):
-            return name not in _NOT_HELPERS and bool(args or kwargs)
-        case Alt(options):  # `send = self._post if flag else self._send; send(...)`
-            return any(worth_recording(option, args, kwargs) for option in options)
-    return isinstance(func, (Call, Param))
 
 
 def param_names(args: ast.arguments) -> set[str]:

@@ -1,4 +1,5 @@
-"""Signals where worker processes run: the parent stops them, they never outlive it.
+"""Worker processes for one run: started only when a batch repays them, stopped by the parent,
+never outliving it.
 
 A worker ignores SIGINT (Ctrl-C reaches the whole process group; the parent, which handles it,
 shuts the pool down), and the parent takes SIGTERM as an interrupt while its workers run, so
@@ -12,7 +13,16 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Sized
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+    from typing import Any
+
+# Fewer files than this are parsed in this process: starting workers would cost more.
+_PARALLEL_MIN_FILES = 24
+_STREAMED_CHUNK = 2  # items handed out together when they come one by one
 
 
 class Terminated(KeyboardInterrupt):
@@ -49,3 +59,72 @@ def stop_workers_on_sigterm() -> Callable[[], None]:
         return lambda: None
     signal.signal(sigterm, _raise_terminated)
     return lambda: signal.signal(sigterm, signal.SIG_DFL)
+
+
+class Workers:
+    """The worker processes of one run, started for the first batch large enough to repay them,
+    and only where this process may fork: not in flake8's daemonic workers, and not beside other
+    threads (a test suite calling `assert_no_self_calls`), which a fork can deadlock. Once
+    started, every batch of two or more items is shared out."""
+
+    def __init__(self, jobs: int):
+        self.jobs = jobs or os.cpu_count() or 1
+        self._pool: Executor | None = None
+        self._size = 0
+        self._restore_sigterm: Callable[[], None] = lambda: None
+
+    @property
+    def running(self) -> bool:
+        return self._pool is not None
+
+    def for_batch(self, batch: int) -> Executor | None:
+        """The pool, if a batch of this size is worth sharing out (started on first need)."""
+        if self._pool is not None:
+            return self._pool if batch >= 2 else None
+        if self.jobs < 2 or batch < _PARALLEL_MIN_FILES:
+            return None
+        import multiprocessing  # only now: it costs a warm run more than the rest of its imports
+        import threading
+        from concurrent.futures import ProcessPoolExecutor
+
+        if (
+            multiprocessing.current_process().daemon
+            or "fork" not in multiprocessing.get_all_start_methods()
+            or threading.active_count() > 1
+        ):
+            return None
+        self._size = min(self.jobs, batch // (_PARALLEL_MIN_FILES // 2))
+        self._pool = ProcessPoolExecutor(
+            self._size,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=worker_started,
+            initargs=(os.getpid(),),
+        )
+        self._restore_sigterm = stop_workers_on_sigterm()
+        return self._pool
+
+    def map(self, job: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """`job` of each item, in order: in the workers when the batch repays them. Items that
+        come one by one (an iterator, not a collection) go to running workers as they come, while
+        the caller is still producing the rest."""
+        if self._pool is not None and not isinstance(items, Sized):
+            return iter(list(self._pool.map(job, items, chunksize=_STREAMED_CHUNK)))
+        items = list(items)
+        pool = self.for_batch(len(items))
+        if pool is None:
+            return map(job, items)
+        return iter(list(pool.map(job, items, chunksize=max(1, len(items) // (self._size * 4)))))
+
+    def submit(self, batch: int, job: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        """`job(*args)` for a batch of this size: started now in a worker when that pays, else run
+        by the caller when it asks for the result."""
+        pool = self.for_batch(batch)
+        pending: Future | None = pool.submit(job, *args) if pool else None
+        return pending.result if pending else lambda: job(*args)
+
+    def close(self) -> None:
+        """Stop the workers (pending work is cancelled) and put SIGTERM back."""
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+            self._restore_sigterm()

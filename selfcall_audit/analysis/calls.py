@@ -1,0 +1,128 @@
+"""Which calls the facts keep, and what a kept call holds: where it is, its callee and arguments
+as expressions, the local bindings it went through and its arguments as written."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .expr import UNKNOWN, Alt, Attr, Call, Expr, Name, Param, SelfRef, prune
+
+CLIENT_METHODS = frozenset({"post", "get", "request", "put", "patch", "delete"})
+ROUTE_METHODS = frozenset({"post", "get", "put", "patch", "delete", "api_route", "add_api_route", "route"})
+# Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
+ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
+_NOT_HELPERS = frozenset(
+    [
+        "len",
+        "isinstance",
+        "issubclass",
+        "print",
+        "str",
+        "int",
+        "float",
+        "bool",
+        "list",
+        "dict",
+        "set",
+        "tuple",
+        "repr",
+        "range",
+        "enumerate",
+        "zip",
+        "sorted",
+        "min",
+        "max",
+        "sum",
+        "any",
+        "all",
+        "hasattr",
+        "type",
+        "iter",
+        "next",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class CallFact:
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    func: Expr
+    args: tuple[Expr, ...]
+    kwargs: tuple[tuple[str | None, Expr], ...]
+    # local bindings the call went through: name, line, and the part of the call that reads it
+    # ("receiver", a keyword, or "#<n>" for the n-th positional argument)
+    aliases: tuple[tuple[str, int, str], ...]
+    # the arguments as written, in source order: (keyword or None, "" / "*" / "**")
+    written: tuple[tuple[str | None, str], ...] = ()
+    callee: str | None = None  # the callee as written when it is a dotted name: `self.server_client.post`
+    context: str = "expression"  # "with": an (async) context manager; "default" / "decorator" of a def
+
+
+def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
+    """Calls resolution can use: client methods, route registration, and possible helpers
+    (methods on `self` or `super()`, functions by name or through a module, calls of partials
+    or parameters). Methods of arbitrary objects can do neither."""
+    match func:
+        case Attr(base, attr):
+            return (
+                attr in CLIENT_METHODS
+                or attr in ROUTE_METHODS
+                or isinstance(base, (SelfRef, Name))
+                or (isinstance(base, Call) and base.func == Name("super"))
+            )
+        case Name(name):
+            return name not in _NOT_HELPERS and bool(args or kwargs)
+        case Alt(options):  # `send = self._post if flag else self._send; send(...)`
+            return any(worth_recording(option, args, kwargs) for option in options)
+    return isinstance(func, (Call, Param))
+
+
+def call_fact(
+    node: ast.Call,
+    position: Callable[[int, int], tuple[int, int]],
+    func: Expr,
+    args: list[Expr],
+    kwargs: tuple[tuple[str | None, Expr], ...],
+    client: bool,
+    feeds: list[tuple[str, int, str]],
+    context: str,
+) -> CallFact:
+    """The fact of a call: `position` turns ast's line and byte offset into line and column; a
+    client call keeps only the keyword arguments that say where it goes."""
+    line, col = position(node.lineno, node.col_offset)
+    end_line, end_col = position(node.end_lineno or node.lineno, node.end_col_offset or 0)
+    recorded_kwargs = tuple(
+        (k, prune(v) if not client or k is None or k in ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
+    )
+    written = [(a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "") for a in node.args]
+    written += [(kw.lineno, kw.col_offset, kw.arg, "" if kw.arg else "**") for kw in node.keywords]
+    if node.args and node.keywords:
+        written.sort(key=lambda item: (item[0], item[1]))  # `f(a=1, *rest)` is source order too
+    return CallFact(
+        line,
+        col,
+        end_line,
+        end_col,
+        prune(func),
+        tuple(map(prune, args)),
+        recorded_kwargs,
+        tuple(dict.fromkeys(feeds)),
+        tuple((keyword, star) for _, _, keyword, star in written),
+        _dotted_source(node.func),
+        context,
+    )
+
+
+def _dotted_source(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])

@@ -1,0 +1,163 @@
+"""Cached values as plain data: dataclasses become `(name, *fields)` tuples, expressions the
+analysis' own tuples, and back.
+
+The cache holds data only (marshal of tuples and strings, never pickle: a cache cannot run
+code); decoding checks each value against the type the schema expects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from functools import cache, lru_cache
+from operator import attrgetter
+
+from ..ftypes import AgentInfo, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class _Schema:
+    """Cached dataclasses by name, their fields, and the fields that hold cached dataclasses
+    (a "*" suffix: a tuple of them) or expressions ("Expr": the analysis' own codec); every
+    other field is plain data, stored as it is."""
+
+    def __init__(self, classes: tuple[type, ...], nested: dict[type, dict[str, str]]):
+        self.types = {cls.__name__: cls for cls in classes}
+        self.fields = {cls: tuple(f.name for f in fields(cls)) for cls in classes}
+        self.nested = nested
+
+
+_REPORT_SCHEMA = _Schema(
+    (Finding, Evidence, AgentInfo, CallDescription, CallReceiver, CallArgument, LocalBinding),
+    {
+        Finding: {"evidence": "Evidence*", "call": "CallDescription"},
+        CallDescription: {
+            "receiver": "CallReceiver",
+            "arguments": "CallArgument*",
+            "bindings": "LocalBinding*",
+        },
+    },
+)
+
+
+@lru_cache(maxsize=1)
+def _analysis_schema() -> _Schema:
+    """Built on first use: a run answered from the snapshot never imports the analysis modules."""
+    from ..analysis.facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
+    from ..analysis.gym_config import AgentInstance, ServerRef, Where
+
+    return _Schema(
+        (Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts, AgentInstance, ServerRef, Where),
+        {
+            ModuleFacts: {
+                "imports": "Import*",
+                "constants": "Binding*",
+                "classes": "ClassFacts*",
+                "functions": "FunctionFacts*",
+            },
+            ClassFacts: {
+                "bases": "Expr",
+                "constants": "Binding*",
+                "instance_attrs": "Binding*",
+                "methods": "FunctionFacts*",
+            },
+            FunctionFacts: {"defaults": "Expr", "calls": "CallFact*", "locals": "Expr", "returns": "Expr"},
+            Binding: {"expr": "Expr"},
+            CallFact: {"func": "Expr", "args": "Expr", "kwargs": "Expr"},
+            AgentInstance: {"where": "Where", "refs": "ServerRef*"},
+            ServerRef: {"where": "Where"},
+        },
+    )
+
+
+@lru_cache(maxsize=1)
+def _expr_codec() -> tuple[Callable[[object], object], Callable[[object], object]]:
+    """How expression fields become plain tuples and back (imported with the analysis modules)."""
+    from ..analysis.expr import decode_value, encode_value
+
+    return encode_value, decode_value
+
+
+def _schema_for(cls_or_name: type | str) -> _Schema:
+    known = _REPORT_SCHEMA.types if isinstance(cls_or_name, str) else _REPORT_SCHEMA.fields
+    return _REPORT_SCHEMA if cls_or_name in known else _analysis_schema()
+
+
+@cache
+def _plan(name: str) -> tuple[type, tuple[str, ...], tuple[tuple[int, str, str, bool], ...]]:
+    """The class named `name`, its fields, and for each field holding cached dataclasses: its
+    place among the fields, its name, their class name and whether it is a tuple of them; worked
+    out once per class."""
+    schema = _schema_for(name)
+    cls = schema.types[name]
+    names = schema.fields[cls]
+    nested = schema.nested.get(cls, {})
+    steps = tuple(
+        (place, field_name, nested[field_name].rstrip("*"), nested[field_name].endswith("*"))
+        for place, field_name in enumerate(names)
+        if field_name in nested
+    )
+    return cls, names, steps
+
+
+@cache
+def _encoder(name: str) -> Callable[[Any], tuple]:
+    """The encoder of one class, built once: its fields read at once, then each field holding
+    dataclasses or expressions encoded in turn (a cold scan encodes tens of thousands of values)."""
+    _, names, steps = _plan(name)
+    read = attrgetter(*names)
+    encoders: list[tuple[int, Callable[[Any], object]]] = []
+    for place, _, nested, many in steps:
+        if nested == "Expr":
+            encoders.append((place + 1, _expr_codec()[0]))
+        else:
+            encoders.append((place + 1, _many(_encoder(nested)) if many else _encoder(nested)))
+
+    def encode_one(value: Any) -> tuple:
+        encoded = [name, *read(value)] if len(names) > 1 else [name, read(value)]
+        for place, encode_field in encoders:
+            item = encoded[place]
+            if item is not None:  # an optional one (a finding without a call description)
+                encoded[place] = encode_field(item)
+        return tuple(encoded)
+
+    return encode_one
+
+
+def _many(encode_one: Callable[[Any], tuple]) -> Callable[[Iterable[Any]], tuple]:
+    return lambda items: tuple([encode_one(item) for item in items])
+
+
+def encode(value: Any) -> tuple:
+    """A dataclass becomes (name, *fields), nested dataclasses likewise."""
+    return _encoder(type(value).__name__)(value)
+
+
+def encode_all(values: Iterable[Any]) -> tuple:
+    return tuple([encode(value) for value in values])
+
+
+def decode(value: tuple, expected: str) -> Any:
+    """The inverse of `encode` for one dataclass, checked against the type the schema expects.
+
+    Fields are set straight into the new instance: these classes' `__init__` only assigns them,
+    and a frozen dataclass's assignments cost four times as much (a one-file run decodes
+    thousands of instances)."""
+    if value[0] != expected:
+        raise TypeError(f"{value[0]} where {expected} was expected")
+    cls, names, steps = _plan(expected)
+    if len(value) != len(names) + 1:
+        raise ValueError(f"{expected} with {len(value) - 1} fields where {len(names)} were expected")
+    instance = object.__new__(cls)
+    fields_of = instance.__dict__
+    fields_of.update(zip(names, value[1:]))
+    for place, field_name, nested, many in steps:
+        item = value[place + 1]
+        if nested == "Expr":
+            fields_of[field_name] = _expr_codec()[1](item)
+        elif item is not None:
+            fields_of[field_name] = tuple([decode(e, nested) for e in item]) if many else decode(item, nested)
+    return instance

@@ -1,0 +1,71 @@
+"""The work a run hands to its worker processes, or does itself when they do not pay: functions
+of paths and bytes whose results travel back as plain data or facts."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from .cache import facts_payload
+from .discovery import UnreadableFile, read_file
+from .prefilter import import_lines, mentions_any
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
+if TYPE_CHECKING:
+    from ..analysis.facts import ModuleFacts
+    from ..analysis.gym_config import AgentInstance, Node
+
+# A YAML file without these words configures no agent instance.
+_CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
+
+
+def extract_facts(item: tuple[str, bytes, bool]) -> tuple[ModuleFacts | str, bytes | None]:
+    """The facts of a file (`path`, `data`, `cached`), or why there are none; when `cached`, also
+    their cache entry, encoded here rather than by the parent, which is busy analysing."""
+    from ..analysis.facts import FactsError, extract
+
+    rel, data, cached = item
+    try:
+        facts = extract(rel, data)
+    except FactsError as exc:
+        return str(exc), None
+    return facts, facts_payload(facts) if cached else None
+
+
+def import_lines_of(root: Path, rels: tuple[str, ...], max_size: int) -> list[bytes]:
+    """Each file's import lines (none for a file that cannot be read)."""
+    found = []
+    for rel in rels:
+        try:
+            found.append(import_lines(read_file(root / rel, max_size)))
+        except UnreadableFile:
+            found.append(b"")
+    return found
+
+
+def instances_of(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[list[AgentInstance], dict]:
+    """The instances the configs define, and the files that could not be read or parsed."""
+    from ..analysis.gym_config import ConfigSet, parse_yaml
+
+    errors: dict[str, str] = {}
+
+    @functools.cache
+    def read(rel: str) -> bytes | None:
+        try:
+            return read_file(root / rel, max_size)
+        except UnreadableFile as exc:
+            errors[rel] = str(exc)
+            return None
+
+    def parse(rel: str) -> list[Node]:
+        data = read(rel)
+        return [] if data is None else parse_yaml(rel, data)
+
+    @functools.cache
+    def exists(rel: str) -> bool:  # asked again for each instance in a folder
+        return os.path.exists(os.path.join(root, rel))
+
+    config_set = ConfigSet(parse, exists)
+    instances = config_set.instances(tuple(rel for rel in configs if mentions_any(read(rel), _CONFIG_TOKENS)))
+    return instances, {**errors, **config_set.errors}

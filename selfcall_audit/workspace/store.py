@@ -1,0 +1,116 @@
+"""Each Python file's facts, once per run: from the cache, else extracted, in the worker processes
+when a batch repays them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sized
+
+from .cache import FactsCache, content_key
+from .jobs import extract_facts
+from .workers import Workers
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
+if TYPE_CHECKING:
+    from ..analysis.facts import ModuleFacts
+
+    Extracted = tuple[ModuleFacts | str, bytes | None]  # facts or why there are none; cache entry
+
+Progress = Callable[[str, int, int], None]
+
+
+class FactsStore:
+    """Facts by root-relative path; a file that cannot be read or parsed has none, and an entry in
+    `errors` saying why."""
+
+    def __init__(
+        self,
+        read: Callable[[str], bytes | None],
+        cache: FactsCache | None,
+        workers: Workers,
+        errors: dict[str, str],
+        progress: Progress | None = None,
+    ):
+        self.read = read
+        self.cache = cache
+        self.workers = workers
+        self.errors = errors
+        self.progress = progress
+        self.parsed = 0  # files extracted by this run (not found in the cache)
+        self._facts: dict[str, ModuleFacts | None] = {}
+        self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
+        self._ahead: dict[str, Extracted] = {}  # extracted before being asked for
+
+    def facts(self, rel: str) -> ModuleFacts | None:
+        if rel not in self._facts:
+            self.preload([rel])
+        return self._facts.get(rel)
+
+    def keys(self) -> dict[str, str]:
+        """The content key of each file that has facts."""
+        return {rel: self._keys[rel] for rel, facts in self._facts.items() if facts is not None}
+
+    def preload(self, rels: Iterable[str]) -> None:
+        """Facts for many files at once: from the cache, else extracted, in parallel when it pays
+        (files given by an iterator reach running workers as it finds them). The workers also
+        encode the cache entries, so that this process only analyses."""
+        wanted: list[tuple[str, Extracted | None]] = []  # with what `prefetch` extracted, if anything
+        uncached = self._uncached(rels, wanted)
+        results = iter(
+            self.workers.map(extract_facts, uncached if not isinstance(rels, Sized) else list(uncached))
+        )
+        for done, (rel, ahead) in enumerate(wanted):
+            if self.progress:
+                self.progress(rel, done + 1, len(wanted))
+            self._keep(rel, *(ahead or next(results)))
+
+    def prefetch(self, rels: Iterable[str]) -> None:
+        """Extract at once, in parallel when it pays, files likely to be asked for one by one next
+        (the modules many agents import). Nothing is known of them until they are asked for: only
+        then does a file count as parsed, its error show and its cache entry count as used. The
+        files must have been read already, and a file whose facts the cache holds is left alone.
+        Done only by running workers: this process would spend on it what it may not need."""
+        if not self.workers.running:
+            return
+        items = [
+            (rel, data, self.cache is not None)
+            for rel in rels
+            if rel not in self._facts
+            and rel not in self._ahead
+            and (data := self.read(rel)) is not None
+            and not (self.cache and self.cache.holds_facts(content_key(rel, data)))
+        ]
+        for (rel, _, _), extracted in zip(items, self.workers.map(extract_facts, items)):
+            self._ahead[rel] = extracted
+
+    def _uncached(
+        self, rels: Iterable[str], wanted: list[tuple[str, Extracted | None]]
+    ) -> Iterator[tuple[str, bytes, bool]]:
+        """The files to extract; each file to keep goes to `wanted`, with what was extracted ahead
+        of time if anything; the others' facts come from the cache (or they have none: they cannot
+        be read)."""
+        for rel in rels:
+            if rel in self._facts:
+                continue
+            data = self.read(rel)
+            if data is None:
+                self._facts[rel] = None
+                continue
+            key = self._keys[rel] = content_key(rel, data)
+            cached = self.cache.facts(rel, key) if self.cache else None
+            if cached is not None:
+                self._facts[rel] = cached
+                continue
+            ahead = self._ahead.pop(rel, None)
+            wanted.append((rel, ahead))
+            if ahead is None:
+                yield rel, data, self.cache is not None
+
+    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None) -> None:
+        self.parsed += 1
+        if isinstance(result, str):
+            self.errors[rel] = result
+            self._facts[rel] = None
+            return
+        self._facts[rel] = result
+        if payload is not None:  # extracted for the cache
+            self.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]
