@@ -7,19 +7,30 @@ settings: the helper is vendored into the copy), then for `simple_agent` and
 `proof_refinement_agent` serves, each in its own process under PY (NeMo Gym's Python, no Ray, no
 head server; see gym_e2e_serve.py), on 127.0.0.1:
 
-- a mock Responses API model (deterministic; answers 500 to inputs that ask for it),
+- a mock Responses API model (deterministic; answers 500 to inputs that ask for it) on a bare
+  aiohttp server, so that it costs little,
 - the agent's resources server: NeMo Gym's stateful counter (sessions, tool calls) for
   simple_agent; a stand-in verifier asking for one correction for proof_refinement_agent,
 - the original agent (baseline: the HTTP self-call) and the migrated one (candidate).
 
-Each round posts the same rows to `/run` of the baseline and of the candidate, in alternating
-order, at concurrency 1, 64 and 256, with model-call capture (observability) off and on; one row
-in 32 makes the model answer 500 (`--quick`: fewer rows and rounds, and capture on at concurrency
-64 only). It measures rollouts/s, p50/p99 latency, the requests the
-servers received (loopback), the agent's peak open sockets and CPU time per rollout, checks every
-row (status 200 and reward 1, or the failure row's 500), and that both agents answered each row
-identically. Ratios are candidate / baseline (throughput: higher is better; latency: lower).
-The last lines, one per agent and concurrency (capture off; failures, sockets and identity
+The load is the agent's as production has it: there the model runs elsewhere and every NeMo Gym
+server has a core of its own, so the agent's single process is what saturates and what the
+self-call costs. Here the agent under test runs alone on one CPU, and the model, the resources
+server and this client share the others (on a 2-core machine: one each side; nothing is pinned on
+a single CPU). Both agents are pinned the same way and only one is driven at a time: each round
+posts the same rows to `/run` of the baseline, then of the candidate (the order alternates between
+rounds), after an uncounted warm-up of each, at concurrency 1, 64 and 256, with model-call capture
+(observability) off and on; one row in 32 makes the model answer 500 (4 rounds; `--quick`: fewer
+rows, and capture on at concurrency 64 only). Jobs outside the benchmark still share the
+machine: the load average is printed at the start and the end.
+
+It measures rollouts/s, p50/p99 latency, the requests the servers received (loopback), the agent's
+peak open sockets, its CPU time per rollout (and the candidate/baseline ratio of it), the share of
+the wall time the agent was on a CPU ("agent busy": near 100% means the agent is what bounds the
+rate), the CPU time per rollout of everything else (model, resources, client), checks every row
+(status 200 and reward 1, or the failure row's 500), and that both agents answered each row
+identically. Ratios are candidate / baseline (throughput: higher is better; latency and CPU:
+lower). The last lines, one per agent and concurrency (capture off; failures, sockets and identity
 over both capture modes):
 
     agent=<name> concurrency=<c> rollouts_per_s_ratio=R p50_ratio=X p99_ratio=Y failures=F self_call_sockets=S outputs_identical=0|1
@@ -49,6 +60,7 @@ SERVE = HERE / "gym_e2e_serve.py"
 HOST = "127.0.0.1"
 CONCURRENCIES = (1, 64, 256)
 FAIL_EVERY = 32  # one row in 32 makes the mock model answer 500
+WARM_UP = 32  # rows each agent answers, uncounted, before each concurrency's rounds
 REQUEST_TIMEOUT = 120.0
 START_TIMEOUT = 180.0
 COUNTER_TOOLS = [
@@ -154,20 +166,54 @@ def gym_config(setup: AgentSetup, ports: dict[str, int]) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Which CPUs the agent under test gets, and which the rest (model, resources, this client).
+
+    In production the model runs elsewhere and each NeMo Gym server has a core of its own; the
+    agent's single process is what saturates. Here the agents get one CPU to themselves (only one
+    of them is driven at a time) and everything else shares the others; with a single CPU nothing
+    is pinned.
+    """
+
+    agent: frozenset[int]
+    rest: frozenset[int]
+
+    @classmethod
+    def of_this_machine(cls) -> Placement:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            return cls(frozenset(cpus), frozenset(cpus))
+        return cls(frozenset(cpus[:1]), frozenset(cpus[1:]))
+
+    def env(self, role: str) -> dict[str, str]:
+        return {"GYM_E2E_CPUS": ",".join(map(str, sorted(self.agent if role == "agent" else self.rest)))}
+
+    def describe(self) -> str:
+        if self.agent == self.rest:
+            return f"one CPU ({min(self.agent)}): nothing pinned"
+        return f"agent on CPU {','.join(map(str, sorted(self.agent)))}; model, resources and client on {','.join(map(str, sorted(self.rest)))}"
+
+
 @dataclass
 class Servers:
     """The processes of one agent's run; stopped (by their own ids) whatever happens."""
 
     python: str
     logs: Path
+    placement: Placement
     processes: list[subprocess.Popen] = field(default_factory=list)
 
     def start(self, tree: Path, role: str, port: int, target: str, config: dict, instance: str) -> str:
-        env = os.environ | {
-            "PYTHONPATH": str(tree),
-            "NEMO_GYM_CONFIG_DICT": json.dumps(config),
-            "NEMO_GYM_CONFIG_PATH": instance,
-        }
+        env = (
+            os.environ
+            | {
+                "PYTHONPATH": str(tree),
+                "NEMO_GYM_CONFIG_DICT": json.dumps(config),
+                "NEMO_GYM_CONFIG_PATH": instance,
+            }
+            | self.placement.env(role)
+        )
         log = open(self.logs / f"{role}-{port}.log", "wb")  # noqa: SIM115 - closed with the process
         self.processes.append(
             subprocess.Popen(
@@ -265,10 +311,10 @@ async def one_pass(
                 body = data.decode("utf-8", "replace")
             outputs[index] = (status, body)
 
-    started = time.perf_counter()
+    started, client_cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(rollout(i, row) for i, row in enumerate(rows)))
     seconds = time.perf_counter() - started
-    stats = {}
+    stats = {"client": {"requests": 0, "cpu": time.process_time() - client_cpu}}
     for role, url in urls.items():
         async with session.get(f"{url}/_bench/stats") as response:
             stats[role] = await response.json()
@@ -297,6 +343,11 @@ class Tally:
         runs = self.runs[variant]
         return sum(r.stats[role][key] for r in runs) / sum(len(r.latencies) for r in runs)
 
+    def busy(self, variant: str, role: str) -> float:
+        """The share of the wall time the process was on a CPU."""
+        runs = self.runs[variant]
+        return sum(r.stats[role]["cpu"] for r in runs) / sum(r.seconds for r in runs)
+
     def loopback(self, variant: str) -> float:
         """Requests the servers received per rollout, besides the rollout's own POST /run."""
         runs = self.runs[variant]
@@ -323,9 +374,10 @@ async def bench_agent(
     sizes: dict[int, int],
     rounds: int,
     captured: tuple[int, ...],
+    placement: Placement,
 ) -> dict[tuple[bool, int], Tally]:
     ports = {role: free_port() for role in ("head", "model", "resources", "baseline", "candidate")}
-    servers = Servers(python, logs)
+    servers = Servers(python, logs, placement)
     try:
         shared = gym_config(setup, ports | {"agent": ports["baseline"]})
         model = servers.start(original, "model", ports["model"], "", shared, "policy_model")
@@ -359,6 +411,9 @@ async def bench_agent(
                         continue
                     rows = [setup.row(i) for i in range(count)]
                     tally = tallies[(capture, concurrency)] = Tally()
+                    for variant in ("baseline", "candidate"):  # warm-up, not counted
+                        urls = {"agent": agents[variant], "model": model, "resources": resources}
+                        await one_pass(session, urls, rows[:WARM_UP], concurrency)
                     for round_index in range(rounds):
                         order = (
                             ("baseline", "candidate") if round_index % 2 == 0 else ("candidate", "baseline")
@@ -393,13 +448,18 @@ async def bench_agent(
 
 HEADER = (
     f"{'agent':<24}{'capture':>8}{'conc':>6}{'rollouts/s b→c':>18}{'ratio':>7}{'p50 ms b→c':>16}"
-    f"{'p99 ms b→c':>18}{'loopback/rollout':>18}{'sockets':>10}{'cpu ms/rollout':>17}{'fail':>6}{'same':>6}"
+    f"{'p99 ms b→c':>18}{'loopback/rollout':>18}{'sockets':>10}{'cpu ms/rollout':>17}{'ratio':>7}"
+    f"{'agent busy':>12}{'rest ms/rollout':>17}{'fail':>6}{'same':>6}"
 )
 
 
 def row_line(agent: str, capture: bool, concurrency: int, t: Tally) -> str:
     b, c = "baseline", "candidate"
     cpu_b, cpu_c = (t.per_rollout(v, "agent", "cpu") * 1e3 for v in (b, c))
+    busy_b, busy_c = t.busy(b, "agent"), t.busy(c, "agent")
+    rest_b, rest_c = (
+        sum(t.per_rollout(v, role, "cpu") for role in ("model", "resources", "client")) * 1e3 for v in (b, c)
+    )
     return (
         f"{agent:<24}{'on' if capture else 'off':>8}{concurrency:>6}"
         f"{f'{t.rate(b):.1f}→{t.rate(c):.1f}':>18}{t.rate(c) / t.rate(b):>7.3f}"
@@ -407,7 +467,9 @@ def row_line(agent: str, capture: bool, concurrency: int, t: Tally) -> str:
         f"{f'{t.percentile(b, 0.99) * 1e3:.1f}→{t.percentile(c, 0.99) * 1e3:.1f}':>18}"
         f"{f'{t.loopback(b):.1f}→{t.loopback(c):.1f}':>18}"
         f"{f'{t.peak_sockets(b)}→{t.peak_sockets(c)}':>10}"
-        f"{f'{cpu_b:.2f}→{cpu_c:.2f}':>17}"
+        f"{f'{cpu_b:.2f}→{cpu_c:.2f}':>17}{cpu_c / cpu_b:>7.3f}"
+        f"{f'{busy_b:.0%}→{busy_c:.0%}':>12}"
+        f"{f'{rest_b:.2f}→{rest_c:.2f}':>17}"
         f"{t.failures():>6}{int(t.identical):>6}"
     )
 
@@ -457,7 +519,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--gym", type=Path, required=True, help="a NeMo Gym checkout (left unchanged)")
     parser.add_argument("--gym-python", required=True, help="NeMo Gym's Python (its venv's bin/python)")
-    parser.add_argument("--quick", action="store_true", help="fewer rollouts and rounds (under 5 minutes)")
+    parser.add_argument("--quick", action="store_true", help="fewer rollouts (about 5 minutes)")
     parser.add_argument("--agents", default=",".join(a.name for a in AGENTS), help="comma-separated subset")
     args = parser.parse_args(argv)
     if not (args.gym / "responses_api_agents").is_dir():
@@ -472,20 +534,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
     sizes = dict(zip(CONCURRENCIES, (8, 128, 256) if args.quick else (64, 1024, 2048)))
-    rounds = 2 if args.quick else 4
+    rounds = 4
     captured = (64,) if args.quick else CONCURRENCIES  # the concurrencies also run with capture on
+    placement = Placement.of_this_machine()
     with tempfile.TemporaryDirectory(prefix="gym_e2e.") as scratch:
         work = Path(scratch)
         original, migrated = copies(args.gym.resolve(), work)
         logs = work / "logs"
         logs.mkdir()
+        os.sched_setaffinity(0, placement.rest)  # this client runs beside the model, not the agent
+        print(f"{placement.describe()}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         print(HEADER, flush=True)
         results = {}
         for setup in AGENTS:
             if setup.name in args.agents.split(","):
                 results[setup.name] = asyncio.run(
-                    bench_agent(setup, original, migrated, args.gym_python, logs, sizes, rounds, captured)
+                    bench_agent(
+                        setup, original, migrated, args.gym_python, logs, sizes, rounds, captured, placement
+                    )
                 )
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         print()
         for name, tallies in results.items():
             for concurrency in sizes:

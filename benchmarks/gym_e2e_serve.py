@@ -10,9 +10,13 @@ without Ray and without a head server: every server address is in the config alr
 verifiers need a Lean sandbox or a judge model).
 
 An outer ASGI wrapper (not part of the app) counts the requests the server receives, and answers
-`/_bench/stats`, `/_bench/reset` and `/_bench/observability` for the benchmark.
+`/_bench/stats`, `/_bench/reset` and `/_bench/observability` for the benchmark. The mock model is
+a bare aiohttp server (the cheapest HTTP server at hand), so that the machine's time goes to the
+NeMo Gym servers. GYM_E2E_CPUS (e.g. `0` or `1,2,3`) pins the process to those CPUs before it
+starts serving.
 """
 
+import asyncio
 import contextlib
 import hashlib
 import importlib
@@ -24,12 +28,16 @@ import threading
 import time
 
 import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import Request
 
 
 class Stats:
-    """Requests received, CPU time, and the peak number of open sockets of this process."""
+    """Requests received, CPU time, and the peak number of open sockets of this process.
+
+    The peak is sampled every 10 ms by counting the process's descriptors (no per-descriptor
+    look-up, so the sampling costs the same whatever the number of sockets): the descriptors that
+    are not sockets are counted once, at reset, and taken off.
+    """
 
     def __init__(self, app, server=None):
         self.app, self.server = app, server
@@ -41,23 +49,38 @@ class Stats:
         with self.lock:
             self.requests = 0
             self.self_calls = 0
-            self.peak_sockets = _sockets()
+            sockets = _sockets()
+            self.other_descriptors = len(os.listdir("/proc/self/fd")) - sockets
+            self.peak_sockets = sockets
             self.cpu = time.process_time()
 
     def _sample(self) -> None:
         while True:
-            count = _sockets()
+            count = len(os.listdir("/proc/self/fd")) - self.other_descriptors
             with self.lock:
                 self.peak_sockets = max(self.peak_sockets, count)
             time.sleep(0.01)
+
+    def count(self, path: str) -> None:
+        with self.lock:
+            self.requests += 1
+            self.self_calls += path.endswith("/v1/responses") and self.server is not None
+
+    def snapshot(self) -> bytes:
+        return json.dumps(
+            {
+                "requests": self.requests,
+                "self_calls": self.self_calls,
+                "peak_sockets": self.peak_sockets,
+                "cpu": time.process_time() - self.cpu,
+            }
+        ).encode()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["path"].startswith("/_bench/"):
             return await self._bench(scope, receive, send)
         if scope["type"] == "http":
-            with self.lock:
-                self.requests += 1
-                self.self_calls += scope["path"].endswith("/v1/responses") and self.server is not None
+            self.count(scope["path"])
         await self.app(scope, receive, send)
 
     async def _bench(self, scope, receive, send):
@@ -66,14 +89,6 @@ class Stats:
             self.reset()
         elif path.startswith("/_bench/observability/"):
             self.server.server_client.global_config_dict["observability_enabled"] = path.endswith("/on")
-        body = json.dumps(
-            {
-                "requests": self.requests,
-                "self_calls": self.self_calls,
-                "peak_sockets": self.peak_sockets,
-                "cpu": time.process_time() - self.cpu,
-            }
-        ).encode()
         await send(
             {
                 "type": "http.response.start",
@@ -81,7 +96,7 @@ class Stats:
                 "headers": [(b"content-type", b"application/json")],
             }
         )
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": "http.response.body", "body": self.snapshot()})
 
 
 def _sockets() -> int:
@@ -97,65 +112,81 @@ def _sockets() -> int:
 # --------------------------------------------------------------------------------------------
 
 
-def mock_model() -> FastAPI:
-    app = FastAPI()
-
-    @app.get("/")
-    async def liveness() -> dict:
-        return {"status": "ok"}
-
-    async def responses(request: Request) -> JSONResponse:
-        body = await request.json()
-        items = body.get("input")
-        items = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
-        text = " ".join(str(i.get("content", "")) for i in items if i.get("role") == "user")
-        if "FAIL500" in text:
-            return JSONResponse({"error": "the mock model failed"}, status_code=500)
-        digest = hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=8).hexdigest()
-        step = sum(1 for i in items if i.get("type") == "function_call_output")
-        adds = [int(n) for n in re.findall(r"add (\d+)", text)]
-        if body.get("tools") and step < len(adds) + 1:
-            name, arguments = (
-                ("increment_counter", json.dumps({"count": adds[step]}))
-                if step < len(adds)
-                else ("get_counter_value", "{}")
-            )
-            output = [
-                {
-                    "type": "function_call",
-                    "id": f"fc_{digest}",
-                    "call_id": f"call_{step}",
-                    "name": name,
-                    "arguments": arguments,
-                    "status": "completed",
-                }
-            ]
-        else:
-            output = [
-                {
-                    "type": "message",
-                    "id": f"msg_{digest}",
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [{"type": "output_text", "text": f"answer {digest}", "annotations": []}],
-                }
-            ]
-        return JSONResponse(
-            {
-                "id": f"resp_{digest}",
-                "created_at": 0.0,
-                "model": "mock",
-                "object": "response",
-                "output": output,
-                "parallel_tool_calls": False,
-                "tool_choice": "auto",
-                "tools": [],
-            }
+def model_answer(body: dict) -> tuple[int, dict]:
+    """The mock model's answer: the counter's tool calls, then a message; 500 if asked to fail."""
+    items = body.get("input")
+    items = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
+    text = " ".join(str(i.get("content", "")) for i in items if i.get("role") == "user")
+    if "FAIL500" in text:
+        return 500, {"error": "the mock model failed"}
+    digest = hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=8).hexdigest()
+    step = sum(1 for i in items if i.get("type") == "function_call_output")
+    adds = [int(n) for n in re.findall(r"add (\d+)", text)]
+    if body.get("tools") and step < len(adds) + 1:
+        name, arguments = (
+            ("increment_counter", json.dumps({"count": adds[step]}))
+            if step < len(adds)
+            else ("get_counter_value", "{}")
         )
+        output = [
+            {
+                "type": "function_call",
+                "id": f"fc_{digest}",
+                "call_id": f"call_{step}",
+                "name": name,
+                "arguments": arguments,
+                "status": "completed",
+            }
+        ]
+    else:
+        output = [
+            {
+                "type": "message",
+                "id": f"msg_{digest}",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": f"answer {digest}", "annotations": []}],
+            }
+        ]
+    return 200, {
+        "id": f"resp_{digest}",
+        "created_at": 0.0,
+        "model": "mock",
+        "object": "response",
+        "output": output,
+        "parallel_tool_calls": False,
+        "tool_choice": "auto",
+        "tools": [],
+    }
 
-    app.post("/v1/responses")(responses)
-    app.post("/ng-rollout/{rollout_id}/v1/responses")(responses)
-    return app
+
+def serve_mock_model(port: int) -> None:
+    """The mock model on a bare aiohttp server: POST .../v1/responses, GET / and /_bench/*."""
+    from aiohttp import web
+
+    stats = Stats(None)
+
+    async def handle(request: web.BaseRequest) -> web.Response:
+        path = request.path
+        if path.startswith("/_bench/"):
+            if path == "/_bench/reset":
+                stats.reset()
+            return web.Response(body=stats.snapshot(), content_type="application/json")
+        stats.count(path)
+        if request.method == "GET":
+            return web.json_response({"status": "ok"})
+        if not path.endswith("/v1/responses"):
+            return web.json_response({"detail": "Not Found"}, status=404)
+        status, answer = model_answer(await request.json())
+        return web.json_response(answer, status=status)
+
+    async def run() -> None:
+        runner = web.ServerRunner(web.Server(handle), access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,10 +256,12 @@ def gym_server(target: str):
 
 def main() -> None:
     role, port = sys.argv[1], int(sys.argv[2])
+    if cpus := os.environ.get("GYM_E2E_CPUS"):
+        os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
     if role == "model":
-        server, app = None, mock_model()
-    else:
-        server, app = gym_server(sys.argv[3])
+        serve_mock_model(port)
+        return
+    server, app = gym_server(sys.argv[3])
     wrapped = Stats(app, server if role == "agent" else None)
     uvicorn.run(
         wrapped, host="127.0.0.1", port=port, access_log=False, log_level="warning", timeout_keep_alive=30

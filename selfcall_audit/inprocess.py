@@ -22,8 +22,10 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
 
 Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers),
 and cancelling the caller cancels the handler. The app is the one that serves the agent's
-routes; if there is none (a unit test that never built it), it is built once with the agent's
-``setup_webserver()`` and ``setup_exception_middleware()``.
+routes: the app of the request the caller runs in, or the one a uvicorn server on the caller's
+event loop serves; if there is none (a unit test that never served it), one is built once with the
+agent's ``setup_webserver()`` and ``setup_exception_middleware()``. Finding it never scans the heap,
+so a first call costs the same whenever it is made.
 
 Only the standard library is imported with this module; fastapi, starlette, pydantic, aiohttp,
 multidict, yarl and, if installed, orjson are imported on first use, so the file can be
@@ -35,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import gc
 import inspect
 import json as jsonlib
 import logging
@@ -91,7 +92,7 @@ async def responses_in_process(
     and ``headers`` are what ``ServerClient.post`` takes: a pydantic model or JSON-able data,
     a mapping, ``(name, value)`` pairs or Morsels (a cookie jar), extra request headers.
     """
-    app = _SERVED_APPS.app_for(agent)
+    app = _AGENT_APPS.app_for(agent)
     body = _request_body(json)
     scope = _scope(agent, url_path, body, json, cookies, headers)
     return await _Exchange(app, scope, b"" if body is None else body)
@@ -102,83 +103,111 @@ async def responses_in_process(
 # --------------------------------------------------------------------------------------------
 
 
-class _ServedApps:
-    """Which app serves each agent: found once (or built once), then remembered.
+@dataclass(frozen=True)
+class _Remembered:
+    """The app last used for an agent: held weakly if a server serves it, kept if the helper built it."""
 
-    The app serves the agent if one of its routes has an endpoint that, once unwrapped
-    (``functools.wraps`` wrappers such as tracing), is a method of the agent. It is looked for
-    first in the request the caller runs in (Starlette puts itself in the request's scope), which
-    costs a walk up the caller's stack; only a caller outside any request (a unit test, a task of
-    its own) pays a scan of live objects, where an app already serving requests is preferred. A
-    found app is held weakly (the server owns it); an app the helper had to build is kept, with
-    its agent, for the life of the process.
+    agent: weakref.ref[Any]
+    app: Callable[[], Any]
+    served: bool
+
+
+class _AgentApps:
+    """Which app answers an agent's self-calls, found without scanning the heap.
+
+    In order: the app whose request the caller runs in (Starlette puts itself in the request's
+    scope, and the helper walks up the caller's stack); the served app that answered the agent
+    before; an app a uvicorn server running on the caller's event loop serves (its ``serve()``
+    task holds it); else an app the helper builds once with the agent's ``setup_webserver()``
+    and ``setup_exception_middleware()``, which stands in until a served app turns up. An app
+    serves the agent if one of its routes has an endpoint that, once unwrapped (``functools.wraps``
+    wrappers such as tracing), is a method of the agent.
     """
 
     def __init__(self) -> None:
-        self._apps: dict[int, tuple[weakref.ref[Any], Callable[[], Any]]] = {}
+        self._apps: dict[int, _Remembered] = {}
 
     def app_for(self, agent: Any) -> Any:
-        key = id(agent)
-        entry = self._apps.get(key)
-        if entry is not None and entry[0]() is agent and (app := entry[1]()) is not None:
-            return app
-        app = _find_app(agent)
-        hold: Callable[[], Any]
-        if app is None:
-            app = _build_app(agent)
-            hold = functools.partial(_identity, app)
+        entry = self._apps.get(id(agent))
+        if entry is None or entry.agent() is not agent or (known := entry.app()) is None:
+            known, known_served = None, False
         else:
-            hold = weakref.ref(app)
+            known_served = entry.served
+        app = _app_of_running_request(agent, known)
+        if app is None and known_served:
+            return known
+        app = app or _app_served_on_this_loop(agent)
+        if app is None:
+            if known is None:
+                known = _build_app(agent)
+                self._remember(agent, known, served=False)
+            return known
+        if app is not known or not known_served:
+            self._remember(agent, app, served=True)
+        return app
+
+    def _remember(self, agent: Any, app: Any, *, served: bool) -> None:
         _tap_routes(app)
+        key = id(agent)
         try:
             ref = weakref.ref(agent, lambda _, apps=self._apps: apps.pop(key, None))
         except TypeError:  # an agent that cannot be referenced weakly is looked up every time
-            return app
-        self._apps[key] = (ref, hold)
-        return app
+            return
+        hold = weakref.ref(app) if served else functools.partial(_identity, app)
+        self._apps[key] = _Remembered(ref, hold, served)
 
 
 def _identity(value: Any) -> Any:
     return value
 
 
-_SERVED_APPS = _ServedApps()
+_AGENT_APPS = _AgentApps()
 
 
-def _find_app(agent: Any) -> Any:
-    return _app_of_running_request(agent) or _app_among_live_objects(agent)
-
-
-def _app_of_running_request(agent: Any) -> Any:
-    """The app whose request the caller runs in, if it serves the agent: no scan of the heap."""
-    frame = sys._getframe(2)
+def _app_of_running_request(agent: Any, known: Any) -> Any:
+    """The app whose request (or lifespan) the caller runs in, if it serves the agent."""
+    frame = sys._getframe(3)
     while frame is not None:
         code = frame.f_code  # only frames with a ``scope`` are read: before 3.13 reading copies locals
         if "scope" in code.co_varnames or "scope" in code.co_freevars or "scope" in code.co_cellvars:
             scope = frame.f_locals.get("scope")
-            if isinstance(scope, dict) and (app := scope.get("app")) is not None and _serves(app, agent):
+            app = scope.get("app") if isinstance(scope, dict) else None
+            if app is not None and (app is known or _serves(app, agent)):
                 return app
         frame = frame.f_back
     return None
 
 
-def _app_among_live_objects(agent: Any) -> Any:
-    from starlette.applications import Starlette
-
-    app_types = _subclasses(Starlette)
-    found = [obj for obj in gc.get_objects() if type(obj) in app_types and _serves(obj, agent)]
-    found.sort(key=lambda app: app.middleware_stack is None)  # apps that already served a request first
-    return found[0] if found else None
+# A uvicorn server's ``serve()`` is the outermost coroutine of its task (asyncio.run, a test
+# harness) or close to it (a process manager's worker awaiting it).
+_SERVER_AWAIT_DEPTH = 3
+_UVICORN_WRAPPERS = 3
 
 
-def _subclasses(cls: type) -> set[type]:
-    found, todo = {cls}, [cls]
-    while todo:
-        for sub in todo.pop().__subclasses__():
-            if sub not in found:
-                found.add(sub)
-                todo.append(sub)
-    return found
+def _app_served_on_this_loop(agent: Any) -> Any:
+    """The app a uvicorn server running on this event loop serves, if it serves the agent."""
+    for task in asyncio.all_tasks():
+        awaitable: Any = task.get_coro()
+        for _ in range(_SERVER_AWAIT_DEPTH):
+            frame = getattr(awaitable, "cr_frame", None)
+            if frame is None:
+                break
+            if "self" in frame.f_code.co_varnames:
+                config = getattr(frame.f_locals.get("self"), "config", None)
+                app = _unwrapped(getattr(config, "loaded_app", None))
+                if app is not None and _serves(app, agent):
+                    return app
+            awaitable = getattr(awaitable, "cr_await", None)
+    return None
+
+
+def _unwrapped(app: Any) -> Any:
+    """The Starlette app inside uvicorn's wrappers (proxy headers, message logger, ASGI2)."""
+    for _ in range(_UVICORN_WRAPPERS + 1):
+        if app is None or hasattr(app, "router"):
+            return app
+        app = getattr(app, "app", None)
+    return None
 
 
 def _serves(app: Any, agent: Any) -> bool:

@@ -184,53 +184,20 @@ def test_a_row_is_correct_with_reward_1_or_as_the_failure_path_it_asks_for(gym_e
     assert not gym_e2e.correct(failing, 200, {"reward": 1.0})
 
 
-def asgi_post(app, path: str, body: dict) -> tuple[int, dict | str]:
-    """One POST straight into an ASGI app (no server, no test client)."""
-    import asyncio
-
-    sent: list[dict] = []
-    payload = json.dumps(body).encode()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 2),
-    }
-
-    async def receive() -> dict:
-        return {"type": "http.request", "body": payload, "more_body": False}
-
-    async def send(message: dict) -> None:
-        sent.append(message)
-
-    asyncio.run(app(scope, receive, send))
-    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return sent[0]["status"], json.loads(data)
-
-
 def test_the_mock_model_walks_the_counter_tools_then_answers_and_fails_on_request(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     from gym_e2e import COUNTER_TOOLS
-    from gym_e2e_serve import mock_model
+    from gym_e2e_serve import model_answer
 
-    app = mock_model()
     user = {"role": "user", "content": "add 4 then add 5 then get the count"}
 
-    def step(done: int) -> dict:
+    def step(done: int) -> tuple[int, dict]:
         outputs = [
             {"type": "function_call_output", "call_id": f"call_{i}", "output": "{}"} for i in range(done)
         ]
-        return asgi_post(app, "/v1/responses", {"input": [user, *outputs], "tools": COUNTER_TOOLS})[1]
+        return model_answer({"input": [user, *outputs], "tools": COUNTER_TOOLS})
 
-    calls = [step(done)["output"][0] for done in range(4)]
+    calls = [step(done)[1]["output"][0] for done in range(4)]
 
     assert [(c["type"], c.get("name"), c.get("arguments")) for c in calls] == [
         ("function_call", "increment_counter", '{"count": 4}'),
@@ -239,7 +206,7 @@ def test_the_mock_model_walks_the_counter_tools_then_answers_and_fails_on_reques
         ("message", None, None),
     ]
     assert step(1) == step(1)  # deterministic, ids included
-    assert asgi_post(app, "/ng-rollout/7-0/v1/responses", {"input": "FAIL500 please"})[0] == 500
+    assert model_answer({"input": "FAIL500 please"})[0] == 500
 
 
 def test_the_script_refuses_a_folder_that_is_not_a_nemo_gym_checkout(tmp_path: Path) -> None:

@@ -120,6 +120,84 @@ def test_names_the_tests_that_assert_or_fake_the_self_call_and_not_the_others(re
     ]
 
 
+SERVED_APP_TESTS = """\
+from unittest.mock import AsyncMock, MagicMock
+
+from fastapi.testclient import TestClient
+
+
+def middleware_emulating(agent):
+    async def post(server_name, url_path, json=None, **kwargs):
+        if url_path.endswith("/v1/responses"):
+            try:
+                return Canned(await agent.responses(None, None, json))
+            except Exception as error:  # what the exception middleware answers
+                return Canned(repr(error), status=500)
+        return Canned({})
+
+    agent.server_client = MagicMock(post=AsyncMock(side_effect=post))
+    return agent
+
+
+def plainly_routed(agent):
+    async def post(server_name, url_path, json=None, **kwargs):
+        if url_path.endswith("/v1/responses"):
+            return Canned(await agent.responses(None, None, json))
+        return Canned({})
+
+    agent.server_client = MagicMock(post=AsyncMock(side_effect=post))
+    return agent
+
+
+def collect(client, rows):
+    return [client.post(row["path"], json=row).json() for row in rows]
+
+
+def test_a_failed_loop_reports_its_cause(agent):
+    client = TestClient(middleware_emulating(agent).setup_webserver())
+    failed, = collect(client, [{"path": "/run", "fail": True}])
+    assert "boom" in failed["error"]
+
+
+def test_a_failed_loop_is_a_failure_row(agent):
+    client = TestClient(middleware_emulating(agent).setup_webserver())
+    assert client.post("/run", json={"fail": True}).json()["reward"] == 0.0
+
+
+def test_the_app_with_the_exception_middleware(agent):
+    app = middleware_emulating(agent).setup_webserver()
+    agent.setup_exception_middleware(app)
+    assert "boom" in TestClient(app).post("/run", json={"fail": True}).json()["error"]
+
+
+def test_a_fake_that_lets_errors_through(agent):
+    client = TestClient(plainly_routed(agent).setup_webserver())
+    assert "boom" in client.post("/run", json={"fail": True}).json()["error"]
+
+
+async def test_run_called_directly(agent):
+    assert "boom" in (await middleware_emulating(agent).run(None, {"fail": True}))["error"]
+"""
+
+
+def test_names_a_test_that_serves_the_app_without_the_middleware_its_fake_emulated(repo: Path) -> None:
+    (repo / "responses_api_agents" / "echo" / "tests" / "test_served.py").write_text(SERVED_APP_TESTS)
+
+    found = impacted_tests(
+        repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
+    )
+
+    served = [(t.node_id, t.line, t.reason) for t in found if "test_served" in t.node_id]
+    assert served == [
+        (
+            "responses_api_agents/echo/tests/test_served.py::test_a_failed_loop_reports_its_cause",
+            33,
+            "serves the agent's app without the exception middleware its fake of /v1/responses "
+            "emulated, and checks the error text",
+        )
+    ]
+
+
 def test_tests_elsewhere_count_when_they_import_the_rewritten_module(repo: Path) -> None:
     (repo / "tests").mkdir()
     (repo / "tests" / "test_echo.py").write_text(TESTS)

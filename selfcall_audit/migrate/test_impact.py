@@ -4,7 +4,9 @@ Such a test fakes `server_client.post` for the agent's own `/v1/responses`, or a
 paths, server names or cookies of the self-call; after the rewrite that call no longer goes through
 `server_client.post`, so the test may fail or hang although the agent is right. A test is named
 when it exercises a rewritten method (calls `.run(...)`, or posts to `/run` through a test client)
-and its own body mentions the route: precise enough that the list is worth reading.
+and its own body mentions the route: precise enough that the list is worth reading. A test is
+also named when it serves the agent's app as `setup_webserver()` builds it, without the exception
+middleware that its fake of the self-call emulated, and checks an error's text.
 """
 
 from __future__ import annotations
@@ -108,9 +110,11 @@ def _tests_module(test: str, source: bytes, rewritten: str) -> bool:
 def _impacted_in(rel: str, tree: ast.Module, methods: set[str], route: str) -> Iterator[ImpactedTest]:
     helpers = _Helpers(tree, methods)
     for node_id, function in _test_functions(rel, tree):
-        if not helpers.exercises(function):
-            continue
-        reason = _models_self_call(function, route)
+        reason = None
+        if helpers.exercises(function):
+            reason = _models_self_call(function, route)
+        if reason is None:
+            reason = _relies_on_emulated_middleware(function, helpers.reached(function), route)
         if reason is not None:
             yield ImpactedTest(node_id, function.lineno, reason)
 
@@ -136,13 +140,20 @@ class _Helpers:
         for node in ast.walk(tree):
             if isinstance(node, _FUNCTIONS):
                 self.defined.setdefault(node.name, []).append(node)
+        # What a call by name can reach: the module's functions and its classes' methods (nested
+        # functions are part of the function that defines them).
+        self.callable: dict[str, list[_Function]] = {}
+        for node in tree.body:
+            for item in node.body if isinstance(node, ast.ClassDef) else [node]:
+                if isinstance(item, _FUNCTIONS):
+                    self.callable.setdefault(item.name, []).append(item)
         self.memo: dict[str, bool] = {}
 
     def exercises(self, function: _Function) -> bool:
         for node in ast.walk(function):
             if not isinstance(node, ast.Call):
                 continue
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+            name = _called_name(node)
             if name in self.methods or any(
                 isinstance(a, ast.Constant) and a.value in self.routes for a in node.args
             ):
@@ -150,6 +161,18 @@ class _Helpers:
             if name in self.defined and name != function.name and self._helper_exercises(name):
                 return True
         return False
+
+    def reached(self, function: _Function) -> list[_Function]:
+        """The test and the functions and methods of its module it calls, transitively."""
+        seen, todo = [function], [function]
+        while todo:
+            for node in ast.walk(todo.pop()):
+                if isinstance(node, ast.Call) and (name := _called_name(node)) in self.callable:
+                    for callee in self.callable[name]:
+                        if all(callee is not known for known in seen):
+                            seen.append(callee)
+                            todo.append(callee)
+        return seen
 
     def _helper_exercises(self, name: str) -> bool:
         if name not in self.memo:
@@ -175,6 +198,57 @@ def _models_self_call(function: ast.AST, route: str) -> str | None:
     if faked:
         return f"fakes server_client.post for {route}, which the self-call no longer reaches"
     return None
+
+
+def _relies_on_emulated_middleware(test: _Function, reached: list[_Function], route: str) -> str | None:
+    """Does the test serve the agent's app as `setup_webserver()` builds it, without the exception
+    middleware that its fake of the self-call emulated, and check the error text?
+
+    Such a fake answers the route with the middleware's 500 (it catches what the handler raised
+    and answers 500 with its text); the self-call now goes through the app the test serves, which
+    answers the same failure with a plain 500 that carries no exception text.
+    """
+    calls = {_called_name(n) for f in reached for n in ast.walk(f) if isinstance(n, ast.Call)}
+    if "setup_webserver" not in calls or "setup_exception_middleware" in calls:
+        return None
+    if not any(_answers_500_on_error(f, route) for f in reached) or not _asserts_text(test):
+        return None
+    return (
+        f"serves the agent's app without the exception middleware its fake of {route} emulated, "
+        "and checks the error text"
+    )
+
+
+def _answers_500_on_error(function: _Function, route: str) -> bool:
+    """A branch keyed on the route that catches an exception and answers 500."""
+    return any(
+        isinstance(branch, ast.If)
+        and _mentions(branch.test, route)
+        and any(
+            isinstance(handler, ast.ExceptHandler)
+            and any(isinstance(n, ast.Constant) and n.value == 500 for n in ast.walk(handler))
+            for statement in branch.body
+            for handler in ast.walk(statement)
+        )
+        for branch in ast.walk(function)
+    )
+
+
+def _asserts_text(test: _Function) -> bool:
+    """`assert "some text" in message`."""
+    return any(
+        isinstance(node, ast.Assert)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Constant)
+        and isinstance(node.test.left.value, str)
+        and isinstance(node.test.ops[0], ast.In)
+        for node in ast.walk(test)
+    )
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 def _is_mock_assertion(node: ast.AST) -> bool:

@@ -6,16 +6,18 @@ agent's app, the request it builds and what happens when the app fails."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import gc
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import aiohttp
 import pytest
+import uvicorn
 from fastapi import Body, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from multidict import CIMultiDictProxy
@@ -238,50 +240,94 @@ class Served(BaseModel):
         return {"app": request.app.title}
 
 
-def test_the_app_that_serves_the_agent_is_used_and_remembered() -> None:
-    agent, other = Served(), Served()
-    first, second = FastAPI(title="first"), FastAPI(title="second")
-    first.post("/v1/responses")(agent.responses)
-    second.post("/v1/responses")(other.responses)
-    assert asyncio.run(call(agent, json={}).json()) == {"app": "first"}
-    assert asyncio.run(call(other, json={}).json()) == {"app": "second"}
-    del first  # the helper holds an app it found weakly: once the app is gone, so is the answer
-    gc.collect()
-    with pytest.raises(TypeError, match="no app serves Served's routes"):
-        call(agent, json={})
-
-
-def test_an_app_that_already_served_is_preferred() -> None:
-    agent = Served()
-    idle, serving = FastAPI(title="idle"), FastAPI(title="serving")
-    for app in (idle, serving):
-        app.post("/v1/responses")(agent.responses)
-    serving.middleware_stack = serving.build_middleware_stack()  # what its first request does
-    assert asyncio.run(call(agent, json={}).json()) == {"app": "serving"}
-
-
 class Relay(Served):
-    """An agent whose ``/run`` makes the self-call, as NeMo Gym's agents do."""
+    """An agent whose ``/run`` makes the self-call, as NeMo Gym's agents do, and that can build
+    its own app."""
+
+    builds: int = 0
+
+    def setup_webserver(self) -> FastAPI:
+        self.builds += 1
+        app = FastAPI(title="built")
+        app.post("/v1/responses")(self.responses)
+        app.post("/run")(self.run)
+        return app
 
     async def run(self, body: dict = Body()) -> dict:
         return await (await responses_in_process(self, url_path="/v1/responses", json={})).json()
 
 
-def test_a_call_made_in_a_request_uses_that_requests_app_without_scanning_the_heap(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    agent = Relay()
-    idle, serving = FastAPI(title="idle"), FastAPI(title="serving")
-    for app in (idle, serving):
-        app.post("/v1/responses")(agent.responses)
-        app.post("/run")(agent.run)
-    idle.middleware_stack = idle.build_middleware_stack()  # first in a scan, and already served
+def app_serving(agent: Relay, title: str) -> FastAPI:
+    app = FastAPI(title=title)
+    app.post("/v1/responses")(agent.responses)
+    app.post("/run")(agent.run)
+    return app
 
+
+@contextlib.asynccontextmanager
+async def uvicorn_serving(*apps: FastAPI) -> AsyncIterator[None]:
+    """Serve ``apps`` under uvicorn on 127.0.0.1, in the running event loop, as a server process does."""
+    servers = [
+        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="off"))
+        for app in apps
+    ]
+    tasks = [asyncio.create_task(server.serve()) for server in servers]
+    while not all(server.started for server in servers):
+        await asyncio.sleep(0.005)
+    try:
+        yield
+    finally:  # last started, first stopped: each server restores the signal handlers it found
+        for server, task in reversed(list(zip(servers, tasks, strict=True))):
+            server.should_exit = True
+            await task
+
+
+def test_the_app_a_server_on_the_loop_serves_is_used_and_held_weakly() -> None:
+    agent, other = Served(), Served()
+    first, second = FastAPI(title="first"), FastAPI(title="second")
+    first.post("/v1/responses")(agent.responses)
+    second.post("/v1/responses")(other.responses)
+
+    async def outside_any_request(*apps: FastAPI) -> list[Any]:
+        async with uvicorn_serving(*apps):
+            calls = [responses_in_process(a, url_path="/v1/responses", json={}) for a in (agent, other)]
+            return [await (await c).json() for c in calls]
+
+    answers = asyncio.run(outside_any_request(first, second))
+    assert answers == [{"app": "first"}, {"app": "second"}]
+    del first  # the helper holds an app a server serves weakly: once the app is gone, so is the answer
+    gc.collect()
+    with pytest.raises(TypeError, match="no app serves Served's routes"):
+        call(agent, json={})
+
+
+def test_a_call_made_in_a_request_uses_that_requests_app() -> None:
+    agent = Relay()
+    other, serving = app_serving(agent, "other"), app_serving(agent, "serving")
+    assert asyncio.run(post_over_asgi(serving, "/run")) == {"app": "serving"}
+    assert asyncio.run(post_over_asgi(other, "/run")) == {"app": "other"}
+    assert agent.builds == 0
+
+
+def test_a_built_app_stands_in_until_a_served_one_answers() -> None:
+    agent = Relay()
+    assert asyncio.run(agent.run({})) == {"app": "built"}
+    assert asyncio.run(agent.run({})) == {"app": "built"}
+    serving = app_serving(agent, "serving")
+    assert asyncio.run(post_over_asgi(serving, "/run")) == {"app": "serving"}
+    assert asyncio.run(agent.run({})) == {"app": "serving"}  # outside a request: the served one now
+    assert agent.builds == 1
+
+
+def test_finding_the_app_never_scans_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_scan(*args: Any) -> list[Any]:
         raise AssertionError("the heap was scanned")
 
     monkeypatch.setattr(gc, "get_objects", no_scan)
-    assert asyncio.run(post_over_asgi(serving, "/run")) == {"app": "serving"}
+    monkeypatch.setattr(gc, "get_referrers", no_scan)
+    agent = Relay()
+    assert asyncio.run(agent.run({})) == {"app": "built"}
+    assert asyncio.run(post_over_asgi(app_serving(agent, "serving"), "/run")) == {"app": "serving"}
 
 
 async def post_over_asgi(app: Any, path: str) -> Any:
@@ -448,13 +494,17 @@ def test_an_escaping_exception_is_answered_and_logged_as_uvicorn_does(
 
 
 def test_an_app_that_never_answers_gets_uvicorns_500(server_log: list[logging.LogRecord]) -> None:
-    agent = NoMiddleware()
-    app = agent.setup_webserver()
+    class NoAnswer(NoMiddleware):
+        def setup_webserver(self) -> FastAPI:
+            app = super().setup_webserver()
 
-    async def no_answer(scope: Any, receive: Any, send: Any) -> None:
-        return None
+            async def no_answer(scope: Any, receive: Any, send: Any) -> None:
+                return None
 
-    app.middleware_stack = no_answer  # as if a middleware returned without answering
+            app.middleware_stack = no_answer  # as if a middleware returned without answering
+            return app
+
+    agent = NoAnswer()
     response = call(agent, json={"a": 1})
     assert (response.status, response.headers["content-type"]) == (500, "text/plain; charset=utf-8")
     assert [r.getMessage() for r in server_log] == ["ASGI callable returned without starting response."]
