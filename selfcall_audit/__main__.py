@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -16,11 +17,10 @@ def run() -> None:
     scan); a run that wants another listing, or none, ends it. The exit skips the interpreter's
     teardown: by then every file is closed and every worker joined, and freeing hundreds of
     modules one by one costs a one-file scan of NeMo Gym about a tenth of its time."""
+    early = None
     try:
-        early = GitListing(project_root(os.getcwd()))
-    except OSError:  # the current folder is gone: `main` says so
-        early = None
-    try:
+        with contextlib.suppress(OSError):  # the current folder is gone: `main` says so
+            early = GitListing(project_root(os.getcwd()))
         from .frontends.cli import EXIT_ERROR, main
 
         code = main(early=early)
