@@ -66,6 +66,7 @@ class Index:
         self._modules: dict[str, ModuleFacts | None] = {}
         self._lookup_memo: dict[tuple[str, str], Symbol | None] = {}
         self._names_memo: dict[str, dict[str, Symbol]] = {}
+        self._paths_memo: dict[tuple[str, str, int], str | None] = {}
 
     # modules ---------------------------------------------------------------------------
     def module(self, path: str) -> ModuleFacts | None:
@@ -77,15 +78,23 @@ class Index:
         return (m for m in list(self._modules.values()) if m is not None)
 
     def module_path(self, name: str, importer: str, level: int = 0) -> str | None:
-        """File of a dotted module name as seen from `importer` (relative, sibling, then root)."""
+        """File of a dotted module name as seen from `importer` (relative, sibling, then root);
+        worked out once per importing folder (resolution asks again for every name imported)."""
+        folder = dirname(importer)
+        key = (name, folder, level)
+        if key not in self._paths_memo:
+            self._paths_memo[key] = self._module_path(name, folder, level)
+        return self._paths_memo[key]
+
+    def _module_path(self, name: str, folder: str, level: int) -> str | None:
         parts = name.split(".") if name else []
         if level:
-            base = dirname(importer)
+            base = folder
             for _ in range(level - 1):
                 base = dirname(base)
             bases = [base]
         else:
-            bases = [dirname(importer), ""]  # the entrypoint's folder is on sys.path
+            bases = [folder, ""]  # the entrypoint's folder is on sys.path
         for base in bases:
             stem = "/".join([p for p in [base, *parts] if p])
             for candidate in (f"{stem}.py", f"{stem}/__init__.py"):

@@ -10,7 +10,6 @@ import contextlib
 import gc
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,24 +20,18 @@ from ..rules import code_selected
 from ..workspace.cache import FactsCache
 from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
 from ..workspace.fingerprint import Fingerprints
-from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
+from ..workspace.prefilter import base_tokens
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
-    from ..workspace.indexes import Indexes
     from ..workspace.listing import GitListing
     from ..workspace.reuse import Observed
     from ..workspace.store import FactsStore
     from ..workspace.workers import Workers
     from .facts import ModuleFacts
-    from .gym_config import AgentInstance
     from .hierarchy import Hierarchy
-    from .index import Index
     from .resolve import Resolver
 
-_MAX_SCOPED_FILES = 60
-_SHARED_BY = 4  # round-one files importing a module that is then parsed ahead of need
-_MAX_SHARED = 16
 
 Progress = Callable[[str, int, int], None]
 
@@ -257,6 +250,7 @@ class Project:
         from .hierarchy import Hierarchy
         from .index import ClassRef, Index
         from .resolve import Resolver
+        from .targets import Targets
 
         settings = self.settings
         self.errors.update(files.errors)
@@ -269,15 +263,16 @@ class Project:
         instances = indexes.instances(
             fingerprints.of(files.configs) if fingerprints else None, background=whole
         )
+        chosen = Targets(files.sources, self.read, self._bytes.get, store, settings.agent_bases)
         targets = None
         if not whole:
-            hierarchy = Hierarchy(index, bases, self._subclass_finder(files.sources))
+            hierarchy = Hierarchy(index, bases, chosen.naming)
             resolver = Resolver(hierarchy, settings, instances(), self.read)
-            targets = self._scoped_modules(files.sources, scopes, instances(), resolver, indexes)
+            targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             indexed = indexes.index_imports(files.sources)
-            targets, rounds, searched = self._agent_modules(files.sources, hierarchy)
+            targets, rounds, searched = chosen.whole(hierarchy)
             indexed()
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
@@ -320,91 +315,6 @@ class Project:
             agents=self._inventory(hierarchy, resolver, instances()) if inventory else None,
         )
 
-    def _scoped_modules(
-        self,
-        sources: tuple[str, ...],
-        scopes: tuple[str, ...],
-        instances: list[AgentInstance],
-        resolver: Resolver,
-        indexes: Indexes,
-    ) -> list[str] | None:
-        """What a whole run would report on for `scopes`: the files in scope, the modules whose
-        classes run in the instances that YAML files in scope configure, and the modules importing
-        (transitively) a module in scope. None when that grows so large that the whole-project
-        prefilter is cheaper."""
-        targets = [rel for rel in sources if in_scope(rel, scopes)]
-        for instance in instances:
-            if in_scope(instance.where.path, scopes):
-                for served in resolver.served_classes(instance):
-                    targets += [owner.path for owner in resolver.hierarchy.mro(served)]
-        listed = set(sources)
-        targets = [rel for rel in dict.fromkeys(targets) if rel in listed]
-        seen = set(targets)
-        frontier = [rel for rel in targets if rel.endswith(".py")]
-        while frontier:
-            frontier = importers(frontier, indexes.import_lines(rel for rel in sources if rel not in seen))
-            seen.update(frontier)
-            targets += frontier
-            if len(targets) > _MAX_SCOPED_FILES:
-                return None
-        self.preload(targets)
-        return targets
-
-    def _agent_modules(
-        self, sources: tuple[str, ...], hierarchy: Hierarchy
-    ) -> tuple[list[str], list[list[str]], list[set[str]]]:
-        """Prefilter to a fixpoint: files naming an agent base, then files naming agents found so
-        far. The modules to report on, the files each round parsed (the first: those naming a
-        base) and the agent names each later round searched for."""
-        from .index import ClassRef
-
-        index = hierarchy.index
-        tokens = base_tokens(self.settings.agent_bases)
-        first: list[str] = []
-
-        def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
-            for rel in sources:
-                if mentions_any(self.read(rel), tokens):
-                    first.append(rel)
-                    yield rel
-
-        self.preload(naming_a_base())
-        self._facts_store().prefetch(_shared_imports(index, first, sources))
-        pending = first
-        rounds: list[list[str]] = []
-        searched: list[set[str]] = []
-        known: set[str] = set()
-        parsed: list[str] = []
-        while pending:
-            self.preload(pending)
-            rounds.append(pending)
-            parsed += pending
-            names = {
-                ref.name
-                for rel in pending
-                if (module := index.module(rel)) is not None
-                for klass in module.classes
-                if hierarchy.is_agent(ref := ClassRef(rel, klass.name))
-            } - known
-            known |= names
-            searched.append(names)
-            done = set(parsed)
-            named = word_matcher(names)
-            pending = [rel for rel in sources if rel not in done and named(self._bytes.get(rel))]
-        # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
-        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)], rounds, searched
-
-    def _subclass_finder(self, sources: tuple[str, ...]) -> Callable[[str], list[str]]:
-        """The files that name a class: subclasses of it may be defined there."""
-
-        def find(name: str) -> list[str]:
-            named = word_matcher([name])
-            found = [rel for rel in sources if named(self.read(rel))]
-            self.preload(found)
-            return found
-
-        return find
-
     def _inventory(self, hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
         from .index import ClassRef
 
@@ -419,15 +329,6 @@ class Project:
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
         return sorted(agents, key=lambda a: (a.path, a.line))
-
-
-def _shared_imports(index: Index, rels: list[str], sources: tuple[str, ...]) -> list[str]:
-    """The source files that many of these files import: the framework the agents build on, which
-    the hierarchy and the helpers nearly always read next."""
-    counts = Counter(target for rel in rels for target in index.imported(rel))
-    listed = set(sources)
-    shared = [rel for rel, count in counts.most_common() if count >= _SHARED_BY and rel in listed]
-    return shared[:_MAX_SHARED]
 
 
 def _selected(code: str, settings: Settings) -> bool:

@@ -1,0 +1,127 @@
+"""Which modules a run reports on, decided mostly on bytes.
+
+A whole run: the prefilter's rounds to a fixpoint, files naming an agent base, then files naming
+the agents found so far. A run on named files: those files, the modules the YAML files in scope
+run, and the modules importing them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+
+from ..workspace.discovery import in_scope
+from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
+from .index import ClassRef, Index
+
+TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
+if TYPE_CHECKING:
+    from ..workspace.store import FactsStore
+    from .gym_config import AgentInstance
+    from .hierarchy import Hierarchy
+    from .resolve import Resolver
+
+_MAX_SCOPED_FILES = 60
+_SHARED_BY = 4  # first-round files importing a module that is then parsed ahead of need
+_MAX_SHARED = 16
+
+
+class Targets:
+    """The modules to report on, among the project's source files; `read` gives a file's bytes
+    (reading it), `peek` those already read."""
+
+    def __init__(
+        self,
+        sources: tuple[str, ...],
+        read: Callable[[str], bytes | None],
+        peek: Callable[[str], bytes | None],
+        store: FactsStore,
+        agent_bases: Iterable[str],
+    ):
+        self.sources = sources
+        self.read = read
+        self.peek = peek
+        self.store = store
+        self.tokens = base_tokens(agent_bases)
+
+    def whole(self, hierarchy: Hierarchy) -> tuple[list[str], list[list[str]], list[set[str]]]:
+        """Prefilter to a fixpoint. The modules to report on, the files each round parsed (the
+        first: those naming a base) and the agent names each later round searched for."""
+        index = hierarchy.index
+        first: list[str] = []
+
+        def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
+            for rel in self.sources:
+                if mentions_any(self.read(rel), self.tokens):
+                    first.append(rel)
+                    yield rel
+
+        self.store.preload(naming_a_base())
+        self.store.prefetch(self._shared_imports(index, first))
+        pending = first
+        rounds: list[list[str]] = []
+        searched: list[set[str]] = []
+        known: set[str] = set()
+        parsed: list[str] = []
+        while pending:
+            self.store.preload(pending)
+            rounds.append(pending)
+            parsed += pending
+            names = {
+                ref.name
+                for rel in pending
+                if (module := index.module(rel)) is not None
+                for klass in module.classes
+                if hierarchy.is_agent(ref := ClassRef(rel, klass.name))
+            } - known
+            known |= names
+            searched.append(names)
+            done = set(parsed)
+            named = word_matcher(names)
+            pending = [rel for rel in self.sources if rel not in done and named(self.peek(rel))]
+        # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
+        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)], rounds, searched
+
+    def scoped(
+        self,
+        scopes: tuple[str, ...],
+        instances: list[AgentInstance],
+        resolver: Resolver,
+        import_lines: Callable[[Iterable[str]], list[tuple[str, bytes | None]]],
+    ) -> list[str] | None:
+        """What a whole run would report on for `scopes`: the files in scope, the modules whose
+        classes run in the instances that YAML files in scope configure, and the modules importing
+        (transitively) a module in scope. None when that grows so large that the whole-project
+        prefilter is cheaper."""
+        targets = [rel for rel in self.sources if in_scope(rel, scopes)]
+        for instance in instances:
+            if in_scope(instance.where.path, scopes):
+                for served in resolver.served_classes(instance):
+                    targets += [owner.path for owner in resolver.hierarchy.mro(served)]
+        listed = set(self.sources)
+        targets = [rel for rel in dict.fromkeys(targets) if rel in listed]
+        seen = set(targets)
+        frontier = [rel for rel in targets if rel.endswith(".py")]
+        while frontier:
+            frontier = importers(frontier, import_lines(rel for rel in self.sources if rel not in seen))
+            seen.update(frontier)
+            targets += frontier
+            if len(targets) > _MAX_SCOPED_FILES:
+                return None
+        self.store.preload(targets)
+        return targets
+
+    def naming(self, name: str) -> list[str]:
+        """The files that name a class (subclasses of it may be defined there), parsed."""
+        named = word_matcher([name])
+        found = [rel for rel in self.sources if named(self.read(rel))]
+        self.store.preload(found)
+        return found
+
+    def _shared_imports(self, index: Index, rels: list[str]) -> list[str]:
+        """The source files that many of these files import: the framework the agents build on,
+        which the hierarchy and the helpers nearly always read next."""
+        counts = Counter(target for rel in rels for target in index.imported(rel))
+        listed = set(self.sources)
+        shared = [rel for rel, count in counts.most_common() if count >= _SHARED_BY and rel in listed]
+        return shared[:_MAX_SHARED]
