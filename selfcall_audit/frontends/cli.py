@@ -1,6 +1,6 @@
 """The command line: click's declarations, and `main(argv) -> int`, its one way in (the console
 script, `python -m selfcall_audit` and the tests all go through it). What the analysing commands do
-is in `commands`. Exit codes: 0 clean, 1 findings, 2 usage or internal error, 130 interrupted."""
+is in `commands` (`fixing` for fix). Exit codes: 0 clean, 1 findings, 2 usage or internal error, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -8,21 +8,18 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from .. import __version__
 from ..report import FORMATS
-from ..report.escape import neutralise
 from ..rules import FINDING_CODES, RULES
 from ..workspace.listing import GitListing
 from . import commands
 from .commands import (
     COLOR_CHOICES,
-    EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
@@ -31,10 +28,6 @@ from .commands import (
     terminal_width,
 )
 from .ending import internal_error, interrupted, output_failed, silence_stdout
-
-if TYPE_CHECKING:
-    from ..analysis.projects import Projects
-    from ..config import Settings
 
 _EPILOG = """\b
 Examples:
@@ -243,147 +236,15 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
+    from .fixing import fix_project
+
     base, _, projects = common.prepare()
     status = max(  # each project with its own settings and helper (a monorepo's nested projects)
-        _fix_project(common, base, root, settings, paths, projects, show_diff, check, helper_spec)
+        fix_project(common, base, root, settings, paths, projects, show_diff, check, helper_spec)
         for root, settings, paths in projects
     )
     if status:
         _exit(status)
-
-
-def _fix_project(
-    common: Common,
-    base: Path,
-    root: Path,
-    settings: Settings,
-    paths: tuple[Path, ...],
-    projects: Projects,
-    show_diff: bool,
-    check: bool,
-    helper_spec: str | None,
-) -> int:
-    from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
-    from ..migrate.vendor import Placement, VendorError, place_beside, place_helper, vendor_helper
-
-    spec = helper_spec or settings.helper
-    try:
-        if spec:
-            Helper.parse(spec)
-        placement = place_helper(root, spec)
-    except (ValueError, VendorError) as exc:
-        where = "--helper" if helper_spec else "the `helper` setting"
-        raise UsageError(f"{where}: {exc}" if spec else str(exc)) from None
-    unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
-    placement = placement or Placement(DEFAULT_HELPER)
-    helper = Helper.parse(placement.spec)
-    dry_run = show_diff or check
-    progress = common.progress()
-    try:
-        plan = plan_fix(root, settings, paths, helper, progress)
-        projects.found(plan.report)
-        if unplaced and plan.rewritten:
-            try:
-                placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
-            except VendorError as exc:
-                click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
-                _exit(EXIT_ERROR)
-            helper = Helper.parse(placement.spec)
-            plan = plan_fix(root, settings, paths, helper, progress)
-        vendored = placement.write_to if plan.rewritten else None
-        if vendored and not dry_run:
-            try:
-                vendor_helper(root / vendored)
-            except (VendorError, OSError) as exc:
-                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                click.echo(
-                    f"selfcall-audit: cannot write the helper: {message}; nothing was written", err=True
-                )
-                _exit(EXIT_ERROR)
-        if not dry_run:
-            progress.stage("rewriting")
-            progress("", 0, sum(file.changed for file in plan.files))
-            plan.write()
-    finally:
-        progress.close()
-
-    def say(line: str) -> None:  # with --diff, stdout carries the diff alone
-        click.echo(neutralise(line), err=show_diff)
-
-    def shown(path: str) -> str:
-        return os.path.relpath(root / path).replace(os.sep, "/")
-
-    if vendored and not common.quiet:
-        say(
-            f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
-        )
-    if show_diff:
-        # named from the outermost project's root, so that one patch applies to every project's files
-        prefix = os.path.relpath(root, base).replace(os.sep, "/")
-        changed = [
-            f if prefix == "." else replace(f, path=f"{prefix}/{f.path}") for f in plan.files if f.changed
-        ]
-        click.echo("".join(f.diff() for f in changed), nl=False)
-    rewritten = plan.rewritten
-    if not common.quiet:
-        verb = "would rewrite" if dry_run else "rewrote"
-        for _, outcome in rewritten:
-            say(f"{shown(outcome.finding.path)}:{outcome.finding.line}: {verb} self-call to {helper.name}")
-        for file in plan.files:
-            for line, name in file.removed_aliases if file.changed and file.write_error is None else ():
-                say(
-                    f"{shown(file.path)}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
-                    "unused after the rewrite"
-                )
-    not_fixed = plan.not_fixed
-    for finding, reason in not_fixed:
-        say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
-    for error in plan.report.errors:
-        say(f"{shown(error.path)}:{error.position[0]}:{error.position[1]}: {error.code} {error.message}")
-    for error in plan.errors:
-        click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
-    if not common.quiet:
-        done = "Nothing to rewrite"
-        if rewritten:
-            files = _plural(len({file.path for file, _ in rewritten}), "file")
-            calls = _plural(len(rewritten), "self-call")
-            done = f"{'Would rewrite' if dry_run else 'Rewrote'} {calls} in {files}"
-        left = (
-            f"{_plural(len(not_fixed), 'self-call')} to fix by hand"
-            if not_fixed
-            else "none left to fix by hand"
-        )
-        say(f"{done}; {left}.")
-    if rewritten and not common.quiet:
-        _name_impacted_tests(root, settings, rewritten, say)
-    if common.verbose:
-        click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
-    if plan.interrupted is not None:
-        written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
-        click.echo(
-            f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
-            + "".join(f"\n  {path}" for path in written),
-            err=True,
-        )
-        _exit(128 + plan.interrupted)
-    if plan.errors:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
-
-
-def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:
-    from ..migrate.test_impact import Rewritten, impacted_tests
-
-    methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
-    tests = impacted_tests(root, methods, settings.route, settings.exclude)
-    if tests:
-        say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call; update them:")
-    for test in tests:
-        say(f"  {test.node_id}: {test.reason}")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 @group.command()
