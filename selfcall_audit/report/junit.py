@@ -13,33 +13,29 @@ from .escape import neutralise
 
 def render(report: Report) -> str:
     cases: dict[str, list[ElementTree.Element]] = {}
-    failures = errors = 0
+
+    def case(path: str, code: str, line: int) -> ElementTree.Element:
+        path = neutralise(path)
+        element = ElementTree.Element(
+            "testcase", name=f"selfcall-audit.{code}", classname=path, file=path, line=str(line)
+        )
+        cases.setdefault(path, []).append(element)
+        return element
+
     for finding in report.findings:
-        path = neutralise(finding.path)
-        case = ElementTree.Element(
-            "testcase",
-            name=f"selfcall-audit.{finding.code}",
-            classname=path,
-            file=path,
-            line=str(finding.line),
-        )
         message = neutralise(finding.message)
-        failure = ElementTree.SubElement(case, "failure", message=message, type=finding.code)
-        failure.text = f"line {finding.line}, col {finding.column}, {message}"
-        cases.setdefault(path, []).append(case)
-        failures += 1
-    for error in report.errors:
-        path = neutralise(error.path)
-        case = ElementTree.Element(
-            "testcase",
-            name=f"selfcall-audit.{error.code}",
-            classname=path,
-            file=path,
-            line=str(error.position[0]),
+        failure = ElementTree.SubElement(
+            case(finding.path, finding.code, finding.line), "failure", message=message, type=finding.code
         )
-        ElementTree.SubElement(case, "error", message=neutralise(error.message), type=error.code)
-        cases.setdefault(path, []).append(case)
-        errors += 1
+        failure.text = f"line {finding.line}, col {finding.column}, {message}"
+    for error in report.errors:
+        ElementTree.SubElement(
+            case(error.path, error.code, error.position[0]),
+            "error",
+            message=neutralise(error.message),
+            type=error.code,
+        )
+    failures, errors = len(report.findings), len(report.errors)
     top = ElementTree.Element(
         "testsuites",
         name="selfcall-audit",
