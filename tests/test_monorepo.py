@@ -274,3 +274,18 @@ def test_a_mistake_in_a_nested_project_s_settings_names_its_file(monorepo: Path)
     assert done.returncode == 2
     assert "gym/pyproject.toml: `cache-dir` must be a folder inside the project root" in done.stderr
     assert not (monorepo / "outside").exists()
+
+
+def test_fix_places_every_project_s_helper_before_it_writes_any_file(monorepo: Path) -> None:
+    own_module = monorepo / "gym" / "nemo_gym" / "inprocess.py"  # gym/'s own module of that name
+    own_module.parent.mkdir(exist_ok=True)
+    own_module.write_text("# not the vendored helper\n")
+    outer_before = (monorepo / OUTER).read_bytes()
+
+    done = run("selfcall_audit", "fix", cwd=monorepo)
+
+    assert done.returncode == 2
+    assert "nemo_gym/inprocess.py exists and is not the vendored helper" in done.stderr
+    assert (monorepo / OUTER).read_bytes() == outer_before  # the outer project, planned first, is untouched
+    assert not (monorepo / OUTER).with_name("inprocess.py").exists()
+    assert "rewrote" not in done.stdout

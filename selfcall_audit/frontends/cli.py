@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -236,13 +237,15 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     Exit status: 0 no self-call remains, 1 some remain (with --diff or --check: also when a file
     would change), 2 usage or internal error.
     """
-    from .fixing import fix_project
+    from .fixing import finish_project, plan_project
 
+    started = time.perf_counter()
     base, _, projects = common.prepare()
-    status = max(  # each project with its own settings and helper (a monorepo's nested projects)
-        fix_project(common, base, root, settings, paths, projects, show_diff, check, helper_spec)
+    planned = [  # each project with its own settings and helper (a monorepo's nested projects)
+        plan_project(common, root, settings, paths, projects, helper_spec)
         for root, settings, paths in projects
-    )
+    ]
+    status = max(finish_project(common, base, fixing, show_diff, check, started) for fixing in planned)
     if status:
         _exit(status)
 

@@ -140,9 +140,10 @@ class Common:
             groups = {project_root: (project_root,) for project_root in groups}
         return root, settings, Projects(groups, settings_for)
 
-    def progress(self) -> LazyProgress:
-        """A progress bar on stderr when it is a terminal (whatever stdout is), unless -q."""
-        return LazyProgress(not self.quiet and sys.stderr.isatty())
+    def progress(self, since: float | None = None) -> LazyProgress:
+        """A progress bar on stderr when it is a terminal (whatever stdout is), unless -q; `since`:
+        when the user started waiting (`time.perf_counter()`), if before now."""
+        return LazyProgress(not self.quiet and sys.stderr.isatty(), since=since)
 
 
 def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
@@ -172,10 +173,10 @@ def codes(text: str | None, option: str) -> tuple[str, ...] | None:
 class LazyProgress:
     """A progress bar that appears only when the work runs longer than about a second on a terminal."""
 
-    def __init__(self, enabled: bool, label: str = "analysing"):
+    def __init__(self, enabled: bool, label: str = "analysing", since: float | None = None):
         self.enabled = enabled
         self.label = label
-        self.started = time.perf_counter()
+        self.started = time.perf_counter() if since is None else since
         self._bar: Any = None
         self._task: Any = None
 

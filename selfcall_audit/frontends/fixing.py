@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
 if TYPE_CHECKING:
     from ..analysis.projects import Projects
     from ..config import Settings
+    from ..migrate.codemod import FixPlan, Helper
 
 
 def _end_run(code: int) -> None:
@@ -25,21 +26,30 @@ def _end_run(code: int) -> None:
     click.get_current_context().exit(code)
 
 
-def fix_project(
+@dataclass(frozen=True)
+class ProjectFix:
+    """One project's planned rewrites, with the helper they call and where its copy goes."""
+
+    root: Path
+    settings: Settings
+    plan: FixPlan
+    helper: Helper
+    vendored: str | None  # the helper's copy to write, root-relative, when calls are rewritten
+
+
+def plan_project(
     common: Common,
-    base: Path,
     root: Path,
     settings: Settings,
     paths: tuple[Path, ...],
     projects: Projects,
-    show_diff: bool,
-    check: bool,
     helper_spec: str | None,
-) -> int:
-    """`fix` in one project (of the run's `projects`, whose outermost root is `base`): its exit
-    status; an unwritable helper or an interrupt ends the whole run at once."""
+) -> ProjectFix:
+    """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
+    to them). Every project is planned, and its helper placed, before any file is written: a
+    helper that cannot go where asked stops the run with nothing written."""
     from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
-    from ..migrate.vendor import Placement, VendorError, place_beside, place_helper, vendor_helper
+    from ..migrate.vendor import Placement, VendorError, place_beside, place_helper
 
     spec = helper_spec or settings.helper
     try:
@@ -52,7 +62,6 @@ def fix_project(
     unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
     placement = placement or Placement(DEFAULT_HELPER)
     helper = Helper.parse(placement.spec)
-    dry_run = show_diff or check
     progress = common.progress()
     try:
         plan = plan_fix(root, settings, paths, helper, progress)
@@ -65,22 +74,46 @@ def fix_project(
                 _end_run(EXIT_ERROR)
             helper = Helper.parse(placement.spec)
             plan = plan_fix(root, settings, paths, helper, progress)
-        vendored = placement.write_to if plan.rewritten else None
-        if vendored and not dry_run:
-            try:
-                vendor_helper(root / vendored)
-            except (VendorError, OSError) as exc:
-                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                click.echo(
-                    f"selfcall-audit: cannot write the helper: {message}; nothing was written", err=True
-                )
-                _end_run(EXIT_ERROR)
-        if not dry_run:
+    finally:
+        progress.close()
+    return ProjectFix(root, settings, plan, helper, placement.write_to if plan.rewritten else None)
+
+
+def finish_project(
+    common: Common, base: Path, fixing: ProjectFix, show_diff: bool, check: bool, since: float
+) -> int:
+    """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
+    status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
+    outermost root, from which `--diff` names every project's files; `since`, when the run began
+    (the bar shows the rewriting at once if the run is already long)."""
+    from ..migrate.vendor import VendorError, vendor_helper
+
+    root, settings, plan, helper, vendored = (
+        fixing.root,
+        fixing.settings,
+        fixing.plan,
+        fixing.helper,
+        fixing.vendored,
+    )
+    dry_run = show_diff or check
+    if vendored and not dry_run:
+        try:
+            vendor_helper(root / vendored)
+        except (VendorError, OSError) as exc:
+            message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            click.echo(
+                f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                err=True,
+            )
+            _end_run(EXIT_ERROR)
+    if not dry_run:
+        progress = common.progress(since=since)
+        try:
             progress.stage("rewriting")
             progress("", 0, sum(file.changed for file in plan.files))
             plan.write()
-    finally:
-        progress.close()
+        finally:
+            progress.close()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
