@@ -399,31 +399,26 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
     values: dict[str, str] = {"files": str(files), "git": "yes" if git else "no", "repeat": str(repeat)}
     values.update({f"{m.key}_s": f"{m.median:.4f}" for m in commands})
     values.update({f"{m.key}_peak_mb": f"{m.max_rss_kb / 1024:.1f}" for m in commands})
-    ratios = []
-    if "semgrep" in by_key:
-        ratios.append(
+    wanted = [  # name, what is measured, what it is compared with, sense, target
+        ("cold_speedup_vs_semgrep", "semgrep", "sca_cold", ">=", TARGET_COLD_SPEEDUP),
+        ("warm_vs_ruff_warm", "sca_warm", "ruff_warm", "<=", TARGET_WARM_VS_RUFF),
+        ("cold_vs_ruff_cold", "sca_cold", "ruff_cold", "<=", TARGET_COLD_VS_RUFF),
+        *(
             (
-                "cold_speedup_vs_semgrep",
-                by_key["semgrep"].median / by_key["sca_cold"].median,
-                ">=",
-                TARGET_COLD_SPEEDUP,
-            )
-        )
-    if "ruff_warm" in by_key:
-        ratio = by_key["sca_warm"].median / by_key["ruff_warm"].median
-        ratios.append(("warm_vs_ruff_warm", ratio, "<=", TARGET_WARM_VS_RUFF))
-    if "ruff_cold" in by_key:
-        ratios.append(
-            (
-                "cold_vs_ruff_cold",
-                by_key["sca_cold"].median / by_key["ruff_cold"].median,
+                f"{key.removeprefix('sca_')}_vs_python_pass",
+                key,
+                "python_pass",
                 "<=",
-                TARGET_COLD_VS_RUFF,
+                TARGET_ONE_FILE_VS_PYTHON,
             )
-        )
-    for key in ("sca_one_file", "sca_one_edit", "sca_other_edit"):
-        ratio = by_key[key].median / by_key["python_pass"].median
-        ratios.append((f"{key.removeprefix('sca_')}_vs_python_pass", ratio, "<=", TARGET_ONE_FILE_VS_PYTHON))
+            for key in ("sca_one_file", "sca_one_edit", "sca_other_edit")
+        ),
+    ]
+    ratios = [  # a peer that is not installed has no ratio
+        (name, by_key[top].median / by_key[bottom].median, sense, target)
+        for name, top, bottom, sense, target in wanted
+        if top in by_key and bottom in by_key
+    ]
     print()
     for key, ratio, sense, target in ratios:
         met = ratio >= target if sense == ">=" else ratio <= target

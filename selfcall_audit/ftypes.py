@@ -67,10 +67,6 @@ class CallDescription:
     context: CallContext = "expression"  # "with": the response is an async context manager
     blocker: str | None = None
 
-    @property
-    def rewritable(self) -> bool:
-        return self.blocker is None
-
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
 

@@ -36,25 +36,25 @@ def _names(out: bytes | None) -> set[str]:
 def test_tracked_and_untracked_files_are_listed_ignored_ones_are_not(tmp_path: Path) -> None:
     root = _checkout(tmp_path / "repo")
 
-    assert _names(listing.git_listing(str(root))) == {".gitignore", "tracked.py", "sub/untracked.py"}
+    assert _names(listing.GitListing(str(root)).result()) == {".gitignore", "tracked.py", "sub/untracked.py"}
 
 
 def test_where_there_is_no_posix_spawn_git_lists_the_same(tmp_path: Path, monkeypatch) -> None:
     root = _checkout(tmp_path / "repo")
     monkeypatch.delattr(os, "posix_spawnp")
 
-    assert _names(listing.git_listing(str(root))) == {".gitignore", "tracked.py", "sub/untracked.py"}
-    assert listing.git_listing(str(tmp_path)) is None
+    assert _names(listing.GitListing(str(root)).result()) == {".gitignore", "tracked.py", "sub/untracked.py"}
+    assert listing.GitListing(str(tmp_path)).result() is None
 
 
 def test_a_folder_that_is_no_checkout_has_no_listing(tmp_path: Path) -> None:
-    assert listing.git_listing(str(tmp_path)) is None
+    assert listing.GitListing(str(tmp_path)).result() is None
 
 
 def test_a_failing_git_means_no_listing(tmp_path: Path) -> None:
     (tmp_path / ".git").write_text("not a repository\n")
 
-    assert listing.git_listing(str(tmp_path)) is None
+    assert listing.GitListing(str(tmp_path)).result() is None
 
 
 @pytest.fixture
@@ -75,14 +75,14 @@ def test_a_git_that_hangs_is_stopped_and_means_no_listing(
     monkeypatch.setattr(listing, "_TIMEOUT", 0.2)
     (tmp_path / "repo" / ".git").mkdir(parents=True)
 
-    assert listing.git_listing(str(tmp_path / "repo")) is None
+    assert listing.GitListing(str(tmp_path / "repo")).result() is None
 
 
 def test_without_git_the_files_are_walked(tmp_path: Path, monkeypatch) -> None:
     root = _checkout(tmp_path / "repo")
     monkeypatch.setenv("PATH", str(tmp_path / "nothing here"))
 
-    assert listing.git_listing(str(root)) is None
+    assert listing.GitListing(str(root)).result() is None
     files, errors = list_project_files(root)
     assert sorted(files) == ["ignored/skip.py", "sub/untracked.py", "tracked.py"] and errors == {}
 

@@ -88,13 +88,7 @@ def finish_project(
     (the bar shows the rewriting at once if the run is already long)."""
     from ..migrate.vendor import VendorError, vendor_helper
 
-    root, settings, plan, helper, vendored = (
-        fixing.root,
-        fixing.settings,
-        fixing.plan,
-        fixing.helper,
-        fixing.vendored,
-    )
+    root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
     if vendored and not dry_run:
         try:
@@ -136,7 +130,9 @@ def finish_project(
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
         for _, outcome in rewritten:
-            say(f"{shown(outcome.finding.path)}:{outcome.finding.line}: {verb} self-call to {helper.name}")
+            say(
+                f"{shown(outcome.finding.path)}:{outcome.finding.line}: {verb} self-call to {fixing.helper.name}"
+            )
         for file in plan.files:
             for line, name in file.removed_aliases if file.changed and file.write_error is None else ():
                 say(
@@ -163,7 +159,7 @@ def finish_project(
         )
         say(f"{done}; {left}.")
     if rewritten and not common.quiet:
-        _name_impacted_tests(root, settings, rewritten, say)
+        _name_impacted_tests(root, fixing.settings, rewritten, say)
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:

@@ -110,12 +110,6 @@ class GitListing:
         return os.waitstatus_to_exitcode(status)
 
 
-def git_listing(root: str) -> bytes | None:
-    """git's NUL-separated list of the checkout's files, or None when it is not a checkout or git
-    fails."""
-    return GitListing(root).result()
-
-
 def _listing_by_subprocess(root: str) -> bytes | None:
     import subprocess
 
