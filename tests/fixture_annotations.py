@@ -12,10 +12,12 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import tokenize
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+NOT_COPIED = shutil.ignore_patterns(".selfcall_audit_cache")  # a cache left in a fixture by a local run
 SHAPE_PREFIX = "shape-"
 _ANNOTATION = re.compile(r"#\s*(SCA\d{3}(?:\s*,\s*SCA\d{3})*)\s*$")
 

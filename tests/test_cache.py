@@ -8,10 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixture_annotations import annotated_findings
+from fixture_annotations import NOT_COPIED, annotated_findings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-NOT_COPIED = shutil.ignore_patterns(".selfcall_audit_cache")
 
 WARM_RUN = """\
 import sys

@@ -15,6 +15,7 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
+from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.migrate.vendor import helper_source
 from selfcall_audit.rules import RULES
@@ -46,7 +47,7 @@ def run(
 def demo(tmp_path: Path) -> Path:
     """A copy of the demo repository as a git checkout of its own."""
     root = tmp_path / "demo"
-    shutil.copytree(FIXTURES / "demo-gym", root)
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
 
@@ -269,7 +270,7 @@ def test_junit_report(demo: Path) -> None:
 
 def test_junit_escapes_what_xml_cannot_carry(tmp_path: Path) -> None:
     root = tmp_path / "demo"
-    shutil.copytree(FIXTURES / "demo-gym", root)
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     (root / "responses_api_agents" / "a<b>&\x1b.py").write_text(BROKEN)
 
     done = run("scan", "--format", "junit", cwd=root)
@@ -294,7 +295,7 @@ def test_paths_are_relative_to_the_current_folder_as_ruff_prints_them(demo: Path
 
 def test_in_a_monorepo_ci_formats_name_files_from_the_repository_top(tmp_path: Path) -> None:
     monorepo = tmp_path / "mono"
-    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym")
+    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym", ignore=NOT_COPIED)
     subprocess.run(["git", "init", "-q", str(monorepo)], check=True)
 
     github = run("scan", "--format", "github", "gym", cwd=monorepo)
@@ -313,7 +314,7 @@ def test_in_a_monorepo_ci_formats_name_files_from_the_repository_top(tmp_path: P
 
 def test_a_nested_project_s_settings_apply_to_its_files(tmp_path: Path) -> None:
     monorepo = tmp_path / "mono"
-    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym")
+    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym", ignore=NOT_COPIED)
     subprocess.run(["git", "init", "-q", str(monorepo)], check=True)
     pyproject = monorepo / "gym" / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'ignore = ["SCA002"]\n')

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixture_annotations import NOT_COPIED
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
@@ -72,7 +73,7 @@ def found(concise: str) -> list[tuple[str, str, int]]:
 
 
 def make_monorepo(root: Path, gym_table: bool = True) -> Path:
-    shutil.copytree(FIXTURES / "demo-gym", root / "gym")
+    shutil.copytree(FIXTURES / "demo-gym", root / "gym", ignore=NOT_COPIED)
     gym_pyproject = root / "gym" / "pyproject.toml"
     text = gym_pyproject.read_text()
     if gym_table:

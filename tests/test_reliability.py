@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
-from fixture_annotations import annotated_findings
+from fixture_annotations import NOT_COPIED, annotated_findings
 
 from selfcall_audit.analysis.gym_config import AgentInstance, ConfigFileError, ConfigSet, parse_yaml
 from selfcall_audit.workspace import discovery
@@ -37,7 +37,6 @@ from selfcall_audit.workspace.discovery import discover
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
-NOT_COPIED = shutil.ignore_patterns(".selfcall_audit_cache")  # a cache left in a fixture by a local run
 
 GOOD = "responses_api_agents/good_agent/app.py"
 GOOD_SOURCE = """\
