@@ -16,8 +16,9 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
 - ``python -c pass``: the interpreter's own start-up, the floor under a one-file run.
 
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
-bytecode as installed tools do (pip compiles at install time). A peer that is not installed is
-skipped with a note. Tools are looked up in this interpreter's
+bytecode as installed tools do (pip compiles at install time). A peer that is not installed, or
+that fails in the unmeasured first round (an exit code it does not give for a clean run, or
+output that cannot be read), is skipped with a note saying why. Tools are looked up in this interpreter's
 scripts folder first, then on PATH (so a pyenv shim's start-up is not counted). Rounds are
 interleaved, each command once per round, after one unmeasured round that warms the OS file
 cache for every tool; the table shows the median, fastest and slowest of ``--repeat`` rounds and
@@ -135,6 +136,7 @@ class Measure:
     before: Callable[[], None] = lambda: None
     after: Callable[[], None] = lambda: None
     check: Callable[[Outcome], int | None] = lambda outcome: None
+    peer: bool = False
     seconds: list[float] = field(default_factory=list)
     max_rss_kb: int = 0
     findings: int | None = None
@@ -148,7 +150,10 @@ class Measure:
         if outcome.returncode not in self.ok_codes:
             tail = (outcome.stderr or outcome.stdout).strip().splitlines()[-15:]
             raise BenchmarkError(f"{self.label} exited {outcome.returncode}:\n  " + "\n  ".join(tail))
-        self.findings = self.check(outcome)
+        try:
+            self.findings = self.check(outcome)
+        except (ValueError, KeyError) as exc:
+            raise BenchmarkError(f"{self.label} printed what cannot be read ({exc!r})") from exc
         if record:
             self.seconds.append(outcome.seconds)
             self.max_rss_kb = max(self.max_rss_kb, outcome.max_rss_kb)
@@ -315,15 +320,17 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
                 "semgrep",
                 "semgrep (self-call rule)",
                 [*command, "--json", "--quiet", "."],
+                ok_codes=(0,),
                 check=lambda outcome: len(json.loads(outcome.stdout)["results"]),
+                peer=True,
             )
         )
     else:
         notes.append("skipped semgrep: not installed (pip install semgrep)")
     ruff = find_tool("ruff")
     if ruff:
-        found.append(Measure("ruff_cold", "ruff check cold", [ruff, "check", "--no-cache", "."]))
-        found.append(Measure("ruff_warm", "ruff check warm", [ruff, "check", "."]))
+        found.append(Measure("ruff_cold", "ruff check cold", [ruff, "check", "--no-cache", "."], peer=True))
+        found.append(Measure("ruff_warm", "ruff check warm", [ruff, "check", "."], peer=True))
     else:
         notes.append("skipped ruff: not installed (pip install ruff)")
     flake8 = find_tool("flake8")
@@ -366,17 +373,33 @@ def describe(root: Path) -> tuple[int, bool]:
     return count, (root / ".git").exists()
 
 
+def warm_up(commands: list[Measure], cwd: Path, notes: list[str]) -> list[Measure]:
+    """The unmeasured round: a peer that fails in it is left out with a note; selfcall-audit may not fail."""
+    working = []
+    for measure in commands:
+        try:
+            measure.once(cwd, record=False)
+        except BenchmarkError as exc:
+            if not measure.peer:
+                raise
+            notes.append(f"skipped {measure.key}: it failed: {exc}")
+            continue
+        working.append(measure)
+    return working
+
+
 def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat: int, sca: str) -> int:
     files, git = describe(root)
     checker = Checker(expected)
     commands, notes = measures(root, workdir, checker, sca)
     print(f"tree: {files} .py files, {'a git checkout' if git else 'not a git checkout'}; {repeat} rounds")
     print(machine())
+    commands = warm_up(commands, root, notes)
     for note in notes:
         print(note)
-    for round_ in range(repeat + 1):
+    for _ in range(repeat):
         for measure in commands:
-            measure.once(root, record=round_ > 0)
+            measure.once(root, record=True)
 
     rows = []
     for m in commands:
@@ -414,7 +437,7 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
             for key in ("sca_one_file", "sca_one_edit", "sca_other_edit")
         ),
     ]
-    ratios = [  # a peer that is not installed has no ratio
+    ratios = [  # a peer that is skipped has no ratio
         (name, by_key[top].median / by_key[bottom].median, sense, target)
         for name, top, bottom, sense, target in wanted
         if top in by_key and bottom in by_key

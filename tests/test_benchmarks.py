@@ -1,5 +1,6 @@
 """Smoke tests of the scan benchmark: the generated tree is deterministic and exactly known, and the
-benchmark script runs end to end (quick mode), skipping peers that are not installed with a note."""
+benchmark script runs end to end (quick mode), skipping peers that are not installed or do not work
+with a note."""
 
 from __future__ import annotations
 
@@ -102,8 +103,10 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
         "flake8": ["flake8_s"],
     }.items():
         installed = scan_vs_peers.find_tool(peer) is not None
-        assert all(key in values for key in keys) == installed, peer
         assert (f"skipped {peer}: not installed" in result.stdout) == (not installed), peer
+        for key in keys:  # measured, or left out with a note saying why
+            skipped = f"skipped {key.removesuffix('_s')}: it failed" in result.stdout
+            assert (key in values) == (installed and not skipped), key
     if "flake8_s" in values:
         assert "flake8 --select SCA" in result.stdout
 
@@ -226,3 +229,49 @@ def test_the_script_refuses_a_folder_that_is_not_a_nemo_gym_checkout(tmp_path: P
 
     assert done.returncode == 2
     assert "is not a NeMo Gym checkout (no responses_api_agents/)" in done.stderr
+
+
+def test_a_peer_that_fails_in_the_first_round_is_left_out_with_a_note(bench, tmp_path: Path) -> None:
+    _, scan_vs_peers = bench
+    broken = scan_vs_peers.Measure(
+        "semgrep",
+        "semgrep",
+        [sys.executable, "-c", "import sys; sys.exit('ImportError: no engine')"],
+        ok_codes=(0,),
+        peer=True,
+    )
+    working = scan_vs_peers.Measure("ruff_cold", "ruff", [sys.executable, "-c", "pass"], peer=True)
+    notes: list[str] = []
+
+    kept = scan_vs_peers.warm_up([broken, working], tmp_path, notes)
+
+    assert kept == [working]
+    assert len(notes) == 1
+    assert notes[0].startswith("skipped semgrep: it failed: semgrep exited 1")
+    assert "ImportError: no engine" in notes[0]
+    assert working.seconds == []  # the first round is not measured
+
+
+def test_a_peer_whose_output_cannot_be_read_is_left_out(bench, tmp_path: Path) -> None:
+    _, scan_vs_peers = bench
+    silent = scan_vs_peers.Measure(
+        "semgrep",
+        "semgrep",
+        [sys.executable, "-c", "pass"],
+        check=lambda o: len(json.loads(o.stdout)),
+        peer=True,
+    )
+    notes: list[str] = []
+
+    assert scan_vs_peers.warm_up([silent], tmp_path, notes) == []
+    assert notes[0].startswith("skipped semgrep: it failed: semgrep printed what cannot be read")
+
+
+def test_selfcall_audit_failing_in_the_first_round_stops_the_benchmark(bench, tmp_path: Path) -> None:
+    _, scan_vs_peers = bench
+    ours = scan_vs_peers.Measure(
+        "sca_cold", "selfcall-audit cold", [sys.executable, "-c", "raise SystemExit(2)"]
+    )
+
+    with pytest.raises(scan_vs_peers.BenchmarkError, match="selfcall-audit cold exited 2"):
+        scan_vs_peers.warm_up([ours], tmp_path, [])
