@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,13 @@ def command_line(*args: object) -> list[str]:
     """The console script this interpreter installed (the module it runs, where there is none)."""
     prefix = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "selfcall_audit"]
     return [*prefix, *(os.fspath(arg) if isinstance(arg, Path) else str(arg) for arg in args)]
+
+
+def as_in_a_terminal() -> None:
+    """`preexec_fn` of a command a test interrupts: Ctrl-C acts as in a terminal's foreground job.
+    A suite run as a background job (`pytest &`, some CI runners) passes SIGINT on ignored, and a
+    process that inherits it ignored rightly keeps ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def isolated_env(tmp_path: Path) -> dict[str, str]:

@@ -16,6 +16,7 @@ from xml.etree import ElementTree
 import jsonschema
 import pytest
 from fixture_annotations import NOT_COPIED
+from safety_support import as_in_a_terminal
 
 from selfcall_audit.migrate.vendor import helper_source
 from selfcall_audit.rules import RULES
@@ -426,6 +427,7 @@ def test_ctrl_c_during_a_scan_exits_130_with_one_line(demo: Path, tmp_path: Path
         stderr=subprocess.PIPE,
         text=True,
         env=env,
+        preexec_fn=as_in_a_terminal,
     )
     deadline = time.monotonic() + 60
     while not _children(process.pid) and time.monotonic() < deadline:  # until git is running

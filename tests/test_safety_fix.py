@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from safety_support import AFTER, APP, BEFORE, command_line, make_project, run
+from safety_support import AFTER, APP, BEFORE, as_in_a_terminal, command_line, make_project, run
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, ownership and signals as POSIX has them")
 
@@ -141,6 +141,7 @@ def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
         stderr=subprocess.PIPE,
         text=True,
         cwd=root,  # paths are printed relative to the current folder
+        preexec_fn=as_in_a_terminal,
     )
     deadline = time.monotonic() + 120
     while AFTER not in _apps(root).values() and process.poll() is None and time.monotonic() < deadline:
@@ -193,6 +194,7 @@ def test_no_worker_process_outlives_a_scan_stopped_by_a_signal(signum: int, tmp_
         command_line("scan", "--no-cache", "--jobs", "2", root),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        preexec_fn=as_in_a_terminal,
     )
     workers: set[int] = set()
     try:
