@@ -13,7 +13,8 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   and the ``config = self.config`` alias);
 - **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
 - **flake8** ``--select SCA``: our plugin, through flake8;
-- ``python -c pass``: the interpreter's own start-up, the floor under a one-file run.
+- ``python -c pass``: the interpreter's own start-up, the floor under a one-file run; and
+  ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it.
 
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed, or
@@ -307,8 +308,11 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
                 check=checker.one_file(label, rel, shift=int(first_line)),
             )
         )
-    # The interpreter's own start-up: the floor under any one-file run.
+    # The interpreter's own start-up: the floor under any one-file run. Without `site` too: .pth
+    # files that import modules at every start (editable installs' finders, injected hooks) raise
+    # that floor, and with it make every one-file ratio look better than on a clean install.
     found.append(Measure("python_pass", "python -c pass", [sys.executable, "-c", "pass"]))
+    found.append(Measure("python_no_site", "python -S -c pass", [sys.executable, "-S", "-c", "pass"]))
     notes = [f"one-file targets: {target} (an agent), {other} (not an agent)"]
     semgrep = find_tool("semgrep")
     if semgrep:
