@@ -231,13 +231,28 @@ def test_the_script_refuses_a_folder_that_is_not_a_nemo_gym_checkout(tmp_path: P
     assert "is not a NeMo Gym checkout (no responses_api_agents/)" in done.stderr
 
 
-def test_a_peer_that_fails_in_the_first_round_is_left_out_with_a_note(bench, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("code", "check", "why"),
+    [
+        (
+            "import sys; sys.exit('ImportError: no engine')",
+            None,
+            "semgrep exited 1:\n  ImportError: no engine",
+        ),
+        ("pass", lambda outcome: len(json.loads(outcome.stdout)), "semgrep printed what cannot be read"),
+    ],
+    ids=["exits-1", "prints-nothing"],
+)
+def test_a_peer_that_fails_in_the_first_round_is_left_out_with_a_note(
+    bench, tmp_path: Path, code: str, check, why: str
+) -> None:
     _, scan_vs_peers = bench
     broken = scan_vs_peers.Measure(
         "semgrep",
         "semgrep",
-        [sys.executable, "-c", "import sys; sys.exit('ImportError: no engine')"],
+        [sys.executable, "-c", code],
         ok_codes=(0,),
+        check=check or (lambda outcome: None),
         peer=True,
     )
     working = scan_vs_peers.Measure("ruff_cold", "ruff", [sys.executable, "-c", "pass"], peer=True)
@@ -246,25 +261,8 @@ def test_a_peer_that_fails_in_the_first_round_is_left_out_with_a_note(bench, tmp
     kept = scan_vs_peers.warm_up([broken, working], tmp_path, notes)
 
     assert kept == [working]
-    assert len(notes) == 1
-    assert notes[0].startswith("skipped semgrep: it failed: semgrep exited 1")
-    assert "ImportError: no engine" in notes[0]
+    assert len(notes) == 1 and notes[0].startswith(f"skipped semgrep: it failed: {why}")
     assert working.seconds == []  # the first round is not measured
-
-
-def test_a_peer_whose_output_cannot_be_read_is_left_out(bench, tmp_path: Path) -> None:
-    _, scan_vs_peers = bench
-    silent = scan_vs_peers.Measure(
-        "semgrep",
-        "semgrep",
-        [sys.executable, "-c", "pass"],
-        check=lambda o: len(json.loads(o.stdout)),
-        peer=True,
-    )
-    notes: list[str] = []
-
-    assert scan_vs_peers.warm_up([silent], tmp_path, notes) == []
-    assert notes[0].startswith("skipped semgrep: it failed: semgrep printed what cannot be read")
 
 
 def test_selfcall_audit_failing_in_the_first_round_stops_the_benchmark(bench, tmp_path: Path) -> None:
