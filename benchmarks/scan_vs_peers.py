@@ -19,8 +19,8 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed, or
 that fails in the unmeasured first round (an exit code it does not give for a clean run, or
-output that cannot be read), is skipped with a note saying why. Tools are looked up in this interpreter's
-scripts folder first, then on PATH (so a pyenv shim's start-up is not counted). Rounds are
+output that cannot be read), is skipped with a note saying why. Tools are looked up in this
+interpreter's scripts folder first, then on PATH (so a pyenv shim's start-up is not counted). Rounds are
 interleaved, each command once per round, after one unmeasured round that warms the OS file
 cache for every tool; the table shows the median, fastest and slowest of ``--repeat`` rounds and
 the peak RSS (the largest resident set of the command's process or any child it waited for).
@@ -378,7 +378,7 @@ def describe(root: Path) -> tuple[int, bool]:
 
 
 def warm_up(commands: list[Measure], cwd: Path, notes: list[str]) -> list[Measure]:
-    """The unmeasured round: a peer that fails in it is left out with a note; selfcall-audit may not fail."""
+    """The unmeasured round: a peer that fails in it is left out with a note; our own commands may not fail."""
     working = []
     for measure in commands:
         try:
