@@ -479,8 +479,9 @@ def scaling(sizes: list[int], workdir: Path, repeat: int, seed: int, git: bool, 
             before=lambda tree=tree: shutil.rmtree(tree / CACHE_DIR, ignore_errors=True),
             check=checker.whole(f"cold scan of {size} files"),
         )
-        for round_ in range(repeat + 1):
-            measure.once(tree, record=round_ > 0)
+        warm_up([measure], tree, [])
+        for _ in range(repeat):
+            measure.once(tree, record=True)
         exact = exact and checker.exact
         for problem in checker.problems:
             print(f"MISMATCH {problem}")
