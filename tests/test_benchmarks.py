@@ -273,3 +273,41 @@ def test_selfcall_audit_failing_in_the_first_round_stops_the_benchmark(bench, tm
 
     with pytest.raises(scan_vs_peers.BenchmarkError, match="selfcall-audit cold exited 2"):
         scan_vs_peers.warm_up([ours], tmp_path, [])
+
+
+@pytest.mark.parametrize(
+    ("stdout", "count"),
+    [
+        ("All checks passed!\n", 0),
+        ("a.py:1:8: F401 [*] `os` imported but unused\nFound 1 error.\n[*] 1 fixable with `--fix`.\n", 1),
+        ("...\nFound 1,2 errors.\n", None),
+        ("", None),
+    ],
+    ids=["clean", "one-error", "garbled", "silent"],
+)
+def test_ruff_counts_come_from_its_closing_line_and_a_ruff_that_did_not_lint_is_unreadable(
+    bench, stdout: str, count: int | None
+) -> None:
+    _, scan_vs_peers = bench
+    outcome = scan_vs_peers.Outcome(seconds=0.1, max_rss_kb=0, returncode=1, stdout=stdout, stderr="")
+
+    if count is None:
+        with pytest.raises(ValueError, match="Found N errors"):
+            scan_vs_peers.ruff_diagnostics(outcome)
+    else:
+        assert scan_vs_peers.ruff_diagnostics(outcome) == count
+
+
+def test_a_ruff_shim_with_no_interpreter_behind_it_is_left_out(bench, tmp_path: Path) -> None:
+    _, scan_vs_peers = bench
+    shim = 'import sys; sys.exit("pyenv: version `3.13.14\' is not installed")'
+    ruff = scan_vs_peers.Measure(
+        "ruff_cold", "ruff", [sys.executable, "-c", shim], check=scan_vs_peers.ruff_diagnostics, peer=True
+    )
+    notes: list[str] = []
+
+    assert scan_vs_peers.warm_up([ruff], tmp_path, notes) == []
+    assert notes == [
+        "skipped ruff_cold: it failed: ruff printed what cannot be read "
+        "(ValueError(\"no 'Found N errors.' or 'All checks passed!' line\"))"
+    ]
