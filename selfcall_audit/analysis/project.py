@@ -265,15 +265,17 @@ class Project:
         )
         chosen = Targets(files.sources, self.read, self._bytes.get, store, settings.agent_bases)
         targets = None
+        indexed: Callable[[], None] | None = None
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
             resolver = Resolver(hierarchy, settings, instances(), self.read)
             targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
         if targets is None:
             hierarchy = Hierarchy(index, bases)
-            indexed = indexes.index_imports(files.sources)
             targets, rounds, searched = chosen.whole(hierarchy)
-            indexed()
+            # For the one-file runs to come, not this one: indexed by a worker while this process
+            # analyses, when the workers would otherwise wait.
+            indexed = indexes.index_imports(files.sources)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
             resolver = Resolver(hierarchy, settings, instances(), read=self.read)
@@ -289,6 +291,8 @@ class Project:
                     suppressed += 1
                 else:
                     findings.append(finding)
+        if indexed is not None:
+            indexed()
         if fingerprints and whole:
             from ..workspace.reuse import observe
 

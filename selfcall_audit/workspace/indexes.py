@@ -1,6 +1,6 @@
 """What a run reads of many files, kept in the cache so that unchanged files are not read again:
 the server instances of the YAML configs, and each source file's import lines. Worked out by a
-worker process while this one parses, when workers run."""
+worker process while this one parses or analyses, when workers run."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ class Indexes:
 
     def index_imports(self, sources: tuple[str, ...]) -> Callable[[], None]:
         """Bring the import-line index up to date for the one-file runs to come, in a worker while
-        this process parses, when workers run; call the result to store what was found."""
+        this process analyses, when workers run; call the result to store what was found."""
         cache = self.cache
         if cache is None:
             return lambda: None
