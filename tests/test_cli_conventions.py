@@ -500,6 +500,15 @@ def test_help_of_a_command_fits_the_command(demo: Path) -> None:
     assert "--exit-zero" in run("scan", "--help", cwd=demo).stdout
 
 
+def test_the_command_list_gives_each_command_a_whole_sentence(demo: Path) -> None:
+    top = run("--help", cwd=demo).stdout
+    listed = top.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+    assert [line.split()[0] for line in listed] == ["agents", "explain", "fix", "helper", "scan"]
+    for line in listed:  # click cuts a long first sentence, or one with "e.g.", to "..."
+        assert line.endswith(".") and not line.endswith("..."), line
+
+
 def test_a_warm_run_gives_its_time_in_milliseconds(demo: Path) -> None:
     run("scan", cwd=demo)
 

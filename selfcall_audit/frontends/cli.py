@@ -119,7 +119,7 @@ def group() -> None:
     """Find agent servers that call their own /v1/responses over HTTP, and migrate them in-process."""
 
 
-@group.command()
+@group.command(short_help="Report agent self-calls in the project, or in PATHS.")
 @_common_options
 @click.option(
     "--format",
@@ -182,7 +182,7 @@ def scan(common: Common, **options: Any) -> None:
     _exit(commands.scan(common, **options))
 
 
-@group.command()
+@group.command(short_help="List the agent classes, their YAML instances and self-calls.")
 @_common_options
 @click.option(
     "--format",
@@ -214,7 +214,7 @@ def agents(common: Common, output_format: str | None) -> None:
     output.write(out)
 
 
-@group.command()
+@group.command(short_help="Replace self-calls to /v1/responses with in-process calls.")
 @_common_options
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff of the changes; write nothing.")
 @click.option(
@@ -250,7 +250,7 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         _exit(status)
 
 
-@group.command()
+@group.command(short_help="Vendor the in-process helper into your repository.")
 @click.option(
     "--write",
     "target",
@@ -295,7 +295,7 @@ def helper(target: Path, force: bool) -> None:
         click.echo(f'  or set helper = "{spec}" under [tool.selfcall-audit] in pyproject.toml')
 
 
-@group.command()
+@group.command(short_help="Explain a rule, or every rule with --all.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Explain every rule.")
 def explain(code: str | None, show_all: bool) -> None:
