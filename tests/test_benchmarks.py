@@ -102,8 +102,10 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
         "ruff": ["ruff_cold_s", "ruff_warm_s"],
         "flake8": ["flake8_s"],
     }.items():
-        installed = scan_vs_peers.find_tool(peer) is not None
+        path = scan_vs_peers.find_tool(peer)
+        installed = path is not None
         assert (f"skipped {peer}: not installed" in result.stdout) == (not installed), peer
+        assert (f"\n{peer}: {path}\n" in result.stdout) == installed, peer
         for key in keys:  # measured, or left out with a note saying why
             skipped = f"skipped {key.removesuffix('_s')}: it failed" in result.stdout
             assert (key in values) == (installed and not skipped), key
