@@ -1,4 +1,5 @@
-"""The console script and `python -m selfcall_audit`: the command line of `frontends.cli`."""
+"""The console script and `python -m selfcall_audit`: the command line of `frontends.cli` (the
+plain scans of pre-commit and CI through `frontends.quick`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from .workspace.listing import GitListing, project_root
 
 
 def run() -> None:
-    """`frontends.cli.main`, then an immediate exit.
+    """`frontends.quick` for the command lines it reads, else `frontends.cli.main`; then an
+    immediate exit.
 
     git starts listing the current folder's project before the command line's modules load, so it
     walks the work tree on another core meanwhile (on NeMo Gym the walk is about a sixth of a warm
@@ -21,9 +23,13 @@ def run() -> None:
     try:
         with contextlib.suppress(OSError):  # the current folder is gone: `main` says so
             early = GitListing(project_root(os.getcwd()))
-        from .frontends.cli import EXIT_ERROR, main
+        from .frontends.quick import quick_scan
 
-        code = main(early=early)
+        code = quick_scan(sys.argv[1:], early)
+        if code is None:
+            from .frontends.cli import main
+
+            code = main(early=early)
     except KeyboardInterrupt:  # Ctrl-C while the modules load; `main` handles it after
         sys.stderr.write("selfcall-audit: interrupted\n")
         code = 130  # EXIT_INTERRUPTED, whose module may not be loaded yet
@@ -34,7 +40,7 @@ def run() -> None:
         sys.stdout.flush()
         sys.stderr.flush()
     except OSError:  # main has told the user already; what is left has nowhere to go
-        code = code or EXIT_ERROR
+        code = code or 2  # EXIT_ERROR
     os._exit(code)
 
 

@@ -22,13 +22,11 @@ from . import commands
 from .commands import (
     COLOR_CHOICES,
     EXIT_ERROR,
-    EXIT_FINDINGS,
-    EXIT_INTERRUPTED,
     Common,
     run_analysis,
     terminal_width,
 )
-from .ending import internal_error, interrupted, output_failed, silence_stdout
+from .ending import finish
 
 _EPILOG = """\b
 Examples:
@@ -97,7 +95,8 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def with_common(**kwargs: Any) -> Any:
-        common, options = Common.split(kwargs)
+        # `main` hands git's listing, started before this module loaded, to the context
+        common, options = Common.split(kwargs, click.get_current_context().find_object(GitListing))
         try:
             return func(common, **options)
         except commands.UsageError as exc:
@@ -198,7 +197,7 @@ def agents(common: Common, output_format: str | None) -> None:
 
     root, _, projects = common.prepare(whole=True)
     output = commands.Output.choose(None, common.color)
-    report = merged(run_analysis(projects, common.progress(), inventory=True), root)
+    report = merged(run_analysis(common, projects, inventory=True), root)
     scopes = tuple(
         "" if rel == "." else rel.replace(os.sep, "/")
         for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)
@@ -333,49 +332,37 @@ def _explanation(rule: Any) -> str:
     return "\n".join(lines)
 
 
+def usage_error(argv: list[str], message: str) -> int:
+    """`message` said as click says a usage error of the command line `argv` (its command's usage
+    first), for a run that read its command line without click (`quick`)."""
+    with group.make_context("selfcall-audit", list(argv), resilient_parsing=True) as ctx:
+        name, command, args = group.resolve_command(ctx, ctx.protected_args + ctx.args)
+        with command.make_context(name, args, parent=ctx, resilient_parsing=True) as sub:
+            UsageError(message, sub).show()
+    return EXIT_ERROR
+
+
 def main(argv: list[str] | None = None, early: GitListing | None = None) -> int:
     """Run the command line `argv` (default: the process's) and return its exit code. `early`:
     git's listing of the current folder's project, started before this module loaded."""
-    verbose = False
     args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        with group.make_context("selfcall-audit", args, obj=early) as ctx:
-            try:
-                group.invoke(ctx)
-            finally:
-                verbose = bool(ctx.meta.get("selfcall_audit.verbose"))
-            sys.stdout.flush()
-        return 0
-    except click.exceptions.Exit as exc:
-        code = exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        code = EXIT_ERROR
-    except click.Abort:
-        click.echo("selfcall-audit: interrupted", err=True)
-        return EXIT_INTERRUPTED
-    except BaseException as exc:
-        if isinstance(exc, SystemExit):
-            raise
-        if interrupted(exc):
-            click.echo("selfcall-audit: interrupted", err=True)
-            return EXIT_INTERRUPTED
-        failed = output_failed(exc)
-        if failed is not None:
-            silence_stdout()
-            if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough
-                return EXIT_FINDINGS
-            click.echo(f"selfcall-audit: cannot write the results: {failed.strerror or failed}", err=True)
+    verbose = False
+
+    def run() -> int:
+        nonlocal verbose
+        try:
+            with group.make_context("selfcall-audit", args, obj=early) as ctx:
+                try:
+                    group.invoke(ctx)
+                finally:
+                    verbose = bool(ctx.meta.get("selfcall_audit.verbose"))
+            return 0
+        except click.exceptions.Exit as exc:
+            return exc.exit_code
+        except click.ClickException as exc:
+            exc.show()
             return EXIT_ERROR
-        if not isinstance(exc, Exception):
-            raise
-        return internal_error(exc, verbose)
-    try:
-        sys.stdout.flush()
-    except OSError as exc:
-        silence_stdout()
-        if not isinstance(exc, BrokenPipeError):
-            click.echo(f"selfcall-audit: cannot write the results: {exc.strerror or exc}", err=True)
-            return EXIT_ERROR
-        return code or EXIT_FINDINGS
-    return code
+        except click.Abort:
+            raise KeyboardInterrupt from None
+
+    return finish(run, lambda: verbose)

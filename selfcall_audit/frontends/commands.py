@@ -9,8 +9,6 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-import click
-
 from ..config import ConfigError, Settings, load_settings
 from ..rules import RULES, UnknownCode, extended, parse_codes
 from ..workspace.listing import GitListing, is_project_root
@@ -64,14 +62,20 @@ class Output:
         return cls(file, terminal, use_color(color, terminal))
 
     def write(self, text: str) -> None:
+        """The results as rendered: coloured only when `color` (then click writes them, which
+        knows the terminals that need their colours translated)."""
         if self.file is None:
             try:
-                click.echo(text, nl=False, color=self.color)
+                if self.color:
+                    import click
+
+                    click.echo(text, nl=False, color=True)
+                else:
+                    sys.stdout.write(text)
+                    sys.stdout.flush()
             except OSError as exc:
                 raise OutputFailed(exc) from exc
             return
-        if not self.color:
-            text = click.unstyle(text)
         try:
             with open(self.file, "w", encoding="utf-8", errors="surrogateescape") as handle:
                 handle.write(text)
@@ -92,12 +96,14 @@ class Common:
     quiet: bool
     verbose: bool
     color: str
+    early: GitListing | None = None  # git's listing of the current folder's project, started first
 
     @classmethod
-    def split(cls, params: dict[str, Any]) -> tuple[Common, dict[str, Any]]:
+    def split(cls, params: dict[str, Any], early: GitListing | None) -> tuple[Common, dict[str, Any]]:
         """The common options out of a command's parameters, and the rest."""
         rest = dict(params)
-        return cls(**{f.name: rest.pop(f.name) for f in fields(cls)}), rest
+        options = {f.name: rest.pop(f.name) for f in fields(cls) if f.name != "early"}
+        return cls(**options, early=early), rest
 
     def prepare(self, whole: bool = False, **overrides: Any) -> tuple[Path, Settings, Projects]:
         """The folder the report's paths are relative to (the project root, or the outermost of
@@ -107,14 +113,16 @@ class Common:
 
         for path in self.paths:  # a broken link or an unreadable file is reported by the scan
             if not os.path.lexists(path):
+                import click  # only now: a run that needs no message need not load it
+
                 raise UsageError(f"path {click.format_filename(path)!r} does not exist")
         root, groups = by_project(self.paths)
         rooted = root not in groups or is_project_root(os.fspath(root))
         if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
-            click.echo(
+            print(
                 f"selfcall-audit: warning: no pyproject.toml or .git in {root} or above it; "
                 "analysing this folder as the project (large folders are listed only in part; no cache)",
-                err=True,
+                file=sys.stderr,
             )
         options = {
             "exclude": self.exclude,
@@ -210,13 +218,12 @@ class LazyProgress:
             self._bar.stop()
 
 
-def run_analysis(projects: Projects, progress: LazyProgress, inventory: bool = False) -> list[Part]:
+def run_analysis(common: Common, projects: Projects, inventory: bool = False) -> list[Part]:
     from ..analysis.projects import analyze_projects
 
-    context = click.get_current_context(silent=True)  # `main` puts git's early listing there
-    early = context.find_object(GitListing) if context is not None else None
+    progress = common.progress()
     try:
-        return analyze_projects(projects, progress, inventory=inventory, early=early)
+        return analyze_projects(projects, progress, inventory=inventory, early=common.early)
     finally:
         progress.close()
 
@@ -245,7 +252,7 @@ def scan(
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if output.terminal else "concise")
-    parts = run_analysis(projects, common.progress())
+    parts = run_analysis(common, projects)
     report = merged(parts, root)
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
@@ -258,9 +265,9 @@ def scan(
         notes = notes_for(report, hidden, baseline[0])
     output.write(_rendered(report, output_format, statistics, output, common.quiet))
     if notes and not common.quiet:
-        click.echo("\n".join(notes), err=True)
+        print("\n".join(notes), file=sys.stderr)
     if common.verbose:
-        click.echo(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", err=True)
+        print(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", file=sys.stderr)
     failed = report.findings or failed_strictly(parts)
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
@@ -337,7 +344,7 @@ def _write_baseline(report: Report, path: Path) -> None:
         count = write_baseline(report, path)
     except OSError as exc:
         raise UsageError(f"cannot write the baseline to {path}: {exc.strerror or exc}") from None
-    click.echo(f"selfcall-audit: recorded {count} finding(s) in {path}", err=True)
+    print(f"selfcall-audit: recorded {count} finding(s) in {path}", file=sys.stderr)
 
 
 def terminal_width() -> int | None:

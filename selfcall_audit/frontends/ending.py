@@ -7,10 +7,9 @@ import contextlib
 import errno
 import os
 import sys
+from collections.abc import Callable
 
-import click
-
-from .commands import EXIT_ERROR, OutputFailed
+from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFailed
 
 _MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
 
@@ -51,8 +50,8 @@ def internal_error(exc: BaseException, verbose: bool) -> int:
     text = " ".join(f"{type(exc).__name__}: {exc}".split())
     if len(text) > _MAX_ERROR_TEXT:
         text = f"{text[:_MAX_ERROR_TEXT]}... ({len(text) - _MAX_ERROR_TEXT:,} more characters)"
-    click.echo(f"selfcall-audit: internal error: {text}", err=True)
-    click.echo("Please report it with the command you ran (add -v for the traceback).", err=True)
+    print(f"selfcall-audit: internal error: {text}", file=sys.stderr)
+    print("Please report it with the command you ran (add -v for the traceback).", file=sys.stderr)
     return EXIT_ERROR
 
 
@@ -60,3 +59,35 @@ def silence_stdout() -> None:
     """stdout cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
+    """The exit code of `run`, or of the way it ended: an interrupt, results that could not be
+    written, an internal error (with its traceback when `verbose()`)."""
+    try:
+        code = run()
+    except BaseException as exc:
+        if isinstance(exc, SystemExit):
+            raise
+        if interrupted(exc):
+            print("selfcall-audit: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        failed = output_failed(exc)
+        if failed is not None:
+            silence_stdout()
+            if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough
+                return EXIT_FINDINGS
+            print(f"selfcall-audit: cannot write the results: {failed.strerror or failed}", file=sys.stderr)
+            return EXIT_ERROR
+        if not isinstance(exc, Exception):
+            raise
+        return internal_error(exc, verbose())
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        silence_stdout()
+        if not isinstance(exc, BrokenPipeError):
+            print(f"selfcall-audit: cannot write the results: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_ERROR
+        return code or EXIT_FINDINGS
+    return code

@@ -1,0 +1,120 @@
+"""The plain scans of pre-commit and CI run without click, and exactly as click would run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fixture_annotations import NOT_COPIED
+
+from selfcall_audit.frontends import cli, commands, quick
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    root = tmp_path / "demo"
+    shutil.copytree(REPO / "fixtures" / "demo-gym", root, ignore=NOT_COPIED)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def command(*args: str, cwd: Path, importtime: bool = False) -> subprocess.CompletedProcess:
+    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    return subprocess.run(
+        [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "selfcall_audit", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=environment,
+        timeout=120,
+    )
+
+
+def findings_and_errors(output: str) -> dict:
+    """A JSON report without what differs from run to run (its time, how much the cache held)."""
+    report = json.loads(output)
+    del report["summary"]["seconds"], report["summary"]["files_parsed"]
+    return report
+
+
+def loaded_click(stderr: str) -> bool:
+    return any(line.split("|")[-1].strip() == "click" for line in stderr.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("argv", "read"),
+    [
+        (["scan"], ((), None)),
+        (["scan", "--format", "json"], ((), "json")),
+        (["scan", "--format=github", "a.py", "b/c.py"], ((Path("a.py"), Path("b/c.py")), "github")),
+        (["scan", "a.py", "--format", "sarif", "--format", "concise"], ((Path("a.py"),), "concise")),
+    ],
+)
+def test_scan_arguments_reads_the_command_lines_of_the_hook_and_ci(argv: list[str], read: tuple) -> None:
+    assert quick.scan_arguments(argv) == read
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["fix"],
+        ["agents", "a.py"],
+        ["scan", "--help"],
+        ["scan", "-q"],
+        ["scan", "--exit-zero"],
+        ["scan", "--format"],
+        ["scan", "--format", "xml"],
+        ["scan", "--format=JSON"],
+        ["scan", "-"],
+        ["scan", "--", "a.py"],
+        ["scan", "a.py", "--select", "SCA001"],
+    ],
+)
+def test_any_other_command_line_is_left_to_click(argv: list[str]) -> None:
+    assert quick.scan_arguments(argv) is None
+    assert quick.quick_scan(argv, early=None) is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["scan"], ["scan", "--format", "json"], ["scan", "responses_api_agents", "--format=concise"]],
+)
+def test_the_quick_path_runs_the_scan_click_would_run(demo: Path, monkeypatch, argv: list[str]) -> None:
+    calls = []
+    monkeypatch.chdir(demo)
+    monkeypatch.setattr(commands, "scan", lambda common, **options: calls.append((common, options)) or 0)
+
+    assert quick.quick_scan(argv, early=None) == 0
+    assert cli.main(argv) == 0
+
+    assert len(calls) == 2
+    assert calls[0] == calls[1]
+
+
+def test_a_plain_scan_does_not_load_click_and_reports_as_the_full_command_line(demo: Path) -> None:
+    quick_run = command("scan", "--format", "json", cwd=demo, importtime=True)
+    full_run = command("scan", "--format", "json", "--exit-zero", cwd=demo, importtime=True)
+
+    assert quick_run.returncode == 1 and full_run.returncode == 0
+    assert findings_and_errors(quick_run.stdout) == findings_and_errors(full_run.stdout)
+    assert len(json.loads(quick_run.stdout)["findings"]) == 6
+    assert not loaded_click(quick_run.stderr)
+    assert loaded_click(full_run.stderr)
+
+
+def test_a_usage_error_on_the_quick_path_is_said_as_click_says_it(demo: Path) -> None:
+    quick_run = command("scan", "missing.py", cwd=demo)
+    full_run = command("scan", "-q", "missing.py", cwd=demo)
+
+    assert quick_run.returncode == full_run.returncode == 2
+    assert quick_run.stderr == full_run.stderr
+    assert quick_run.stderr.startswith("Usage: selfcall-audit scan [OPTIONS] [PATHS]...\n")
+    assert quick_run.stderr.endswith("Error: path 'missing.py' does not exist\n")
