@@ -335,8 +335,10 @@ def _explanation(rule: Any) -> str:
 def usage_error(argv: list[str], message: str) -> int:
     """`message` said as click says a usage error of the command line `argv` (its command's usage
     first), for a run that read its command line without click (`quick`)."""
-    with group.make_context("selfcall-audit", list(argv), resilient_parsing=True) as ctx:
-        name, command, args = group.resolve_command(ctx, ctx.protected_args + ctx.args)
+    name, *args = argv
+    with group.make_context("selfcall-audit", [], resilient_parsing=True) as ctx:
+        command = group.get_command(ctx, name)
+        assert command is not None, name  # `quick` reads only the command lines of a command
         with command.make_context(name, args, parent=ctx, resilient_parsing=True) as sub:
             UsageError(message, sub).show()
     return EXIT_ERROR
