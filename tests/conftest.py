@@ -8,7 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from cli_support import runner
+from click.testing import Result
 
 from selfcall_audit.frontends.cli import group as main
 
@@ -16,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _invoke(*args: object) -> Result:
-    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+    return runner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
 
 
 def _run_command(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
-from click.testing import CliRunner, Result
+from cli_support import runner
+from click.testing import Result
 
 from selfcall_audit.frontends.cli import group as main
 
@@ -70,7 +71,7 @@ def scan(repo: Path, *args: str, paths: tuple[str, ...] = ("",)) -> Result:
     before = os.getcwd()
     os.chdir(repo)
     try:
-        return CliRunner().invoke(main, ["scan", "--no-cache", "--format", "concise", *args, *where])
+        return runner().invoke(main, ["scan", "--no-cache", "--format", "concise", *args, *where])
     finally:
         os.chdir(before)
 

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import hypothesmith
 import libcst
-from click.testing import CliRunner, Result
+from cli_support import runner
+from click.testing import Result
 from fixture_annotations import fixture_projects
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -92,7 +93,7 @@ FUZZ = settings(
 
 def run(*args: object) -> Result:
     """The CLI in-process; SELFCALL_AUDIT_DEBUG makes an internal error print its traceback."""
-    return CliRunner().invoke(main, [str(a) for a in args], env={"SELFCALL_AUDIT_DEBUG": "1"})
+    return runner().invoke(main, [str(a) for a in args], env={"SELFCALL_AUDIT_DEBUG": "1"})
 
 
 @contextmanager

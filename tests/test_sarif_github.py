@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from agent_sources import SELF_CALLING_AGENT
-from click.testing import CliRunner
+from cli_support import runner
 
 from selfcall_audit.frontends.cli import group as main
 from selfcall_audit.report.github import escape_data, escape_property
@@ -73,7 +73,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def scan(repo: Path, *args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["scan", "--no-cache", *args, str(repo)])
+    result = runner().invoke(main, ["scan", "--no-cache", *args, str(repo)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     return result.exit_code, result.stdout
 

@@ -36,6 +36,11 @@ class OutputFailed(Exception):
         self.error = error
 
 
+def say(text: str) -> None:
+    """A line for the user on stderr, written at once: results and messages interleave in order."""
+    print(text, file=sys.stderr, flush=True)
+
+
 def use_color(when: str, terminal: bool) -> bool:
     """--color as ruff reads it: `always`/`never` win; `auto` follows NO_COLOR, then FORCE_COLOR
     (each when set and not empty), then whether the output is a terminal."""
@@ -119,10 +124,9 @@ class Common:
         root, groups = by_project(self.paths)
         rooted = root not in groups or is_project_root(os.fspath(root))
         if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
-            print(
+            say(
                 f"selfcall-audit: warning: no pyproject.toml or .git in {root} or above it; "
-                "analysing this folder as the project (large folders are listed only in part; no cache)",
-                file=sys.stderr,
+                "analysing this folder as the project (large folders are listed only in part; no cache)"
             )
         options = {
             "exclude": self.exclude,
@@ -265,9 +269,9 @@ def scan(
         notes = notes_for(report, hidden, baseline[0])
     output.write(_rendered(report, output_format, statistics, output, common.quiet))
     if notes and not common.quiet:
-        print("\n".join(notes), file=sys.stderr)
+        say("\n".join(notes))
     if common.verbose:
-        print(f"{report.files_parsed} files parsed in {report.seconds:.3f}s", file=sys.stderr)
+        say(f"{report.files_parsed} files parsed in {report.seconds:.3f}s")
     failed = report.findings or failed_strictly(parts)
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
@@ -344,7 +348,7 @@ def _write_baseline(report: Report, path: Path) -> None:
         count = write_baseline(report, path)
     except OSError as exc:
         raise UsageError(f"cannot write the baseline to {path}: {exc.strerror or exc}") from None
-    print(f"selfcall-audit: recorded {count} finding(s) in {path}", file=sys.stderr)
+    say(f"selfcall-audit: recorded {count} finding(s) in {path}")
 
 
 def terminal_width() -> int | None:

@@ -9,7 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFailed
+from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFailed, say
 
 _MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
 
@@ -50,8 +50,8 @@ def internal_error(exc: BaseException, verbose: bool) -> int:
     text = " ".join(f"{type(exc).__name__}: {exc}".split())
     if len(text) > _MAX_ERROR_TEXT:
         text = f"{text[:_MAX_ERROR_TEXT]}... ({len(text) - _MAX_ERROR_TEXT:,} more characters)"
-    print(f"selfcall-audit: internal error: {text}", file=sys.stderr)
-    print("Please report it with the command you ran (add -v for the traceback).", file=sys.stderr)
+    say(f"selfcall-audit: internal error: {text}")
+    say("Please report it with the command you ran (add -v for the traceback).")
     return EXIT_ERROR
 
 
@@ -70,14 +70,14 @@ def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
         if isinstance(exc, SystemExit):
             raise
         if interrupted(exc):
-            print("selfcall-audit: interrupted", file=sys.stderr)
+            say("selfcall-audit: interrupted")
             return EXIT_INTERRUPTED
         failed = output_failed(exc)
         if failed is not None:
             silence_stdout()
             if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough
                 return EXIT_FINDINGS
-            print(f"selfcall-audit: cannot write the results: {failed.strerror or failed}", file=sys.stderr)
+            say(f"selfcall-audit: cannot write the results: {failed.strerror or failed}")
             return EXIT_ERROR
         if not isinstance(exc, Exception):
             raise
@@ -87,7 +87,7 @@ def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
     except OSError as exc:
         silence_stdout()
         if not isinstance(exc, BrokenPipeError):
-            print(f"selfcall-audit: cannot write the results: {exc.strerror or exc}", file=sys.stderr)
+            say(f"selfcall-audit: cannot write the results: {exc.strerror or exc}")
             return EXIT_ERROR
         return code or EXIT_FINDINGS
     return code
