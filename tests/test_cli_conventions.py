@@ -500,6 +500,21 @@ def test_help_of_a_command_fits_the_command(demo: Path) -> None:
     assert "--exit-zero" in run("scan", "--help", cwd=demo).stdout
 
 
+@pytest.mark.parametrize("args", [["scan"], ["scan", "--exit-zero"], ["agents"], ["fix", "--diff"]])
+def test_a_run_from_a_deleted_folder_is_a_usage_error(tmp_path: Path, args: list[str]) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "$0" -m selfcall_audit "$@"'
+
+    done = subprocess.run(
+        ["sh", "-c", script, sys.executable, *args], capture_output=True, text=True, timeout=60
+    )
+
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith("Error: the current folder no longer exists; run from the project's folder\n")
+    assert "internal error" not in done.stderr
+
+
 def test_the_command_list_gives_each_command_a_whole_sentence(demo: Path) -> None:
     top = run("--help", cwd=demo).stdout
     listed = top.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()

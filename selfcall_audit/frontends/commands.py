@@ -121,7 +121,10 @@ class Common:
                 import click  # only now: a run that needs no message need not load it
 
                 raise UsageError(f"path {click.format_filename(path)!r} does not exist")
-        root, groups = by_project(self.paths)
+        try:
+            root, groups = by_project(self.paths)
+        except FileNotFoundError:  # `os.getcwd()`: the folder the run started in was deleted
+            raise UsageError("the current folder no longer exists; run from the project's folder") from None
         rooted = root not in groups or is_project_root(os.fspath(root))
         if not rooted:  # a home folder or `/`: analysed in part, and no cache is written there
             say(
