@@ -20,8 +20,8 @@ Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start fro
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed, or
 that fails in the unmeasured first round (an exit code it does not give for a clean run, or
 output that cannot be read), is skipped with a note saying why. Tools are looked up in this
-interpreter's scripts folder first, then on PATH (so a pyenv shim's start-up is not counted). Rounds are
-interleaved, each command once per round, after one unmeasured round that warms the OS file
+interpreter's scripts folder first, then on PATH, and where each was found is printed (a pyenv
+shim on PATH adds its own start-up to every run of the tool). Rounds are interleaved, each command once per round, after one unmeasured round that warms the OS file
 cache for every tool; the table shows the median, fastest and slowest of ``--repeat`` rounds and
 the peak RSS (the largest resident set of the command's process or any child it waited for).
 

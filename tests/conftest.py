@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from cli_support import runner
 from click.testing import Result
+from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.frontends.cli import group as main
 
@@ -40,3 +42,12 @@ def cli() -> Callable[..., Result]:
 def command() -> Callable[..., subprocess.CompletedProcess[str]]:
     """`command("scan", path, ..., cwd=...)`: the CLI as users run it, in a separate process."""
     return _run_command
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A copy of the demo repository as a git checkout of its own."""
+    root = tmp_path / "demo"
+    shutil.copytree(REPO / "fixtures" / "demo-gym", root, ignore=NOT_COPIED)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root

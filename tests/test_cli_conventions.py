@@ -44,15 +44,6 @@ def run(
     )
 
 
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    """A copy of the demo repository as a git checkout of its own."""
-    root = tmp_path / "demo"
-    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
-
-
 # exit codes and where the output goes --------------------------------------------------------
 
 

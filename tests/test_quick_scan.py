@@ -3,38 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.frontends import cli, commands, quick
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def demo(tmp_path: Path) -> Path:
-    root = tmp_path / "demo"
-    shutil.copytree(REPO / "fixtures" / "demo-gym", root, ignore=NOT_COPIED)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
-
-
-def command(*args: str, cwd: Path, importtime: bool = False) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    return subprocess.run(
-        [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "selfcall_audit", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=environment,
-        timeout=120,
-    )
 
 
 def findings_and_errors(output: str) -> dict:
@@ -99,9 +72,12 @@ def test_the_quick_path_runs_the_scan_click_would_run(demo: Path, monkeypatch, a
     assert calls[0] == calls[1]
 
 
-def test_a_plain_scan_does_not_load_click_and_reports_as_the_full_command_line(demo: Path) -> None:
-    quick_run = command("scan", "--format", "json", cwd=demo, importtime=True)
-    full_run = command("scan", "--format", "json", "--exit-zero", cwd=demo, importtime=True)
+def test_a_plain_scan_does_not_load_click_and_reports_as_the_full_command_line(
+    demo: Path, command, monkeypatch
+) -> None:
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # each import on stderr, as `-X importtime`
+    quick_run = command("scan", "--format", "json", cwd=demo)
+    full_run = command("scan", "--format", "json", "--exit-zero", cwd=demo)
 
     assert quick_run.returncode == 1 and full_run.returncode == 0
     assert findings_and_errors(quick_run.stdout) == findings_and_errors(full_run.stdout)
@@ -110,7 +86,7 @@ def test_a_plain_scan_does_not_load_click_and_reports_as_the_full_command_line(d
     assert loaded_click(full_run.stderr)
 
 
-def test_a_usage_error_on_the_quick_path_is_said_as_click_says_it(demo: Path) -> None:
+def test_a_usage_error_on_the_quick_path_is_said_as_click_says_it(demo: Path, command) -> None:
     quick_run = command("scan", "missing.py", cwd=demo)
     full_run = command("scan", "-q", "missing.py", cwd=demo)
 
