@@ -13,8 +13,11 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   and the ``config = self.config`` alias);
 - **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
 - **flake8** ``--select SCA``: our plugin, through flake8;
-- ``python -c pass``: the interpreter's own start-up, the floor under a one-file run; and
-  ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it.
+- ``python -c pass``: the interpreter's own start-up, the floor under a one-file run;
+  ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it; and
+  ``python -c 'import ...'`` of the standard-library modules a one-file run loads (read from its
+  ``PYTHONPROFILEIMPORTTIME`` report after the unmeasured round): the floor that no code of
+  selfcall-audit's own can go below.
 
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed, or
@@ -38,6 +41,7 @@ are ``key=value`` pairs for scripts.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -101,12 +105,12 @@ class Outcome:
     stderr: str
 
 
-def run(command: list[str], cwd: Path) -> Outcome:
+def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Outcome:
     """Run a command, timing it from start to exit and reading its peak RSS from wait4()."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         process = subprocess.Popen(
-            command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=ENVIRONMENT
+            command, cwd=cwd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env or ENVIRONMENT
         )
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
@@ -411,6 +415,35 @@ def warm_up(commands: list[Measure], cwd: Path, notes: list[str]) -> list[Measur
     return working
 
 
+def importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+def stdlib_floor(one_file: Measure, root: Path) -> Measure | None:
+    """`python -c 'import ...'` of the standard-library modules a one-file run loads (read from
+    the run's `PYTHONPROFILEIMPORTTIME` report, its edit made as in the measured runs): a floor
+    under the one-file ratios that no code of selfcall-audit's own can go below."""
+    one_file.before()
+    try:
+        outcome = run(one_file.command, root, env={**ENVIRONMENT, "PYTHONPROFILEIMPORTTIME": "1"})
+    finally:
+        one_file.after()
+    names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", outcome.stderr, re.MULTILINE)
+    # The report also names the imports that failed (`_winapi`, tried and caught off Windows).
+    modules = sorted({n for n in names if n.split(".")[0] in sys.stdlib_module_names and importable(n)})
+    if outcome.returncode not in one_file.ok_codes or "selfcall_audit" not in names:
+        return None
+    return Measure(
+        "python_stdlib",
+        f"python -c 'import <{len(modules)} stdlib modules of a one-file run>'",
+        [sys.executable, "-c", "import " + ", ".join(modules)],
+        peer=True,  # a floor to read the one-file rows by: left out with a note if it fails
+    )
+
+
 def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat: int, sca: str) -> int:
     files, git = describe(root)
     checker = Checker(expected)
@@ -418,6 +451,11 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
     print(f"tree: {files} .py files, {'a git checkout' if git else 'not a git checkout'}; {repeat} rounds")
     print(machine())
     commands = warm_up(commands, root, notes)
+    floor = stdlib_floor(next(m for m in commands if m.key == "sca_one_file"), root)
+    if floor is None:
+        notes.append("skipped python_stdlib: the one-file run's import report could not be read")
+    else:
+        commands += warm_up([floor], root, notes)
     for note in notes:
         print(note)
     for _ in range(repeat):
@@ -470,6 +508,10 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
         met = ratio >= target if sense == ">=" else ratio <= target
         print(f"{key}: {ratio:.2f}x (target {sense} {target:g}x: {'met' if met else 'NOT met'})")
         values[key] = f"{ratio:.3f}"
+    if "python_stdlib" in by_key:
+        floor = by_key["python_stdlib"].median / by_key["python_pass"].median
+        print(f"stdlib_vs_python_pass: {floor:.2f}x (the floor under the one-file ratios)")
+        values["stdlib_vs_python_pass"] = f"{floor:.3f}"
     findings = by_key["sca_cold"].findings
     values["findings"] = str(findings)
     if expected is not None:

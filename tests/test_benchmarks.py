@@ -97,6 +97,7 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
     assert values["findings"] == values["expected"] == "12"
     for key in ("sca_cold_s", "sca_warm_s", "sca_one_file_s", "sca_one_edit_s", "sca_other_edit_s"):
         assert float(values[key]) > 0
+    assert float(values["python_stdlib_s"]) > 0 and float(values["stdlib_vs_python_pass"]) > 0
     for peer, keys in {
         "semgrep": ["semgrep_s"],
         "ruff": ["ruff_cold_s", "ruff_warm_s"],
@@ -111,6 +112,22 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
             assert (key in values) == (installed and not skipped), key
     if "flake8_s" in values:
         assert "flake8 --select SCA" in result.stdout
+
+
+def test_the_stdlib_floor_imports_the_standard_library_modules_the_run_loaded_and_nothing_else(
+    bench, tmp_path: Path
+) -> None:
+    _, scan_vs_peers = bench
+    ours = scan_vs_peers.Measure("one", "one", [sys.executable, "-c", "import selfcall_audit.config, json"])
+    floor = scan_vs_peers.stdlib_floor(ours, tmp_path)
+
+    imported = floor.command[-1].removeprefix("import ").split(", ")
+    assert {"json", "dataclasses", "pathlib"} <= set(imported)  # json asked for; the rest loaded by config
+    assert not {name for name in imported if name.split(".")[0] in ("selfcall_audit", "yaml")}
+    assert scan_vs_peers.run(floor.command, tmp_path).returncode == 0
+    # A run that is not selfcall-audit's tells nothing about it.
+    other = scan_vs_peers.Measure("other", "other", [sys.executable, "-c", "import json"])
+    assert scan_vs_peers.stdlib_floor(other, tmp_path) is None
 
 
 def test_peers_that_are_not_installed_are_skipped_with_a_note(bench, monkeypatch, capsys) -> None:
