@@ -416,6 +416,7 @@ def warm_up(commands: list[Measure], cwd: Path, notes: list[str]) -> list[Measur
 
 
 def importable(name: str) -> bool:
+    """Can this interpreter import the module?"""
     try:
         return importlib.util.find_spec(name) is not None
     except ImportError:
@@ -432,10 +433,10 @@ def stdlib_floor(one_file: Measure, root: Path) -> Measure | None:
     finally:
         one_file.after()
     names = re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", outcome.stderr, re.MULTILINE)
-    # The report also names the imports that failed (`_winapi`, tried and caught off Windows).
-    modules = sorted({n for n in names if n.split(".")[0] in sys.stdlib_module_names and importable(n)})
     if outcome.returncode not in one_file.ok_codes or "selfcall_audit" not in names:
         return None
+    # The report also names the imports that failed (`_winapi`, tried and caught off Windows).
+    modules = sorted({n for n in names if n.split(".")[0] in sys.stdlib_module_names and importable(n)})
     return Measure(
         "python_stdlib",
         f"python -c 'import <{len(modules)} stdlib modules of a one-file run>'",
