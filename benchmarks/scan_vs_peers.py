@@ -141,7 +141,7 @@ class Measure:
     before: Callable[[], None] = lambda: None
     after: Callable[[], None] = lambda: None
     check: Callable[[Outcome], int | None] = lambda outcome: None
-    peer: bool = False
+    optional: bool = False  # a peer or a reference row: if it fails in the unmeasured round, left out
     seconds: list[float] = field(default_factory=list)
     max_rss_kb: int = 0
     findings: int | None = None
@@ -341,7 +341,7 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
                 [*command, "--json", "--quiet", "."],
                 ok_codes=(0,),
                 check=lambda outcome: len(json.loads(outcome.stdout)["results"]),
-                peer=True,
+                optional=True,
             )
         )
     else:
@@ -352,7 +352,9 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
             ("ruff_cold", "ruff check cold", ["--no-cache"]),
             ("ruff_warm", "ruff check warm", []),
         ):
-            found.append(Measure(key, label, [ruff, "check", *extra, "."], check=ruff_diagnostics, peer=True))
+            found.append(
+                Measure(key, label, [ruff, "check", *extra, "."], check=ruff_diagnostics, optional=True)
+            )
     else:
         notes.append("skipped ruff: not installed (pip install ruff)")
     flake8 = find_tool("flake8")
@@ -401,13 +403,14 @@ def describe(root: Path) -> tuple[int, bool]:
 
 
 def warm_up(commands: list[Measure], cwd: Path, notes: list[str]) -> list[Measure]:
-    """The unmeasured round: a peer that fails in it is left out with a note; our own commands may not fail."""
+    """The unmeasured round: an optional command that fails in it is left out with a note; our own
+    commands may not fail."""
     working = []
     for measure in commands:
         try:
             measure.once(cwd, record=False)
         except BenchmarkError as exc:
-            if not measure.peer:
+            if not measure.optional:
                 raise
             notes.append(f"skipped {measure.key}: it failed: {exc}")
             continue
@@ -441,7 +444,7 @@ def stdlib_floor(one_file: Measure, root: Path) -> Measure | None:
         "python_stdlib",
         f"python -c 'import <{len(modules)} stdlib modules of a one-file run>'",
         [sys.executable, "-c", "import " + ", ".join(modules)],
-        peer=True,  # a floor to read the one-file rows by: left out with a note if it fails
+        optional=True,
     )
 
 

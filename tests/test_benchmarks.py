@@ -272,9 +272,9 @@ def test_a_peer_that_fails_in_the_first_round_is_left_out_with_a_note(
         [sys.executable, "-c", code],
         ok_codes=(0,),
         check=check or (lambda outcome: None),
-        peer=True,
+        optional=True,
     )
-    working = scan_vs_peers.Measure("ruff_cold", "ruff", [sys.executable, "-c", "pass"], peer=True)
+    working = scan_vs_peers.Measure("ruff_cold", "ruff", [sys.executable, "-c", "pass"], optional=True)
     notes: list[str] = []
 
     kept = scan_vs_peers.warm_up([broken, working], tmp_path, notes)
@@ -321,7 +321,7 @@ def test_a_ruff_shim_with_no_interpreter_behind_it_is_left_out(bench, tmp_path: 
     _, scan_vs_peers = bench
     shim = 'import sys; sys.exit("pyenv: version `3.13.14\' is not installed")'
     ruff = scan_vs_peers.Measure(
-        "ruff_cold", "ruff", [sys.executable, "-c", shim], check=scan_vs_peers.ruff_diagnostics, peer=True
+        "ruff_cold", "ruff", [sys.executable, "-c", shim], check=scan_vs_peers.ruff_diagnostics, optional=True
     )
     notes: list[str] = []
 
