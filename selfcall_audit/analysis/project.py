@@ -263,7 +263,9 @@ class Project:
         instances = indexes.instances(
             fingerprints.of(files.configs) if fingerprints else None, background=whole
         )
-        chosen = Targets(files.sources, self.read, self._bytes.get, store, settings.agent_bases)
+        chosen = Targets(
+            files.sources, self.read, self._bytes.get, indexes.naming, store, settings.agent_bases
+        )
         targets = None
         indexed: Callable[[], None] | None = None
         if not whole:

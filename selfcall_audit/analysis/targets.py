@@ -28,19 +28,21 @@ _MAX_SHARED = 16
 
 class Targets:
     """The modules to report on, among the project's source files; `read` gives a file's bytes
-    (reading it), `peek` those already read."""
+    (reading it), `peek` those already read, `named` the files naming a word."""
 
     def __init__(
         self,
         sources: tuple[str, ...],
         read: Callable[[str], bytes | None],
         peek: Callable[[str], bytes | None],
+        named: Callable[[str], list[str]],
         store: FactsStore,
         agent_bases: Iterable[str],
     ):
         self.sources = sources
         self.read = read
         self.peek = peek
+        self.named = named
         self.store = store
         self.tokens = base_tokens(agent_bases)
 
@@ -87,7 +89,7 @@ class Targets:
         scopes: tuple[str, ...],
         instances: list[AgentInstance],
         resolver: Resolver,
-        import_lines: Callable[[Iterable[str]], list[tuple[str, bytes | None]]],
+        import_lines: Callable[[Iterable[str]], list[tuple[str, bytes]]],
     ) -> list[str] | None:
         """What a whole run would report on for `scopes`: the files in scope, the modules whose
         classes run in the instances that YAML files in scope configure, and the modules importing
@@ -113,8 +115,7 @@ class Targets:
 
     def naming(self, name: str) -> list[str]:
         """The files that name a class (subclasses of it may be defined there), parsed."""
-        named = word_matcher([name])
-        found = [rel for rel in self.sources if named(self.read(rel))]
+        found = self.named(name)
         self.store.preload(found)
         return found
 

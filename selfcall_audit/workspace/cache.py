@@ -2,9 +2,10 @@
 
 Facts are a pure function of a file's path and bytes and of the tool version, so they are
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
-index of import lines and the last whole-project result (with what that run saw of each file,
-for `reuse`) are keyed by the files' stats. Entries hold plain data (`codec`), signed and written
-atomically (`entries`); the folder ignores itself for git as ruff's does.
+index of import lines, a word index of the class names one-file runs searched for, and the last
+whole-project result (with what that run saw of each file, for `reuse`) are keyed by the files'
+stats. Entries hold plain data (`codec`), signed and written atomically (`entries`); the folder
+ignores itself for git as ruff's does.
 
 The cache lives inside the project root and is never reached through a symbolic link (a
 checkout that commits `.selfcall_audit_cache -> ..` gets no cache, not a cache in its parent),
@@ -99,8 +100,8 @@ class FactsCache:
         self.key = key
         self._used: set[Path] = set()
         self._new: dict[Path, bytes] = {}  # entries to write, as stored
-        self._imports: dict[str, list[Any]] | None = None
-        self._imports_changed = False
+        self._indexes: dict[str, dict[str, Any]] = {}  # stat-keyed indexes, by file name
+        self._changed: set[str] = set()
 
     def _path(self, kind: str, key: str) -> Path:
         return self.folder / kind / f"{key}.dat"
@@ -203,16 +204,28 @@ class FactsCache:
     def put_instances(self, key: str, instances: list[AgentInstance], errors: dict[str, str]) -> None:
         self._put("instances", key, marshalled({"instances": encode_all(instances), "errors": errors}))
 
+    def _index(self, name: str) -> dict[str, Any]:
+        if name not in self._indexes:
+            loaded = load(self.folder / f"{name}.dat", self.key)
+            self._indexes[name] = loaded if isinstance(loaded, dict) else {}
+        return self._indexes[name]
+
     def imports(self) -> dict[str, list[Any]]:
         """path → [size, mtime, import lines]: which files import what, without reading them."""
-        if self._imports is None:
-            loaded = load(self.folder / "imports.dat", self.key)
-            self._imports = loaded if isinstance(loaded, dict) else {}
-        return self._imports
+        return self._index("imports")
 
     def put_import_lines(self, path: str, stat: tuple[int, int], lines: str) -> None:
         self.imports()[path] = [*stat, lines]
-        self._imports_changed = True
+        self._changed.add("imports")
+
+    def names(self) -> tuple[list[str], dict[str, list[Any]]]:
+        """The names asked of the word index, and path → [size, mtime, the names the file holds]."""
+        found = self._index("names")
+        return found.get("asked", []), found.get("files", {})
+
+    def put_names(self, asked: list[str], files: dict[str, list[Any]]) -> None:
+        self._indexes["names"] = {"asked": asked, "files": files}
+        self._changed.add("names")
 
     def save(self, prune: bool) -> None:
         """Write new entries atomically; `prune` (a whole-project run) drops unused ones. The
@@ -221,8 +234,8 @@ class FactsCache:
         try:
             if not real_folders(self.project, self._folders()):
                 return
-            if self._imports_changed:
-                self._new[self.folder / "imports.dat"] = marshalled(self._imports)
+            for name in self._changed:
+                self._new[self.folder / f"{name}.dat"] = marshalled(self._indexes[name])
             if self._new:
                 self._create()
             for path, data in self._new.items():
@@ -233,7 +246,7 @@ class FactsCache:
             pass  # a read-only checkout still scans; it is only slower next time
         finally:
             self._new.clear()
-            self._imports_changed = False
+            self._changed.clear()
 
     def _create(self) -> None:
         """The cache's folders; a new cache folder also gets a `.gitignore` that ignores it."""

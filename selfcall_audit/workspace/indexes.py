@@ -1,6 +1,7 @@
 """What a run reads of many files, kept in the cache so that unchanged files are not read again:
-the server instances of the YAML configs, and each source file's import lines. Worked out by a
-worker process while this one parses or analyses, when workers run."""
+the server instances of the YAML configs, each source file's import lines (both worked out by a
+worker process while this one parses or analyses, when workers run), and which files name the
+classes that one-file runs searched for."""
 
 from __future__ import annotations
 
@@ -11,16 +12,18 @@ from pathlib import Path
 from .cache import FactsCache
 from .discovery import FileSet
 from .jobs import import_lines_of, instances_of
-from .prefilter import import_lines
+from .prefilter import import_lines, word_matcher
 from .workers import Workers
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
 
+_MAX_NAMES = 32  # names the word index answers for; one more starts it again
+
 
 class Indexes:
-    """The instances and the import lines of one listing of the project's files."""
+    """The instances, the import lines and the word index of one listing of the project's files."""
 
     def __init__(
         self,
@@ -39,6 +42,7 @@ class Indexes:
         self.workers = workers
         self.read = read
         self.errors = errors
+        self._lines: dict[str, bytes] = {}
 
     def instances(self, key: str | None, background: bool) -> Callable[[], list[AgentInstance]]:
         """Server instances of every YAML config, reused while the configs' fingerprint `key`
@@ -59,18 +63,22 @@ class Indexes:
 
         return functools.cache(result)
 
-    def import_lines(self, sources: Iterable[str]) -> list[tuple[str, bytes | None]]:
-        """Each file's import lines, from a stat-keyed index so unchanged files are not read."""
+    def import_lines(self, sources: Iterable[str]) -> list[tuple[str, bytes]]:
+        """Each file's import lines, from a stat-keyed index so unchanged files are not read; asked
+        once per step of a walk up the importers, each file's are looked up once per run."""
         sources = tuple(sources)
-        self.index_imports(sources)()
-        index = self.cache.imports() if self.cache else {}
-        stats = self.files.stats
-        return [
-            (rel, index[rel][2].encode("utf-8", "surrogateescape"))
-            if rel in index and (index[rel][0], index[rel][1]) == stats.get(rel)
-            else (rel, import_lines(self.read(rel)))
-            for rel in sources
-        ]
+        lines = self._lines
+        if missing := tuple(rel for rel in sources if rel not in lines):
+            self.index_imports(missing)()
+            index = self.cache.imports() if self.cache else {}
+            stats = self.files.stats
+            for rel in missing:
+                entry = index.get(rel)
+                kept = entry is not None and (entry[0], entry[1]) == stats.get(rel)
+                lines[rel] = (
+                    entry[2].encode("utf-8", "surrogateescape") if kept else import_lines(self.read(rel))
+                )
+        return [(rel, lines[rel]) for rel in sources]
 
     def index_imports(self, sources: tuple[str, ...]) -> Callable[[], None]:
         """Bring the import-line index up to date for the one-file runs to come, in a worker while
@@ -96,3 +104,37 @@ class Indexes:
                 cache.put_import_lines(rel, stat, lines.decode("utf-8", "surrogateescape"))
 
         return store
+
+    def naming(self, name: str) -> list[str]:
+        """The source files that name `name` as a whole word. Each file's answers for the names
+        asked before are kept under its stat, so a one-file run reads only the files changed
+        since (reading all of NeMo Gym's is a quarter of a run after an agent's code changed)."""
+        if self.cache is None:
+            named = word_matcher([name])
+            return [rel for rel in self.files.sources if named(self.read(rel))]
+        asked, held = self.cache.names()
+        fresh = name not in asked
+        if fresh:  # every file is read once for a new name: every entry answers for all `asked`
+            asked, held = ([], {}) if len(asked) >= _MAX_NAMES else (asked, held)
+            asked = [*asked, name]
+        matcher = functools.cache(lambda n: word_matcher([n]))
+        updated: dict[str, list] = {}
+        found = []
+        for rel in self.files.sources:
+            entry, stat = held.get(rel), self.files.stats.get(rel)
+            kept = entry is not None and (entry[0], entry[1]) == stat
+            if kept and not fresh:
+                names = entry[2]
+            else:
+                data = self.read(rel)
+                known, wanted = (entry[2], [name]) if kept else ([], asked)
+                names = known + [n for n in wanted if matcher(n)(data)]
+                if data is None:  # not kept: read again next time
+                    stat = None
+            if stat is not None:
+                updated[rel] = [*stat, names]
+            if name in names:
+                found.append(rel)
+        if fresh or updated != held:
+            self.cache.put_names(asked, updated)
+        return found

@@ -1,0 +1,168 @@
+"""The word index: which files name a class, for a one-file run looking for the subclasses of a
+mixin. Answers are those of reading every file; only files changed since are read again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fixture_annotations import NOT_COPIED
+
+from selfcall_audit.workspace.cache import FactsCache
+from selfcall_audit.workspace.discovery import discover, read_file
+from selfcall_audit.workspace.indexes import _MAX_NAMES, Indexes
+from selfcall_audit.workspace.workers import Workers
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FILES = {
+    "pkg/mixins.py": "class Mixin:\n    pass\n",
+    "pkg/agent.py": "from pkg.mixins import Mixin\n\nclass Agent(Mixin):\n    pass\n",
+    "pkg/other.py": "class MixinTwo:  # a longer word\n    pass\n",
+    "pkg/notes.py": "# Mixin is mentioned in a comment only\n",
+}
+
+
+class Run:
+    """One run's index over the project as it is now, with the files it read."""
+
+    def __init__(self, root: Path, cached: bool = True, unreadable: frozenset[str] = frozenset()):
+        self.read_files: list[str] = []
+
+        def read(rel: str) -> bytes | None:
+            self.read_files.append(rel)
+            return None if rel in unreadable else read_file(root / rel, 1 << 20)
+
+        files = discover(root, (), True, ())
+        self.cache = FactsCache.open(root, ".cache") if cached else None
+        self.indexes = Indexes(root, 1 << 20, files, self.cache, Workers(1), read, {})
+
+    def naming(self, name: str) -> list[str]:
+        found = self.indexes.naming(name)
+        if self.cache:
+            self.cache.save(prune=False)
+        return found
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return tmp_path
+
+
+def _uncached(root: Path, name: str) -> list[str]:
+    return Run(root, cached=False).naming(name)
+
+
+def test_a_name_asked_again_is_answered_without_reading_unchanged_files(project: Path) -> None:
+    first = Run(project)
+    assert first.naming("Mixin") == ["pkg/agent.py", "pkg/mixins.py", "pkg/notes.py"]
+    assert sorted(first.read_files) == sorted(FILES)
+
+    again = Run(project)
+    assert again.naming("Mixin") == _uncached(project, "Mixin")
+    assert again.read_files == []
+
+
+@pytest.mark.parametrize(
+    ("rel", "text", "named"),
+    [
+        ("pkg/other.py", "from pkg.mixins import Mixin\n\nclass Other(Mixin):\n    pass\n", True),
+        ("pkg/agent.py", "class Agent:\n    pass\n", False),
+        ("pkg/new.py", "from pkg import mixins\n\nclass New(mixins.Mixin):\n    pass\n", True),
+    ],
+    ids=["starts naming it", "stops naming it", "a new file"],
+)
+def test_only_a_changed_or_new_file_is_read_again(project: Path, rel: str, text: str, named: bool) -> None:
+    Run(project).naming("Mixin")
+    (project / rel).write_text(text)
+
+    run = Run(project)
+    found = run.naming("Mixin")
+
+    assert run.read_files == [rel]
+    assert (rel in found) is named
+    assert found == _uncached(project, "Mixin")
+
+
+def test_a_new_name_reads_every_file_once_and_old_answers_stay_right(project: Path) -> None:
+    Run(project).naming("Mixin")
+    (project / "pkg/notes.py").write_text("# nothing here\n")
+
+    new = Run(project)
+    assert new.naming("Agent") == ["pkg/agent.py"]
+    assert sorted(new.read_files) == sorted(FILES)
+
+    old = Run(project)
+    assert old.naming("Mixin") == _uncached(project, "Mixin") == ["pkg/agent.py", "pkg/mixins.py"]
+    assert old.read_files == []
+
+
+def test_a_file_that_could_not_be_read_is_read_again_next_time(project: Path) -> None:
+    blocked = Run(project, unreadable=frozenset({"pkg/agent.py"}))
+    assert blocked.naming("Mixin") == ["pkg/mixins.py", "pkg/notes.py"]
+
+    run = Run(project)
+    assert run.naming("Mixin") == ["pkg/agent.py", "pkg/mixins.py", "pkg/notes.py"]
+    assert run.read_files == ["pkg/agent.py"]
+
+
+def test_the_index_keeps_a_bounded_number_of_names(project: Path) -> None:
+    Run(project).naming("Mixin")
+    for n in range(_MAX_NAMES):
+        Run(project).naming(f"Name{n}")
+
+    forgotten = Run(project)
+    assert forgotten.naming("Mixin") == _uncached(project, "Mixin")
+    assert sorted(forgotten.read_files) == sorted(FILES)
+    asked, _ = forgotten.cache.names()
+    assert len(asked) <= _MAX_NAMES
+
+
+MIXIN_USER = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+from mixins import CachingMixin
+
+
+class WarmAgent(CachingMixin, SimpleResponsesAPIAgent):
+    pass
+"""
+
+
+def _one_file(cli, path: Path, *options: str) -> list[tuple]:
+    report = json.loads(cli("scan", path, "--format", "json", *options).stdout)
+    return sorted((f["code"], f["path"], f["line"]) for f in report["findings"])
+
+
+def test_a_cached_one_file_run_sees_an_agent_that_started_using_the_mixin(cli, tmp_path: Path) -> None:
+    """The scan of a mixin's file asks which files name the mixin; the answer is kept. An agent
+    added later, or edited to use the mixin no more, changes what is reported, as without a
+    cache."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "mixins-decorators", root, ignore=NOT_COPIED)
+    folder = root / "responses_api_agents" / "review_agent"
+    mixins = folder / "mixins.py"
+    warm_line = ("SCA001", "responses_api_agents/review_agent/mixins.py", 14)
+
+    cli("scan", root, "--format", "json")
+    before = _one_file(cli, mixins)
+    assert warm_line not in before and len(before) == 1
+
+    (folder / "warm_agent.py").write_text(MIXIN_USER)
+    using = _one_file(cli, mixins)
+    assert warm_line in using
+    assert using == _one_file(cli, mixins, "--no-cache")
+
+    (folder / "warm_agent.py").write_text(
+        MIXIN_USER.replace("CachingMixin, ", "").replace(", CachingMixin", "")
+    )
+    assert _one_file(cli, mixins) == before == _one_file(cli, mixins, "--no-cache")
+
+
+def test_without_a_cache_every_file_is_read(project: Path) -> None:
+    run = Run(project, cached=False)
+    assert run.naming("Mixin") == ["pkg/agent.py", "pkg/mixins.py", "pkg/notes.py"]
+    assert sorted(run.read_files) == sorted(FILES)
