@@ -17,8 +17,10 @@ def run() -> None:
     git starts listing the current folder's project before the command line's modules load, so it
     walks the work tree on another core meanwhile (on NeMo Gym the walk is about a sixth of a warm
     scan); a run that wants another listing, or none, ends it. The exit skips the interpreter's
-    teardown: by then every file is closed and every worker joined, and freeing hundreds of
-    modules one by one costs a one-file scan of NeMo Gym about a tenth of its time."""
+    teardown: by then every file is closed and every worker joined, and freeing the modules and the
+    analysis' objects one by one is time for nothing. Measured on NeMo Gym against `sys.exit`, 20
+    alternating runs each: a one-file scan 291 ms against 319, a warm one 130 against 141. The
+    one-file target (3x `python -c pass`) is missed either way, by less with it."""
     early = None
     try:
         with contextlib.suppress(OSError):  # the current folder is gone: `main` says so
