@@ -168,11 +168,11 @@ def test_evidence_points_at_a_route_constant_defined_in_another_module(cli) -> N
 
 def test_evidence_follows_the_chain_of_forwarding_helpers(cli) -> None:
     report = _scan(cli, FIXTURES / "forwarding-helpers")
-    finding = _finding(report, "responses_api_agents/helper_agent/app.py", 35)
+    finding = _finding(report, "responses_api_agents/helper_agent/app.py", 36)
 
     assert [(path, line) for path, line, _ in _evidence(finding)] == [
-        ("responses_api_agents/helper_agent/app.py", 17),
-        ("responses_api_agents/helper_agent/app.py", 14),
+        ("responses_api_agents/helper_agent/app.py", 18),
+        ("responses_api_agents/helper_agent/app.py", 15),
     ]
     assert "`_send()`" in finding["evidence"][0]["note"]
     assert "`_post()`" in finding["evidence"][1]["note"]

@@ -66,14 +66,15 @@ class CallFact:
 def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
     """Calls resolution can use: client methods, route registration, and possible helpers
     (methods on `self` or `super()`, functions by name or through a module, calls of partials
-    or parameters). Methods of arbitrary objects can do neither."""
+    or parameters, methods of an object stored on `self` or built in place). Methods of other
+    objects can do neither."""
     match func:
         case Attr(base, attr):
             return (
                 attr in CLIENT_METHODS
                 or attr in ROUTE_METHODS
-                or isinstance(base, (SelfRef, Name))
-                or (isinstance(base, Call) and base.func == Name("super"))
+                or isinstance(base, (SelfRef, Name, Call))
+                or (isinstance(base, Attr) and isinstance(base.base, SelfRef))
             )
         case Name(name):
             return name not in _NOT_HELPERS and bool(args or kwargs)

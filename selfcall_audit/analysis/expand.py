@@ -2,13 +2,16 @@
 
 A helper (an agent method or a function) whose client call takes its target or route from its
 parameters is expanded at each of its call sites, with the parameters bound to the arguments:
-the finding lands on the call that supplies both the own name and the route.
+the finding lands on the call that supplies both the own name and the route. So is a method of an
+object the agent builds (`self.chat = ChatModel(agent=self)`, `Courier().deliver(self, body)`),
+with what its construction gave the object's attributes counting as parameters too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from math import inf
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
@@ -27,6 +30,7 @@ from .expr import (
     SelfRef,
     Str,
     contains,
+    map_children,
     qualify,
 )
 from .facts import CallFact, FunctionFacts, inlined_arguments
@@ -101,10 +105,13 @@ class Expander:
                 return [
                     self._direct(call, func, *(arguments or inlined_arguments(call, function)), via_partial)
                 ]
-        target = self._helper_target(func, ctx)
+        target, fields = self._helper_target(func, ctx), None
         if target is None:
-            return []
-        return self._through_helper(call, target, *(arguments or inlined_arguments(call, function)))
+            held = self._held(func, ctx)
+            if held is None:
+                return []
+            target, fields = held
+        return self._through_helper(call, target, *(arguments or inlined_arguments(call, function)), fields)
 
     def _stored_callable(self, func: Expr, ctx: Ctx) -> Expr:
         """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`
@@ -151,21 +158,72 @@ class Expander:
             self.posters[path] = mentions_any(self.read(path), POSTER_TOKENS)
         return self.posters[path]
 
+    def _held(self, func: Expr, ctx: Ctx) -> tuple[tuple[FunctionRef, bool], dict[str, Expr]] | None:
+        """The method `self.chat.generate` reaches where a method stored `self.chat =
+        ChatModel(agent=self)`, or `ChatModel(self).generate` reaches, and what the construction
+        gave the object's attributes."""
+        match func:
+            case Attr(Attr(SelfRef(), attr), name) if ctx.cls is not None:
+                found = self.hierarchy.class_binding(ctx.cls, attr)
+                if found is None or not isinstance(found[1].expr, Call):
+                    return None
+                built, where = found[1].expr, found[0].path
+            case Attr(Call() as built, name):
+                where = ctx.path
+            case _:
+                return None
+        origin = self.index.origin(where, built.func)
+        if origin and origin != where and not origin.endswith("__init__.py") and not self._may_post(origin):
+            return None  # as for helpers: a class from a module that never calls a server client
+        holder = self.index.lookup_dotted(where, built.func)
+        method = self.hierarchy.method(holder, name) if isinstance(holder, ClassRef) else None
+        if method is None:
+            return None
+        kwargs = {key: qualify(value, where) for key, value in expand_kwargs(built.kwargs)[0].items()}
+        fields = self._fields(holder, tuple(qualify(a, where) for a in built.args), kwargs)
+        return (FunctionRef(method[0].path, method[0].name, name), True), fields
+
+    def _fields(self, holder: ClassRef, args: tuple[Expr, ...], kwargs: dict[str, Expr]) -> dict[str, Expr]:
+        """What a construction gives an object's attributes: the `__init__` parameters its body
+        stores on `self` as they are; without an `__init__` in the project (a pydantic model, a
+        dataclass), the keyword arguments by name."""
+        init = self.hierarchy.method(holder, "__init__")
+        if init is None:
+            return kwargs
+        owner, facts = init
+        klass = self.index.klass(owner)
+        if klass is None:
+            return {}
+        params = bind_params(facts, args, kwargs, skip_self=True)
+        end = min((m.line for m in klass.methods if m.line > facts.line), default=inf)
+        return {
+            b.name: params[b.expr.name]
+            for b in klass.instance_attrs
+            if isinstance(b.expr, Param) and b.expr.name in params and facts.line < b.line < end
+        }
+
     def _through_helper(
-        self, call: CallFact, target_via: tuple[FunctionRef, bool], args: tuple[Expr, ...], raw_kwargs: tuple
+        self,
+        call: CallFact,
+        target_via: tuple[FunctionRef, bool],
+        args: tuple[Expr, ...],
+        raw_kwargs: tuple,
+        fields: dict[str, Expr] | None = None,
     ) -> list[ClientCall]:
-        """Client calls inside a helper that depend on its parameters, seen from this call."""
+        """Client calls inside a helper that depend on its parameters, seen from this call; with
+        `fields`, the helper is a method of an object the caller built, and what the construction
+        gave the object's attributes counts as parameters."""
         target, via_self = target_via
         function = self.hierarchy.function(target)
         if function is None:
             return []
         owner = ClassRef(target.path, target.owner) if target.owner else None
-        inner_calls = [
-            c
-            for c in self.client_calls(function, target, owner)
-            if self._forwards(c, Ctx(target.path, owner))
-        ]
+        inner_calls = self.client_calls(function, target, owner)
+        if fields is not None:
+            inner_calls = [c for inner in inner_calls if (c := _on_fields(inner, fields)) is not None]
+        inner_calls = [c for c in inner_calls if self._forwards(c, Ctx(target.path, owner))]
         bindings = bind_params(function, args, expand_kwargs(raw_kwargs)[0], skip_self=via_self)
+        bindings.update((_field(name), value) for name, value in (fields or {}).items())
         result = []
         for inner in inner_calls:
             note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
@@ -204,3 +262,22 @@ def _rooted_at_param(expr: Expr, through: str | None = None) -> bool:
         attrs.append(expr.attr)
         expr = expr.base
     return isinstance(expr, Param) and (through is None or through in attrs)
+
+
+def _field(name: str) -> str:
+    """The parameter an attribute of a built object stands for (no parameter name has a dot)."""
+    return f"self.{name}"
+
+
+def _on_fields(call: ClientCall, fields: dict[str, Expr]) -> ClientCall | None:
+    """A built object's client call with the attributes its construction gave as parameters; None
+    when it still reads the object itself (its `self.config.name` is its own, not the agent's)."""
+
+    def swap(expr: Expr) -> Expr:
+        match expr:
+            case Attr(SelfRef(), attr) if attr in fields:
+                return Param(_field(attr))
+        return map_children(expr, swap)
+
+    swapped = {key: swap(getattr(call, key)) for key in ("http_method", "server", "path", "receiver")}
+    return None if any(contains(e, SelfRef) for e in swapped.values()) else replace(call, **swapped)
