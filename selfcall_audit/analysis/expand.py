@@ -144,11 +144,15 @@ class Expander:
 
     def _helper_target(self, func: Expr, ctx: Ctx) -> tuple[FunctionRef, bool] | None:
         """The project function a call reaches, if it lives where a client call can be made."""
-        if isinstance(func, (Name, Global)) or (isinstance(func, Attr) and isinstance(func.base, Name)):
-            origin = self.index.origin(ctx.path, func)
-            if origin and not origin.endswith("__init__.py") and not self._may_post(origin):
-                return None  # a function in a module that never calls a server client
+        named = isinstance(func, (Name, Global)) or (isinstance(func, Attr) and isinstance(func.base, Name))
+        if named and self._silent(self.index.origin(ctx.path, func)):
+            return None  # a function in a module that never calls a server client
         return self.evaluator.function_target(func, ctx)
+
+    def _silent(self, origin: str | None) -> bool:
+        """Is `origin` a module (not a package's `__init__`, which may re-export) that never names
+        a server client?"""
+        return origin is not None and not origin.endswith("__init__.py") and not self._may_post(origin)
 
     def _may_post(self, path: str) -> bool:
         """Could a module hold a helper that posts? Decided on its bytes, before parsing it."""
@@ -173,7 +177,7 @@ class Expander:
             case _:
                 return None
         origin = self.index.origin(where, built.func)
-        if origin and origin != where and not origin.endswith("__init__.py") and not self._may_post(origin):
+        if origin != where and self._silent(origin):
             return None  # as for helpers: a class from a module that never calls a server client
         holder = self.index.lookup_dotted(where, built.func)
         method = self.hierarchy.method(holder, name) if isinstance(holder, ClassRef) else None

@@ -74,7 +74,7 @@ class Indexes:
             stats = self.files.stats
             for rel in missing:
                 entry = index.get(rel)
-                kept = entry is not None and (entry[0], entry[1]) == stats.get(rel)
+                kept = _current(entry, stats.get(rel))
                 lines[rel] = (
                     entry[2].encode("utf-8", "surrogateescape") if kept else import_lines(self.read(rel))
                 )
@@ -91,8 +91,7 @@ class Indexes:
         stale = [
             (rel, stat)
             for rel in sources
-            if (stat := stats.get(rel)) is not None
-            and ((entry := index.get(rel)) is None or (entry[0], entry[1]) != stat)
+            if (stat := stats.get(rel)) is not None and not _current(index.get(rel), stat)
         ]
         rels = tuple(rel for rel, _ in stale)
         pool = self.workers.for_batch(len(stale))
@@ -122,7 +121,7 @@ class Indexes:
         found = []
         for rel in self.files.sources:
             entry, stat = held.get(rel), self.files.stats.get(rel)
-            kept = entry is not None and (entry[0], entry[1]) == stat
+            kept = _current(entry, stat)
             if kept and not fresh:
                 names = entry[2]
             else:
@@ -138,3 +137,8 @@ class Indexes:
         if fresh or updated != held:
             self.cache.put_names(asked, updated)
         return found
+
+
+def _current(entry: list | None, stat: tuple[int, int] | None) -> bool:
+    """Was an index entry (`[size, mtime, ...]`) made from the file as it is now?"""
+    return entry is not None and (entry[0], entry[1]) == stat
