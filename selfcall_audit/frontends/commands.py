@@ -137,9 +137,7 @@ class Common:
             "jobs": self.jobs,
             **overrides,
         }
-        settings = _settings(
-            root, self.config_file, cache_dir="" if self.no_cache or not rooted else None, **options
-        )
+        settings = _settings(root, self.config_file, cache_dir="" if self.no_cache else None, **options)
         if not settings.nested_projects:  # --config: its settings, and the one root, for every path
             groups = {root: self.paths or (root,)}
         loaded = {root: settings}
