@@ -159,7 +159,7 @@ def finish_project(
         )
         say(f"{done}; {left}.")
     if rewritten and not common.quiet:
-        _name_impacted_tests(root, fixing.settings, rewritten, say)
+        _name_impacted_tests(root, fixing.settings, rewritten, say, shown)
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
@@ -175,15 +175,18 @@ def finish_project(
     return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
 
 
-def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:
+def _name_impacted_tests(
+    root: Path, settings: Any, rewritten: list, say: Callable[[str], None], shown: Callable[[str], str]
+) -> None:
     from ..migrate.test_impact import Rewritten, impacted_tests
 
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
     tests = impacted_tests(root, methods, settings.route, settings.exclude)
     if tests:
         say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call; update them:")
-    for test in tests:
-        say(f"  {test.node_id}: {test.reason}")
+    for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
+        path, _, name = test.node_id.partition("::")
+        say(f"  {shown(path)}::{name}: {test.reason}")
 
 
 def _plural(count: int, word: str) -> str:
