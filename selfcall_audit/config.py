@@ -105,14 +105,17 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     defaults = Settings()
     extend: dict[str, tuple[str, ...]] = {}
     for key, value in table.items():
-        if key in _EXTENDING:
-            extend[key] = _coerce(key, value, ())
-            continue
         spec = _KEYS.get(key)
-        if spec is None:
+        if spec is None and key not in _EXTENDING:
             known = ", ".join(sorted([*_KEYS, *_EXTENDING]))
             raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
-        values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+        try:  # which file: in a monorepo, each project has its own
+            if spec is None:
+                extend[key] = _coerce(key, value, ())
+            else:
+                values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     if not _inside(values.get("cache_dir", defaults.cache_dir)):
         raise ConfigError(
             f"{source}: `cache-dir` must be a folder inside the project root, not {values['cache_dir']!r}"
@@ -180,11 +183,14 @@ def _read_settings(path: Path, config_file: Path | None) -> Settings:
         data = _toml().loads(text)
     except (OSError, ValueError) as exc:  # ValueError: undecodable text, TOMLDecodeError
         raise ConfigError(f"cannot read {_shown(path)}: {exc}") from exc
-    table = data.get("tool", {}).get("selfcall-audit")
+    tool = data.get("tool", {})
+    table = tool.get("selfcall-audit") if isinstance(tool, dict) else None
     if table is None and path.name != "pyproject.toml":
         table = data  # a dedicated file holds the settings at top level
-    if not isinstance(table, dict):
-        return Settings(config_file=str(path)) if table is None else Settings()
+    if table is None:
+        return Settings(config_file=str(path))
+    if not isinstance(table, dict):  # `selfcall-audit = ...` under [tool]: settings that say nothing
+        raise ConfigError(f"{_shown(path)}: [tool.selfcall-audit] must be a table, not {table!r}")
     return settings_from_table(table, _shown(path))
 
 

@@ -266,14 +266,24 @@ def test_assert_no_self_calls_at_the_git_top_checks_each_project_under_its_setti
         assert_no_self_calls(monorepo, allow=[OUTER])
 
 
-def test_a_mistake_in_a_nested_project_s_settings_names_its_file(monorepo: Path) -> None:
+@pytest.mark.parametrize(
+    ("setting", "mistake"),
+    [
+        ('cache-dir = "../outside"', "`cache-dir` must be a folder inside the project root"),
+        ('max-file-size = "big"', "`max-file-size` must be a non-negative integer, not 'big'"),
+        ("extend-select = 3", "`extend-select` must be a list of strings, not 3"),
+    ],
+)
+def test_a_mistake_in_a_nested_project_s_settings_names_its_file(
+    monorepo: Path, setting: str, mistake: str
+) -> None:
     gym_pyproject = monorepo / "gym" / "pyproject.toml"
-    gym_pyproject.write_text(gym_pyproject.read_text() + 'cache-dir = "../outside"\n')
+    gym_pyproject.write_text(gym_pyproject.read_text() + setting + "\n")
 
     done = scan(cwd=monorepo)
 
     assert done.returncode == 2
-    assert "gym/pyproject.toml: `cache-dir` must be a folder inside the project root" in done.stderr
+    assert f"gym/pyproject.toml: {mistake}" in done.stderr
     assert not (monorepo / "outside").exists()
 
 
