@@ -285,3 +285,15 @@ def test_an_unknown_code_of_ours_stops_flake8_naming_the_known_ones(tmp_path: Pa
     assert f"unknown rule code or prefix 'SCA01' in {option}" in done.stdout + done.stderr
     assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_mistake_in_the_settings_stops_flake8_with_its_message(repo: Path, jobs: str) -> None:
+    with (repo / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.selfcall-audit]\nmax-file-size = "big"\n')
+
+    done = flake8(repo, f"--jobs={jobs}", "--select", "SCA", ECHO, DUEL)
+
+    assert done.returncode == 1
+    assert "pyproject.toml: `max-file-size` must be a non-negative integer, not 'big'" in done.stdout
+    assert "Traceback" not in done.stderr

@@ -17,7 +17,7 @@ from typing import ClassVar
 
 from .. import __version__
 from ..analysis.project import Project, Report
-from ..config import Settings, load_settings
+from ..config import ConfigError, Settings, load_settings
 from ..rules import FINDING_CODES, RULES
 from ..workspace.discovery import find_root
 
@@ -44,7 +44,12 @@ class _BufferProject(Project):
 
 
 def _settings(root: Path, possible: bool) -> Settings:
-    settings = load_settings(root)
+    from flake8.exceptions import ExecutionError
+
+    try:
+        settings = load_settings(root)
+    except ConfigError as exc:  # a mistake in the settings stops flake8 with its message, as scan's
+        raise ExecutionError(f"selfcall-audit: {exc}") from None
     if not possible:
         return settings
     chosen = settings.select or tuple(code for code in FINDING_CODES if RULES[code].default_on)
