@@ -222,6 +222,17 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
     assert found(after.stdout) == left
 
 
+def test_fix_names_the_project_each_summary_is_about(monorepo: Path) -> None:
+    done = run("selfcall_audit", "fix", "--check", cwd=monorepo)
+
+    summaries = [line for line in done.stdout.splitlines() if "to fix by hand" in line]
+    # unnamed, the outer project's "none left" would contradict gym/'s calls listed beside it
+    assert summaries == [
+        "./: Would rewrite 1 self-call in 1 file; none left to fix by hand.",
+        "gym/: Would rewrite 2 self-calls in 2 files; 3 self-calls to fix by hand.",
+    ]
+
+
 def test_flake8_from_the_git_top_reports_each_file_under_its_project_s_settings(tmp_path: Path) -> None:
     """With gym/'s table, gym/ is its own project; without one (NeMo Gym's own pyproject.toml is
     not a config file), its files are the outer project's, under the outer settings. flake8 checks

@@ -244,7 +244,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         plan_project(common, root, settings, paths, projects, helper_spec)
         for root, settings, paths in projects
     ]
-    status = max(finish_project(common, base, fixing, show_diff, check, started) for fixing in planned)
+    named = len(planned) > 1  # one summary per project: each says which
+    status = max(finish_project(common, base, fixing, show_diff, check, started, named) for fixing in planned)
     if status:
         _exit(status)
 

@@ -80,12 +80,19 @@ def plan_project(
 
 
 def finish_project(
-    common: Common, base: Path, fixing: ProjectFix, show_diff: bool, check: bool, since: float
+    common: Common,
+    base: Path,
+    fixing: ProjectFix,
+    show_diff: bool,
+    check: bool,
+    since: float,
+    named: bool = False,
 ) -> int:
     """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
     status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
     outermost root, from which `--diff` names every project's files; `since`, when the run began
-    (the bar shows the rewriting at once if the run is already long)."""
+    (the bar shows the rewriting at once if the run is already long); `named`: the summary says
+    which project it is about (a run over several, whose summaries would otherwise contradict)."""
     from ..migrate.vendor import VendorError, vendor_helper
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
@@ -157,7 +164,8 @@ def finish_project(
             if not_fixed
             else "none left to fix by hand"
         )
-        say(f"{done}; {left}.")
+        project = f"{shown('.')}/: " if named else ""
+        say(f"{project}{done}; {left}.")
     if rewritten and not common.quiet:
         _name_impacted_tests(root, fixing.settings, rewritten, say, shown)
     if common.verbose:
