@@ -645,6 +645,29 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
     )
 
 
+def test_a_file_name_that_is_not_utf8_among_the_paths_given_or_rewritten_by_fix(tmp_path: Path) -> None:
+    """pre-commit passes paths, which the scan follows through import lines; fix then looks for the
+    tests that name the rewritten module: by its name, which here is not UTF-8."""
+    root = make_project(tmp_path / "repo", {"tests/test_other.py": "def test_x():\n    pass\n"})
+    folder = os.fsencode(root / "responses_api_agents" / "bad_agent")
+    os.makedirs(folder)
+    with open(folder + b"/caf\xe9.py", "wb") as handle:
+        handle.write(SELF_CALLING_AGENT.encode())
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "selfcall_audit", *args, "--no-cache"]
+        return subprocess.run(command, cwd=root, capture_output=True, timeout=120)
+
+    scanned = run("scan", "responses_api_agents")
+    fixed = run("fix", "--diff")
+
+    assert (scanned.returncode, scanned.stderr) == (1, b"")
+    assert scanned.stdout.startswith(b"responses_api_agents/bad_agent/caf\\xe9.py:6:26: SCA001 ")
+    assert fixed.returncode == 1, fixed.stderr  # the diff is shown: the call would be rewritten
+    assert b"caf\\xe9.py:6: would rewrite self-call" in fixed.stderr
+    assert b"internal error" not in fixed.stderr
+
+
 # everything at once, as a real command ------------------------------------------------------------
 
 
