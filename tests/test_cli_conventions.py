@@ -75,6 +75,51 @@ def test_output_file_that_cannot_be_written_is_a_usage_error(demo: Path) -> None
     assert "cannot write the output to no/such/folder/out.txt" in done.stderr
 
 
+@pytest.mark.parametrize("output_format", ["text", "json", "junit"])
+def test_stdout_gets_the_bytes_output_file_gets_whatever_the_locale(demo: Path, output_format: str) -> None:
+    """UTF-8, as ruff writes and as JSON and JUnit's XML declare: a stdout in another encoding (a
+    Windows code page when redirected, PYTHONIOENCODING) neither ends the run nor changes a byte."""
+    command = [sys.executable, "-m", "selfcall_audit", "scan", "--format", output_format, "-q"]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    (demo / "responses_api_agents" / "caf\u00e9.py").write_text(
+        "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\nclass (:\n"
+    )
+
+    piped = subprocess.run(command, capture_output=True, cwd=demo, env=env, timeout=120)
+    written = subprocess.run([*command, "-o", "out"], capture_output=True, cwd=demo, env=env, timeout=120)
+
+    assert (piped.returncode, piped.stderr) == (1, b"")
+    assert written.returncode == 1
+    text = piped.stdout.decode("utf-8")
+    if output_format == "json":  # ASCII, its escapes in JSON's own syntax
+        assert [e["path"] for e in json.loads(text)["errors"]] == ["responses_api_agents/caf\u00e9.py"]
+    else:
+        assert "caf\u00e9.py" in text
+    if output_format == "text":
+        assert "\u2771" in text  # the arrow at each line of a call
+    if output_format != "json":  # the JSON report holds its run time
+        assert piped.stdout == (demo / "out").read_bytes()
+
+
+def test_quiet_text_keeps_every_finding_and_unreadable_file_and_drops_the_summary(demo: Path) -> None:
+    broken = demo / "responses_api_agents" / "broken.py"
+    broken.write_text("from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\nclass (:\n")
+
+    full = run("scan", "--format", "text", cwd=demo)
+    quiet = run("scan", "--format", "text", "-q", cwd=demo)
+
+    assert quiet.returncode == full.returncode == 1
+    headers = [line for line in quiet.stdout.splitlines() if re.match(r"\S+:\d+(:\d+)?: SCA", line)]
+    assert headers == [line for line in full.stdout.splitlines() if re.match(r"\S+:\d+(:\d+)?: SCA", line)]
+    assert len(headers) == DEMO_FINDINGS + 1
+    assert (
+        headers[-1]
+        == "responses_api_agents/broken.py:2: SCA900 syntax error at line 2, column 7: invalid syntax"
+    )
+    assert "Found 6 self-calls" in full.stdout and "Found" not in quiet.stdout
+    assert "Self-calls per agent" in full.stdout and "Self-calls per agent" not in quiet.stdout
+
+
 def test_a_full_disk_is_said_in_one_line_not_as_an_internal_error(demo: Path) -> None:
     with open("/dev/full", "w") as full:
         done = subprocess.run(

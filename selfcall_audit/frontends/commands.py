@@ -288,10 +288,8 @@ def _rendered(report: Report, output_format: str, statistics: bool, output: Outp
         return renderer(output_format)(report)
     from ..report.text import render as render_text
 
-    out = render_text(report, width=terminal_width() if output.terminal else None, color=output.color)
-    if quiet:
-        out = out.split("\n\n")[0] + "\n" if report.findings else ""
-    return out
+    width = terminal_width() if output.terminal else None
+    return render_text(report, width=width, color=output.color, summary=not quiet)
 
 
 def render_statistics(report: Report, as_json: bool) -> str:
