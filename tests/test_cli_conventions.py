@@ -330,6 +330,25 @@ def test_paths_are_relative_to_the_current_folder_as_ruff_prints_them(demo: Path
     assert "demo/responses_api_agents/simple_agent/app.py:62:26: SCA001" in above.stdout
 
 
+def test_the_config_a_message_names_is_named_from_where_the_file_is(tmp_path: Path) -> None:
+    monorepo = tmp_path / "mono"
+    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym", ignore=NOT_COPIED)
+    subprocess.run(["git", "init", "-q", str(monorepo)], check=True)
+    judge = "responses_api_agents/judge_agent"
+    routes = "routes `critic` back to itself in {}configs/self_critique.yaml)"
+
+    inside = run("scan", "--format", "concise", ".", cwd=monorepo / "gym" / judge)
+    github = run("scan", "--format", "github", cwd=monorepo / "gym")
+    document = json.loads(run("scan", "--format", "json", cwd=monorepo / "gym" / judge).stdout)
+
+    assert inside.stdout.startswith("app.py:27:26: SCA001 JudgeAgent.run")
+    assert routes.format("") in inside.stdout.splitlines()[0]
+    assert f"::error file=gym/{judge}/app.py,line=27," in github.stdout
+    assert routes.format(f"gym/{judge}/") in github.stdout
+    judged = [f for f in document["findings"] if f["agent"] == "JudgeAgent"]
+    assert judged[0]["message"].endswith(routes.format(f"{judge}/"))  # JSON: from `root`, as its paths
+
+
 def test_in_a_monorepo_ci_formats_name_files_from_the_repository_top(tmp_path: Path) -> None:
     monorepo = tmp_path / "mono"
     shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym", ignore=NOT_COPIED)
