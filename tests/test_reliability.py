@@ -158,7 +158,9 @@ BAD_INPUTS = {
     "invalid YAML syntax": (
         {BAD_YAML: "bad_agent:\n  responses_api_agents: [\n    entrypoint: : app.py\n"},
         BAD_YAML,
-        ("invalid YAML", "line 3"),
+        (
+            "invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
+        ),
     ),
     "YAML whose top level is a list": (
         {BAD_YAML: "- responses_api_agents\n- bad_agent\n"},
@@ -214,6 +216,19 @@ def test_sca900_alone_exits_0_and_fails_the_run_only_with_strict(cli, command, t
         assert done.returncode == expected
         assert "Traceback" not in done.stderr
         assert list(errors(json.loads(done.stdout))) == [BAD]
+
+
+def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(command, tmp_path: Path) -> None:
+    files, path, _ = BAD_INPUTS["invalid YAML syntax"]
+    root = make_project(tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n"}, good=False)
+
+    done = command("scan", "--format", "concise", "--no-cache", cwd=root)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"{BAD}:2:5: SCA900 syntax error at line 2, column 5: invalid syntax",
+        f"{path}:3:17: SCA900 invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
+    ]
 
 
 def test_findings_exit_1_with_or_without_sca900(cli, tmp_path: Path) -> None:
