@@ -94,8 +94,10 @@ class Finding:
 
     def moved(self, move: Callable[[str], str]) -> Finding:
         """The finding with every path it names seen from elsewhere (a monorepo's top, the current
-        folder): its file, its evidence, and the YAML config its message names (`... in PATH)`)."""
-        message = self.message
+        folder): its file, its evidence, the YAML config its message names (`... in PATH)`) and
+        the file of the command it gives (SCA004's `helper --write PATH --force`, run from there)."""
+        own = f" --write {self.path} --force"
+        message = self.message.replace(own, f" --write {move(self.path)} --force")
         for evidence in self.evidence:
             named = f" in {evidence.path})"
             if message.endswith(named):

@@ -669,3 +669,17 @@ def test_a_stale_helper_finding_goes_through_every_format_and_the_baseline(demo:
         assert done.returncode == 1 and "SCA004" in done.stdout, (output_format, done.stderr)
     assert run("scan", "--write-baseline", "baseline.json", cwd=demo).returncode == 0
     assert run("scan", "--baseline", "baseline.json", cwd=demo).returncode == 0
+
+
+def test_the_refresh_command_of_a_stale_helper_works_from_where_the_scan_ran(demo: Path) -> None:
+    (demo / "nemo_gym" / "inprocess.py").write_bytes(helper_source("nemo_gym/inprocess.py") + b"EDITED = 1\n")
+    agents = demo / "responses_api_agents"
+
+    stale = run("scan", "--format", "concise", cwd=agents)
+    (line,) = [line for line in stale.stdout.splitlines() if ": SCA004 " in line]
+
+    assert line.startswith("../nemo_gym/inprocess.py:1:1: SCA004 ")
+    assert line.endswith("`selfcall-audit helper --write ../nemo_gym/inprocess.py --force`")
+    refreshed = run("helper", "--write", "../nemo_gym/inprocess.py", "--force", cwd=agents)
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert "SCA004" not in run("scan", "--format", "concise", cwd=agents).stdout
