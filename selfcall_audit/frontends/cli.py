@@ -287,7 +287,7 @@ def helper(target: Path, force: bool) -> None:
     spec = helper_spec_for(path)
     if spec is None:
         click.echo(
-            f"{path} cannot be imported by a dotted module name (a folder name is not an identifier); "
+            f"{path} cannot be imported by a dotted module name (a folder or file name in it is not an identifier); "
             "move it into a package of the project, then: selfcall-audit fix --helper PACKAGE.MODULE:responses_in_process"
         )
     else:
