@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
 
-from .rules import UnknownCode, check_codes, extended
+from .rules import UnknownCode, check_codes
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -50,7 +50,10 @@ class Settings:
     include_tests: bool = False
     helper: str = ""  # MODULE:NAME; empty: the copy `fix` writes into the project
     baseline: str | None = None
-    select: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()  # empty: the rules on by default
+    # On top of the selection, but not more specific than it: `ignore = ["SCA"]` still turns off the
+    # rules on by default, as ruff's `--extend-select B --ignore F` leaves F off.
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     strict: bool = False
     max_file_size: int = 2_000_000
@@ -66,7 +69,9 @@ class Settings:
 
 
 _KEYS = {
-    f.name.replace("_", "-"): f for f in fields(Settings) if f.name not in ("config_file", "nested_projects")
+    f.name.replace("_", "-"): f
+    for f in fields(Settings)
+    if f.name not in ("config_file", "nested_projects", "extend_select")
 }
 
 
@@ -124,11 +129,9 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
         for key in ("select", "ignore"):
             if key in values:
                 values[key] = check_codes(values[key])
-        select = extended(values.get("select", ()), check_codes(extend.get("extend-select", ())))
+        values["extend_select"] = check_codes(extend.get("extend-select", ()))
     except UnknownCode as exc:
         raise ConfigError(f"{source}: [tool.selfcall-audit]: {exc}") from None
-    if select:
-        values["select"] = select
     settings = replace(defaults, config_file=source, **values)
     if "extend-exclude" in extend:
         settings = replace(settings, exclude=settings.exclude + extend["extend-exclude"])

@@ -55,7 +55,8 @@ def assert_no_self_calls(
         codes = parse_codes(select if isinstance(select, str) else ",".join(select))
 
     def settings_for(folder: Path) -> Settings:  # a nested project's own settings govern its files
-        return load_settings(folder).with_overrides(select=codes)
+        settings = load_settings(folder)  # `select` replaces the settings' selection, extensions too
+        return settings if codes is None else settings.with_overrides(select=codes, extend_select=())
 
     _, groups = by_project(tuple(project_root / p for p in given) or (project_root,))
     report = merged(analyze_projects(Projects(groups, settings_for), None), project_root)

@@ -185,6 +185,31 @@ def test_extend_select_in_the_settings_too(tmp_path: Path) -> None:
     assert "SCA003" in {f["code"] for f in json.loads(done.stdout)["findings"]}
 
 
+@pytest.mark.parametrize("where", ["command line", "settings"])
+def test_extend_select_does_not_make_the_defaults_outrank_an_ignore(tmp_path: Path, where: str) -> None:
+    """As ruff's `--extend-select B --ignore F` leaves F off: the rules on by default are the least
+    specific selection, whatever is added to them."""
+    root = tmp_path / "possible"
+    shutil.copytree(FIXTURES / "possible-self-call", root)
+    options = ["--extend-select", "SCA003", "--ignore", "SCA00"]
+    if where == "settings":
+        pyproject = root / "pyproject.toml"
+        pyproject.write_text(
+            pyproject.read_text()
+            + '\n[tool.selfcall-audit]\nextend-select = ["SCA003"]\nignore = ["SCA00"]\n'
+        )
+        options = []
+
+    done = run("scan", "--format", "json", *options, cwd=root)
+    ignoring_one = run(
+        "scan", "--format", "json", "--extend-select", "SCA003", "--ignore", "SCA001", cwd=root
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert sorted(f["code"] for f in json.loads(done.stdout)["findings"]) == ["SCA003", "SCA003"]
+    assert sorted(f["code"] for f in json.loads(ignoring_one.stdout)["findings"]) == ["SCA003", "SCA003"]
+
+
 @pytest.mark.parametrize("key", ["select", "ignore", "extend-select"])
 def test_an_unknown_code_in_the_settings_is_a_usage_error_naming_the_known_ones(demo: Path, key: str) -> None:
     pyproject = demo / "pyproject.toml"

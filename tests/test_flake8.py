@@ -297,3 +297,13 @@ def test_a_mistake_in_the_settings_stops_flake8_with_its_message(repo: Path, job
     assert done.returncode == 1
     assert "pyproject.toml: `max-file-size` must be a non-negative integer, not 'big'" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_possible_self_calls_selected_in_flake8_do_not_outrank_the_settings_ignore(repo: Path) -> None:
+    with (repo / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.selfcall-audit]\nignore = ["SCA00"]\n')
+
+    done = flake8(repo, "--select", "SCA", ECHO)
+
+    # the settings turn off the rules on by default; flake8's selection adds SCA003 on top
+    assert codes_at(done.stdout) == [(ECHO, 17, "SCA003")]

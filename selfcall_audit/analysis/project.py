@@ -344,7 +344,7 @@ class Project:
 def _selected(code: str, settings: Settings) -> bool:
     if settings.strict and code == "SCA003" and not any(code.startswith(i) for i in settings.ignore):
         return True
-    return code_selected(code, settings.select, settings.ignore)
+    return code_selected(code, settings.select, settings.ignore, settings.extend_select)
 
 
 def _noqa(module: ModuleFacts, finding: Finding) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..config import ConfigError, Settings, load_settings
-from ..rules import RULES, UnknownCode, extended, parse_codes
+from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -167,9 +167,11 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
     exclude = overrides.pop("exclude", ())
     if exclude:
         overrides["exclude"] = settings.exclude + tuple(exclude)
-    extend = overrides.pop("extend_select", ())
-    if extend:
-        overrides["select"] = extended(overrides.get("select") or settings.select, extend)
+    extend = overrides.pop("extend_select", None) or ()
+    if overrides.get("select"):  # --select replaces the settings' selection, its extensions too
+        overrides["extend_select"] = extend
+    elif extend:
+        overrides["extend_select"] = settings.extend_select + extend
     return settings.with_overrides(**overrides)
 
 
