@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
 
-from .rules import UnknownCode, check_codes, extended
+from .rules import UnknownCode, check_codes
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -50,7 +50,10 @@ class Settings:
     include_tests: bool = False
     helper: str = ""  # MODULE:NAME; empty: the copy `fix` writes into the project
     baseline: str | None = None
-    select: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()  # empty: the rules on by default
+    # On top of the selection, but not more specific than it: `ignore = ["SCA"]` still turns off the
+    # rules on by default, as ruff's `--extend-select B --ignore F` leaves F off.
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     strict: bool = False
     max_file_size: int = 2_000_000
@@ -66,7 +69,9 @@ class Settings:
 
 
 _KEYS = {
-    f.name.replace("_", "-"): f for f in fields(Settings) if f.name not in ("config_file", "nested_projects")
+    f.name.replace("_", "-"): f
+    for f in fields(Settings)
+    if f.name not in ("config_file", "nested_projects", "extend_select")
 }
 
 
@@ -105,14 +110,17 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     defaults = Settings()
     extend: dict[str, tuple[str, ...]] = {}
     for key, value in table.items():
-        if key in _EXTENDING:
-            extend[key] = _coerce(key, value, ())
-            continue
         spec = _KEYS.get(key)
-        if spec is None:
+        if spec is None and key not in _EXTENDING:
             known = ", ".join(sorted([*_KEYS, *_EXTENDING]))
             raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
-        values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+        try:  # which file: in a monorepo, each project has its own
+            if spec is None:
+                extend[key] = _coerce(key, value, ())
+            else:
+                values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     if not _inside(values.get("cache_dir", defaults.cache_dir)):
         raise ConfigError(
             f"{source}: `cache-dir` must be a folder inside the project root, not {values['cache_dir']!r}"
@@ -121,11 +129,9 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
         for key in ("select", "ignore"):
             if key in values:
                 values[key] = check_codes(values[key])
-        select = extended(values.get("select", ()), check_codes(extend.get("extend-select", ())))
+        values["extend_select"] = check_codes(extend.get("extend-select", ()))
     except UnknownCode as exc:
         raise ConfigError(f"{source}: [tool.selfcall-audit]: {exc}") from None
-    if select:
-        values["select"] = select
     settings = replace(defaults, config_file=source, **values)
     if "extend-exclude" in extend:
         settings = replace(settings, exclude=settings.exclude + extend["extend-exclude"])
@@ -180,11 +186,14 @@ def _read_settings(path: Path, config_file: Path | None) -> Settings:
         data = _toml().loads(text)
     except (OSError, ValueError) as exc:  # ValueError: undecodable text, TOMLDecodeError
         raise ConfigError(f"cannot read {_shown(path)}: {exc}") from exc
-    table = data.get("tool", {}).get("selfcall-audit")
+    tool = data.get("tool", {})
+    table = tool.get("selfcall-audit") if isinstance(tool, dict) else None
     if table is None and path.name != "pyproject.toml":
         table = data  # a dedicated file holds the settings at top level
-    if not isinstance(table, dict):
-        return Settings(config_file=str(path)) if table is None else Settings()
+    if table is None:
+        return Settings(config_file=str(path))
+    if not isinstance(table, dict):  # `selfcall-audit = ...` under [tool]: settings that say nothing
+        raise ConfigError(f"{_shown(path)}: [tool.selfcall-audit] must be a table, not {table!r}")
     return settings_from_table(table, _shown(path))
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Literal
 
     ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
@@ -90,6 +91,20 @@ class Finding:
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
+
+    def moved(self, move: Callable[[str], str]) -> Finding:
+        """The finding with every path it names seen from elsewhere (a monorepo's top, the current
+        folder): its file, its evidence, the YAML config its message names (`... in PATH)`) and
+        the file of the command it gives (SCA004's `helper --write PATH --force`, run from there)."""
+        own = f" --write {self.path} --force"
+        message = self.message.replace(own, f" --write {move(self.path)} --force")
+        for evidence in self.evidence:
+            named = f" in {evidence.path})"
+            if message.endswith(named):
+                message = f"{message.removesuffix(named)} in {move(evidence.path)})"
+                break
+        evidence = tuple(replace(e, path=move(e.path)) for e in self.evidence)
+        return replace(self, path=move(self.path), message=message, evidence=evidence)
 
 
 @dataclass(frozen=True)

@@ -149,9 +149,6 @@ RULES: dict[str, Rule] = {
 FINDING_CODES = ("SCA001", "SCA002", "SCA003", "SCA004")
 
 
-DEFAULT_SELECTION = tuple(code for code in FINDING_CODES if RULES[code].default_on)
-
-
 class UnknownCode(ValueError):
     """A rule code or prefix that matches no rule: a typo would silently disable the gate."""
 
@@ -173,15 +170,15 @@ def parse_codes(text: str | None) -> tuple[str, ...]:
     return check_codes(tuple(part for part in text.replace(",", " ").split() if part.strip()))
 
 
-def extended(select: tuple[str, ...], extend: tuple[str, ...]) -> tuple[str, ...]:
-    """`extend-select` as ruff reads it: these codes on top of the selection (or the defaults)."""
-    return (*(select or DEFAULT_SELECTION), *extend) if extend else select
-
-
-def code_selected(code: str, select: tuple[str, ...], ignore: tuple[str, ...]) -> bool:
-    """ruff semantics: `select` replaces the defaults, and the more specific prefix wins."""
-    selected = max((len(p) for p in select if code.startswith(p)), default=-1)
+def code_selected(
+    code: str, select: tuple[str, ...], ignore: tuple[str, ...], extend: tuple[str, ...] = ()
+) -> bool:
+    """ruff semantics: `select` replaces the defaults, `extend` adds to them, and the more specific
+    prefix wins; the defaults are the least specific of all (any `ignore` that matches wins)."""
+    if select:
+        selected = max((len(p) for p in select if code.startswith(p)), default=-1)
+    else:
+        selected = 0 if RULES[code].default_on else -1
+    selected = max([selected, *(len(p) for p in extend if code.startswith(p))])
     ignored = max((len(p) for p in ignore if code.startswith(p)), default=-1)
-    if not select:
-        return RULES[code].default_on and ignored < 0
     return selected > ignored

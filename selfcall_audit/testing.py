@@ -11,6 +11,7 @@ unseen. Allow a known one by naming its file, or its file and method, in `allow`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -40,15 +41,24 @@ def assert_no_self_calls(
     reported in that file, including an unreadable-file error); paths relative to the project root.
     select: rule codes or prefixes, e.g. "SCA001,SCA002" or ["SCA"], replacing the settings' selection.
     """
+    if not os.path.lexists(root):  # else the folder above it would be audited instead
+        raise FileNotFoundError(f"assert_no_self_calls: root {os.fspath(root)!r} does not exist")
     project_root = find_root(Path(root))
+    given = tuple(paths or ())
+    missing = [p for p in given if not os.path.lexists(project_root / p)]
+    if missing:  # a mistyped path would report on nothing and pass
+        raise FileNotFoundError(
+            f"assert_no_self_calls: {os.fspath(missing[0])!r} does not exist in the project {os.fspath(project_root)}"
+        )
     codes = None
     if select is not None:
         codes = parse_codes(select if isinstance(select, str) else ",".join(select))
 
     def settings_for(folder: Path) -> Settings:  # a nested project's own settings govern its files
-        return load_settings(folder).with_overrides(select=codes)
+        settings = load_settings(folder)  # `select` replaces the settings' selection, extensions too
+        return settings if codes is None else settings.with_overrides(select=codes, extend_select=())
 
-    _, groups = by_project(tuple(project_root / p for p in paths) if paths else (project_root,))
+    _, groups = by_project(tuple(project_root / p for p in given) or (project_root,))
     report = merged(analyze_projects(Projects(groups, settings_for), None), project_root)
 
     allowed = set(allow or ())

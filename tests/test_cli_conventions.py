@@ -75,6 +75,51 @@ def test_output_file_that_cannot_be_written_is_a_usage_error(demo: Path) -> None
     assert "cannot write the output to no/such/folder/out.txt" in done.stderr
 
 
+@pytest.mark.parametrize("output_format", ["text", "json", "junit"])
+def test_stdout_gets_the_bytes_output_file_gets_whatever_the_locale(demo: Path, output_format: str) -> None:
+    """UTF-8, as ruff writes and as JSON and JUnit's XML declare: a stdout in another encoding (a
+    Windows code page when redirected, PYTHONIOENCODING) neither ends the run nor changes a byte."""
+    command = [sys.executable, "-m", "selfcall_audit", "scan", "--format", output_format, "-q"]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    (demo / "responses_api_agents" / "caf\u00e9.py").write_text(
+        "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\nclass (:\n"
+    )
+
+    piped = subprocess.run(command, capture_output=True, cwd=demo, env=env, timeout=120)
+    written = subprocess.run([*command, "-o", "out"], capture_output=True, cwd=demo, env=env, timeout=120)
+
+    assert (piped.returncode, piped.stderr) == (1, b"")
+    assert written.returncode == 1
+    text = piped.stdout.decode("utf-8")
+    if output_format == "json":  # ASCII, its escapes in JSON's own syntax
+        assert [e["path"] for e in json.loads(text)["errors"]] == ["responses_api_agents/caf\u00e9.py"]
+    else:
+        assert "caf\u00e9.py" in text
+    if output_format == "text":
+        assert "\u2771" in text  # the arrow at each line of a call
+    if output_format != "json":  # the JSON report holds its run time
+        assert piped.stdout == (demo / "out").read_bytes()
+
+
+def test_quiet_text_keeps_every_finding_and_unreadable_file_and_drops_the_summary(demo: Path) -> None:
+    broken = demo / "responses_api_agents" / "broken.py"
+    broken.write_text("from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\nclass (:\n")
+
+    full = run("scan", "--format", "text", cwd=demo)
+    quiet = run("scan", "--format", "text", "-q", cwd=demo)
+
+    assert quiet.returncode == full.returncode == 1
+    headers = [line for line in quiet.stdout.splitlines() if re.match(r"\S+:\d+(:\d+)?: SCA", line)]
+    assert headers == [line for line in full.stdout.splitlines() if re.match(r"\S+:\d+(:\d+)?: SCA", line)]
+    assert len(headers) == DEMO_FINDINGS + 1
+    assert (
+        headers[-1]
+        == "responses_api_agents/broken.py:2: SCA900 syntax error at line 2, column 7: invalid syntax"
+    )
+    assert "Found 6 self-calls" in full.stdout and "Found" not in quiet.stdout
+    assert "Self-calls per agent" in full.stdout and "Self-calls per agent" not in quiet.stdout
+
+
 def test_a_full_disk_is_said_in_one_line_not_as_an_internal_error(demo: Path) -> None:
     with open("/dev/full", "w") as full:
         done = subprocess.run(
@@ -138,6 +183,31 @@ def test_extend_select_in_the_settings_too(tmp_path: Path) -> None:
     done = run("scan", "--format", "json", cwd=root)
 
     assert "SCA003" in {f["code"] for f in json.loads(done.stdout)["findings"]}
+
+
+@pytest.mark.parametrize("where", ["command line", "settings"])
+def test_extend_select_does_not_make_the_defaults_outrank_an_ignore(tmp_path: Path, where: str) -> None:
+    """As ruff's `--extend-select B --ignore F` leaves F off: the rules on by default are the least
+    specific selection, whatever is added to them."""
+    root = tmp_path / "possible"
+    shutil.copytree(FIXTURES / "possible-self-call", root)
+    options = ["--extend-select", "SCA003", "--ignore", "SCA00"]
+    if where == "settings":
+        pyproject = root / "pyproject.toml"
+        pyproject.write_text(
+            pyproject.read_text()
+            + '\n[tool.selfcall-audit]\nextend-select = ["SCA003"]\nignore = ["SCA00"]\n'
+        )
+        options = []
+
+    done = run("scan", "--format", "json", *options, cwd=root)
+    ignoring_one = run(
+        "scan", "--format", "json", "--extend-select", "SCA003", "--ignore", "SCA001", cwd=root
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert sorted(f["code"] for f in json.loads(done.stdout)["findings"]) == ["SCA003", "SCA003"]
+    assert sorted(f["code"] for f in json.loads(ignoring_one.stdout)["findings"]) == ["SCA003", "SCA003"]
 
 
 @pytest.mark.parametrize("key", ["select", "ignore", "extend-select"])
@@ -283,6 +353,25 @@ def test_paths_are_relative_to_the_current_folder_as_ruff_prints_them(demo: Path
 
     assert inside.stdout.startswith("app.py:62:26: SCA001 SimpleAgent.run")
     assert "demo/responses_api_agents/simple_agent/app.py:62:26: SCA001" in above.stdout
+
+
+def test_the_config_a_message_names_is_named_from_where_the_file_is(tmp_path: Path) -> None:
+    monorepo = tmp_path / "mono"
+    shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym", ignore=NOT_COPIED)
+    subprocess.run(["git", "init", "-q", str(monorepo)], check=True)
+    judge = "responses_api_agents/judge_agent"
+    routes = "routes `critic` back to itself in {}configs/self_critique.yaml)"
+
+    inside = run("scan", "--format", "concise", ".", cwd=monorepo / "gym" / judge)
+    github = run("scan", "--format", "github", cwd=monorepo / "gym")
+    document = json.loads(run("scan", "--format", "json", cwd=monorepo / "gym" / judge).stdout)
+
+    assert inside.stdout.startswith("app.py:27:26: SCA001 JudgeAgent.run")
+    assert routes.format("") in inside.stdout.splitlines()[0]
+    assert f"::error file=gym/{judge}/app.py,line=27," in github.stdout
+    assert routes.format(f"gym/{judge}/") in github.stdout
+    judged = [f for f in document["findings"] if f["agent"] == "JudgeAgent"]
+    assert judged[0]["message"].endswith(routes.format(f"{judge}/"))  # JSON: from `root`, as its paths
 
 
 def test_in_a_monorepo_ci_formats_name_files_from_the_repository_top(tmp_path: Path) -> None:
@@ -605,3 +694,17 @@ def test_a_stale_helper_finding_goes_through_every_format_and_the_baseline(demo:
         assert done.returncode == 1 and "SCA004" in done.stdout, (output_format, done.stderr)
     assert run("scan", "--write-baseline", "baseline.json", cwd=demo).returncode == 0
     assert run("scan", "--baseline", "baseline.json", cwd=demo).returncode == 0
+
+
+def test_the_refresh_command_of_a_stale_helper_works_from_where_the_scan_ran(demo: Path) -> None:
+    (demo / "nemo_gym" / "inprocess.py").write_bytes(helper_source("nemo_gym/inprocess.py") + b"EDITED = 1\n")
+    agents = demo / "responses_api_agents"
+
+    stale = run("scan", "--format", "concise", cwd=agents)
+    (line,) = [line for line in stale.stdout.splitlines() if ": SCA004 " in line]
+
+    assert line.startswith("../nemo_gym/inprocess.py:1:1: SCA004 ")
+    assert line.endswith("`selfcall-audit helper --write ../nemo_gym/inprocess.py --force`")
+    refreshed = run("helper", "--write", "../nemo_gym/inprocess.py", "--force", cwd=agents)
+    assert refreshed.returncode == 0, refreshed.stderr
+    assert "SCA004" not in run("scan", "--format", "concise", cwd=agents).stdout

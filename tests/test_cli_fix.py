@@ -402,11 +402,15 @@ def test_helper_write_refuses_outside_the_project(project: Path, tmp_path: Path,
     assert list(outside.iterdir()) == []
 
 
-def test_helper_write_says_when_the_place_cannot_be_imported(project: Path, command) -> None:
+@pytest.mark.parametrize("place", ["my-tools/inprocess.py", "my-helper.py"])
+def test_helper_write_says_when_the_place_cannot_be_imported(project: Path, command, place: str) -> None:
     (project / "my-tools").mkdir()
 
-    done = command("helper", "--write", "my-tools/inprocess.py", cwd=project)
+    done = command("helper", "--write", place, cwd=project)
 
     assert done.returncode == 0, done.stderr
-    assert "cannot be imported by a dotted module name" in done.stdout
-    assert "--helper my-tools" not in done.stdout
+    assert (
+        "cannot be imported by a dotted module name (a folder or file name in it is not an identifier)"
+        in (done.stdout)
+    )
+    assert "--helper my-" not in done.stdout

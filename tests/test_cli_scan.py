@@ -266,6 +266,27 @@ def test_a_setting_of_the_wrong_type_exits_2(cli, tmp_path: Path) -> None:
     assert "`include-tests` must be true or false" in result.stderr
 
 
+def test_settings_that_are_not_a_table_exit_2_naming_the_file(command, tmp_path: Path) -> None:
+    project = copy_fixture("loops-try", tmp_path)
+    (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool]\nselfcall-audit = 3\n')
+
+    done = command("scan", "--no-cache", cwd=project)
+
+    assert done.returncode == 2
+    assert "pyproject.toml: [tool.selfcall-audit] must be a table, not 3" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_pyproject_whose_tool_is_not_a_table_holds_no_settings(command, tmp_path: Path) -> None:
+    project = copy_fixture("loops-try", tmp_path)
+    (project / "pyproject.toml").write_text('tool = "selfcall-audit"\n')
+
+    done = command("scan", "--no-cache", cwd=project)
+
+    assert done.returncode == 1, done.stderr  # the scan ran, with the defaults: no internal error
+    assert done.stdout.count(": SCA001 ") == 2
+
+
 def test_exit_codes_of_the_real_command(command) -> None:
     clean = command("scan", "--no-cache", FIXTURES / "trap-in-process")
     findings = command("scan", "--no-cache", FIXTURES / "loops-try")

@@ -211,6 +211,20 @@ def test_a_file_the_analysis_skips_is_reported_as_sca900(repo: Path) -> None:
     ]
 
 
+def test_no_cache_is_written_beside_a_file_that_is_in_no_project(tmp_path: Path) -> None:
+    if any(
+        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
+    ):
+        pytest.skip("the temporary folder lies inside a project")  # the test needs a folder without one
+    (tmp_path / ECHO).parent.mkdir(parents=True)
+    (tmp_path / ECHO).write_text(AGENT)
+
+    result = flake8(tmp_path, "--select", "SCA001", ECHO)
+
+    assert codes_at(result.stdout) == [(ECHO, 6, "SCA001")]
+    assert list(tmp_path.rglob(".selfcall_audit_cache")) == [], "no cache where there is no project"
+
+
 def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -> None:
     buffer = "# two lines added\n# and not saved yet\n" + AGENT
 
@@ -271,3 +285,25 @@ def test_an_unknown_code_of_ours_stops_flake8_naming_the_known_ones(tmp_path: Pa
     assert f"unknown rule code or prefix 'SCA01' in {option}" in done.stdout + done.stderr
     assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_mistake_in_the_settings_stops_flake8_with_its_message(repo: Path, jobs: str) -> None:
+    with (repo / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.selfcall-audit]\nmax-file-size = "big"\n')
+
+    done = flake8(repo, f"--jobs={jobs}", "--select", "SCA", ECHO, DUEL)
+
+    assert done.returncode == 1
+    assert "pyproject.toml: `max-file-size` must be a non-negative integer, not 'big'" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_possible_self_calls_selected_in_flake8_do_not_outrank_the_settings_ignore(repo: Path) -> None:
+    with (repo / "pyproject.toml").open("a") as pyproject:
+        pyproject.write('\n[tool.selfcall-audit]\nignore = ["SCA00"]\n')
+
+    done = flake8(repo, "--select", "SCA", ECHO)
+
+    # the settings turn off the rules on by default; flake8's selection adds SCA003 on top
+    assert codes_at(done.stdout) == [(ECHO, 17, "SCA003")]

@@ -229,7 +229,7 @@ def test_a_test_file_that_does_not_parse_is_skipped(repo: Path) -> None:
 
 
 def test_fix_lists_them_after_its_rewrites(repo: Path, command) -> None:
-    done = command("fix", "--no-cache", repo)
+    done = command("fix", "--no-cache", cwd=repo)
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -239,6 +239,17 @@ def test_fix_lists_them_after_its_rewrites(repo: Path, command) -> None:
         "asserts that the self-call to /v1/responses went through server_client.post"
     )
     assert len(lines) == start + 5
+
+
+def test_from_a_subfolder_the_tests_are_named_from_there_like_the_rewritten_files(
+    repo: Path, command
+) -> None:
+    done = command("fix", "--no-cache", "--diff", cwd=repo / "responses_api_agents")
+
+    lines = done.stderr.splitlines()
+    assert "echo/app.py:14: would rewrite self-call to responses_in_process" in lines
+    start = lines.index("4 tests modelled the HTTP self-call; update them:")
+    assert lines[start + 1].startswith("  echo/tests/test_app.py::test_run_posts_seed_then_self_call: ")
 
 
 def test_a_second_fix_has_nothing_to_name(repo: Path, command) -> None:

@@ -222,6 +222,17 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
     assert found(after.stdout) == left
 
 
+def test_fix_names_the_project_each_summary_is_about(monorepo: Path) -> None:
+    done = run("selfcall_audit", "fix", "--check", cwd=monorepo)
+
+    summaries = [line for line in done.stdout.splitlines() if "to fix by hand" in line]
+    # unnamed, the outer project's "none left" would contradict gym/'s calls listed beside it
+    assert summaries == [
+        "./: Would rewrite 1 self-call in 1 file; none left to fix by hand.",
+        "gym/: Would rewrite 2 self-calls in 2 files; 3 self-calls to fix by hand.",
+    ]
+
+
 def test_flake8_from_the_git_top_reports_each_file_under_its_project_s_settings(tmp_path: Path) -> None:
     """With gym/'s table, gym/ is its own project; without one (NeMo Gym's own pyproject.toml is
     not a config file), its files are the outer project's, under the outer settings. flake8 checks
@@ -266,14 +277,24 @@ def test_assert_no_self_calls_at_the_git_top_checks_each_project_under_its_setti
         assert_no_self_calls(monorepo, allow=[OUTER])
 
 
-def test_a_mistake_in_a_nested_project_s_settings_names_its_file(monorepo: Path) -> None:
+@pytest.mark.parametrize(
+    ("setting", "mistake"),
+    [
+        ('cache-dir = "../outside"', "`cache-dir` must be a folder inside the project root"),
+        ('max-file-size = "big"', "`max-file-size` must be a non-negative integer, not 'big'"),
+        ("extend-select = 3", "`extend-select` must be a list of strings, not 3"),
+    ],
+)
+def test_a_mistake_in_a_nested_project_s_settings_names_its_file(
+    monorepo: Path, setting: str, mistake: str
+) -> None:
     gym_pyproject = monorepo / "gym" / "pyproject.toml"
-    gym_pyproject.write_text(gym_pyproject.read_text() + 'cache-dir = "../outside"\n')
+    gym_pyproject.write_text(gym_pyproject.read_text() + setting + "\n")
 
     done = scan(cwd=monorepo)
 
     assert done.returncode == 2
-    assert "gym/pyproject.toml: `cache-dir` must be a folder inside the project root" in done.stderr
+    assert f"gym/pyproject.toml: {mistake}" in done.stderr
     assert not (monorepo / "outside").exists()
 
 

@@ -158,7 +158,9 @@ BAD_INPUTS = {
     "invalid YAML syntax": (
         {BAD_YAML: "bad_agent:\n  responses_api_agents: [\n    entrypoint: : app.py\n"},
         BAD_YAML,
-        ("invalid YAML", "line 3"),
+        (
+            "invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
+        ),
     ),
     "YAML whose top level is a list": (
         {BAD_YAML: "- responses_api_agents\n- bad_agent\n"},
@@ -214,6 +216,19 @@ def test_sca900_alone_exits_0_and_fails_the_run_only_with_strict(cli, command, t
         assert done.returncode == expected
         assert "Traceback" not in done.stderr
         assert list(errors(json.loads(done.stdout))) == [BAD]
+
+
+def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(command, tmp_path: Path) -> None:
+    files, path, _ = BAD_INPUTS["invalid YAML syntax"]
+    root = make_project(tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n"}, good=False)
+
+    done = command("scan", "--format", "concise", "--no-cache", cwd=root)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"{BAD}:2:5: SCA900 syntax error at line 2, column 5: invalid syntax",
+        f"{path}:3:17: SCA900 invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
+    ]
 
 
 def test_findings_exit_1_with_or_without_sca900(cli, tmp_path: Path) -> None:
@@ -643,6 +658,29 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
     assert any(
         name in done.stdout for name in (b"caf\xe9.py", b"caf\\udce9.py", b"caf%E9.py", b"caf\\xe9.py")
     )
+
+
+def test_a_file_name_that_is_not_utf8_among_the_paths_given_or_rewritten_by_fix(tmp_path: Path) -> None:
+    """pre-commit passes paths, which the scan follows through import lines; fix then looks for the
+    tests that name the rewritten module: by its name, which here is not UTF-8."""
+    root = make_project(tmp_path / "repo", {"tests/test_other.py": "def test_x():\n    pass\n"})
+    folder = os.fsencode(root / "responses_api_agents" / "bad_agent")
+    os.makedirs(folder)
+    with open(folder + b"/caf\xe9.py", "wb") as handle:
+        handle.write(SELF_CALLING_AGENT.encode())
+
+    def run(*args: str) -> subprocess.CompletedProcess[bytes]:
+        command = [sys.executable, "-m", "selfcall_audit", *args, "--no-cache"]
+        return subprocess.run(command, cwd=root, capture_output=True, timeout=120)
+
+    scanned = run("scan", "responses_api_agents")
+    fixed = run("fix", "--diff")
+
+    assert (scanned.returncode, scanned.stderr) == (1, b"")
+    assert scanned.stdout.startswith(b"responses_api_agents/bad_agent/caf\\xe9.py:6:26: SCA001 ")
+    assert fixed.returncode == 1, fixed.stderr  # the diff is shown: the call would be rewritten
+    assert b"caf\\xe9.py:6: would rewrite self-call" in fixed.stderr
+    assert b"internal error" not in fixed.stderr
 
 
 # everything at once, as a real command ------------------------------------------------------------

@@ -105,6 +105,28 @@ def test_select_and_paths(tmp_path: Path) -> None:
     assert "SCA002" in only_other_routes and "SCA001" not in only_other_routes
 
 
+def test_a_root_or_path_that_does_not_exist_is_an_error_not_another_audit(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, {ECHO: SELF_CALLING})
+
+    with pytest.raises(FileNotFoundError, match=r"'.*no_such_folder' does not exist"):
+        assert_no_self_calls(repo / "no_such_folder")  # not the project above it
+    with pytest.raises(FileNotFoundError, match="'responses_api_agents/echoo' does not exist"):
+        assert_no_self_calls(repo, paths=["responses_api_agents/echoo"])  # a typo would pass
+
+
+def test_no_cache_is_written_in_a_folder_that_is_no_project(tmp_path: Path) -> None:
+    if any(
+        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
+    ):
+        pytest.skip("the temporary folder lies inside a project")  # the test needs a folder without one
+    (tmp_path / ECHO).parent.mkdir(parents=True)
+    (tmp_path / ECHO).write_text(SELF_CALLING)
+
+    failure(tmp_path)
+
+    assert not (tmp_path / ".selfcall_audit_cache").exists(), "no cache where there is no project"
+
+
 def test_in_a_real_pytest_run_of_the_audited_repo(tmp_path: Path) -> None:
     audit = (
         "from pathlib import Path\n"

@@ -140,6 +140,12 @@ def parse_yaml(path: str, data: bytes) -> list[Node]:
 
     try:
         documents = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except yaml.MarkedYAMLError as exc:  # at its line, as a Python syntax error: where reports point
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = " ".join(str(exc.problem or exc.__class__.__name__).split())
+        what += f" ({' '.join(exc.context.split())})" if exc.context else ""
+        raise ConfigFileError(f"invalid YAML{where}: {what}") from None
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"invalid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:

@@ -20,6 +20,7 @@ from ..rules import code_selected
 from ..workspace.cache import FactsCache
 from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
 from ..workspace.fingerprint import Fingerprints
+from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -103,7 +104,10 @@ class Project:
         self.errors: dict[str, str] = {}
         self._bytes: dict[str, bytes] = {}
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
-        self.cache = FactsCache.open(root, settings.cache_dir) if settings.cache_dir else None
+        # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
+        # whichever front end runs (the command line, flake8, the pytest helper).
+        cached = settings.cache_dir and is_project_root(os.fspath(root))
+        self.cache = FactsCache.open(root, settings.cache_dir) if cached else None
         self._store: FactsStore | None = None
         self._workers: Workers | None = None  # started by the first batch that repays them
 
@@ -340,7 +344,7 @@ class Project:
 def _selected(code: str, settings: Settings) -> bool:
     if settings.strict and code == "SCA003" and not any(code.startswith(i) for i in settings.ignore):
         return True
-    return code_selected(code, settings.select, settings.ignore)
+    return code_selected(code, settings.select, settings.ignore, settings.extend_select)
 
 
 def _noqa(module: ModuleFacts, finding: Finding) -> bool:

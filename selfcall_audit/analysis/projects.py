@@ -102,10 +102,7 @@ def merged(parts: list[Part], root: Path) -> Report:
         def move(rel: str, prefix: str = prefix) -> str:
             return prefix if rel == "." else f"{prefix}/{rel}"
 
-        findings += [
-            replace(f, path=move(f.path), evidence=tuple(replace(e, path=move(e.path)) for e in f.evidence))
-            for f in report.findings
-        ]
+        findings += [f.moved(move) for f in report.findings]
         errors += [replace(e, path=move(e.path)) for e in report.errors]
         agents += [replace(a, path=move(a.path)) for a in report.agents]
     return Report(

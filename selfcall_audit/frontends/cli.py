@@ -244,7 +244,8 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
         plan_project(common, root, settings, paths, projects, helper_spec)
         for root, settings, paths in projects
     ]
-    status = max(finish_project(common, base, fixing, show_diff, check, started) for fixing in planned)
+    named = len(planned) > 1  # one summary per project: each says which
+    status = max(finish_project(common, base, fixing, show_diff, check, started, named) for fixing in planned)
     if status:
         _exit(status)
 
@@ -286,7 +287,7 @@ def helper(target: Path, force: bool) -> None:
     spec = helper_spec_for(path)
     if spec is None:
         click.echo(
-            f"{path} cannot be imported by a dotted module name (a folder name is not an identifier); "
+            f"{path} cannot be imported by a dotted module name (a folder or file name in it is not an identifier); "
             "move it into a package of the project, then: selfcall-audit fix --helper PACKAGE.MODULE:responses_in_process"
         )
     else:

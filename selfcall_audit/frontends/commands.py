@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..config import ConfigError, Settings, load_settings
-from ..rules import RULES, UnknownCode, extended, parse_codes
+from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -137,9 +137,7 @@ class Common:
             "jobs": self.jobs,
             **overrides,
         }
-        settings = _settings(
-            root, self.config_file, cache_dir="" if self.no_cache or not rooted else None, **options
-        )
+        settings = _settings(root, self.config_file, cache_dir="" if self.no_cache else None, **options)
         if not settings.nested_projects:  # --config: its settings, and the one root, for every path
             groups = {root: self.paths or (root,)}
         loaded = {root: settings}
@@ -169,9 +167,11 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
     exclude = overrides.pop("exclude", ())
     if exclude:
         overrides["exclude"] = settings.exclude + tuple(exclude)
-    extend = overrides.pop("extend_select", ())
-    if extend:
-        overrides["select"] = extended(overrides.get("select") or settings.select, extend)
+    extend = overrides.pop("extend_select", None) or ()
+    if overrides.get("select"):  # --select replaces the settings' selection, its extensions too
+        overrides["extend_select"] = extend
+    elif extend:
+        overrides["extend_select"] = settings.extend_select + extend
     return settings.with_overrides(**overrides)
 
 
@@ -290,10 +290,8 @@ def _rendered(report: Report, output_format: str, statistics: bool, output: Outp
         return renderer(output_format)(report)
     from ..report.text import render as render_text
 
-    out = render_text(report, width=terminal_width() if output.terminal else None, color=output.color)
-    if quiet:
-        out = out.split("\n\n")[0] + "\n" if report.findings else ""
-    return out
+    width = terminal_width() if output.terminal else None
+    return render_text(report, width=width, color=output.color, summary=not quiet)
 
 
 def render_statistics(report: Report, as_json: bool) -> str:

@@ -80,12 +80,19 @@ def plan_project(
 
 
 def finish_project(
-    common: Common, base: Path, fixing: ProjectFix, show_diff: bool, check: bool, since: float
+    common: Common,
+    base: Path,
+    fixing: ProjectFix,
+    show_diff: bool,
+    check: bool,
+    since: float,
+    named: bool = False,
 ) -> int:
     """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
     status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
     outermost root, from which `--diff` names every project's files; `since`, when the run began
-    (the bar shows the rewriting at once if the run is already long)."""
+    (the bar shows the rewriting at once if the run is already long); `named`: the summary says
+    which project it is about (a run over several, whose summaries would otherwise contradict)."""
     from ..migrate.vendor import VendorError, vendor_helper
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
@@ -157,9 +164,10 @@ def finish_project(
             if not_fixed
             else "none left to fix by hand"
         )
-        say(f"{done}; {left}.")
+        project = f"{shown('.')}/: " if named else ""
+        say(f"{project}{done}; {left}.")
     if rewritten and not common.quiet:
-        _name_impacted_tests(root, fixing.settings, rewritten, say)
+        _name_impacted_tests(root, fixing.settings, rewritten, say, shown)
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
@@ -175,15 +183,18 @@ def finish_project(
     return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
 
 
-def _name_impacted_tests(root: Path, settings: Any, rewritten: list, say: Callable[[str], None]) -> None:
+def _name_impacted_tests(
+    root: Path, settings: Any, rewritten: list, say: Callable[[str], None], shown: Callable[[str], str]
+) -> None:
     from ..migrate.test_impact import Rewritten, impacted_tests
 
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
     tests = impacted_tests(root, methods, settings.route, settings.exclude)
     if tests:
         say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call; update them:")
-    for test in tests:
-        say(f"  {test.node_id}: {test.reason}")
+    for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
+        path, _, name = test.node_id.partition("::")
+        say(f"  {shown(path)}::{name}: {test.reason}")
 
 
 def _plural(count: int, word: str) -> str:

@@ -17,8 +17,8 @@ from typing import ClassVar
 
 from .. import __version__
 from ..analysis.project import Project, Report
-from ..config import Settings, load_settings
-from ..rules import FINDING_CODES, RULES
+from ..config import ConfigError, Settings, load_settings
+from ..rules import RULES
 from ..workspace.discovery import find_root
 
 POSSIBLE = "SCA003"
@@ -44,11 +44,15 @@ class _BufferProject(Project):
 
 
 def _settings(root: Path, possible: bool) -> Settings:
-    settings = load_settings(root)
-    if not possible:
-        return settings
-    chosen = settings.select or tuple(code for code in FINDING_CODES if RULES[code].default_on)
-    return settings.with_overrides(select=(*chosen, POSSIBLE))
+    from flake8.exceptions import ExecutionError
+
+    try:
+        settings = load_settings(root)
+    except ConfigError as exc:  # a mistake in the settings stops flake8 with its message, as scan's
+        raise ExecutionError(f"selfcall-audit: {exc}") from None
+    return (
+        settings.with_overrides(extend_select=(*settings.extend_select, POSSIBLE)) if possible else settings
+    )
 
 
 def _normalized(text: str) -> str:

@@ -104,7 +104,7 @@ def _tests_module(test: str, source: bytes, rewritten: str) -> bool:
     folder = PurePosixPath(rewritten).parent
     if folder.parts and PurePosixPath(test).is_relative_to(folder):
         return True
-    return _module_name(rewritten).encode() in source
+    return _module_name(rewritten).encode("utf-8", "surrogateescape") in source
 
 
 def _impacted_in(rel: str, tree: ast.Module, methods: set[str], route: str) -> Iterator[ImpactedTest]:

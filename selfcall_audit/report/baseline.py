@@ -158,7 +158,7 @@ def _selected(code: str, settings: Settings) -> bool:
     if code not in FINDING_CODES:
         return False
     strict = settings.strict and code == "SCA003" and not code.startswith(settings.ignore)
-    return strict or code_selected(code, settings.select, settings.ignore)
+    return strict or code_selected(code, settings.select, settings.ignore, settings.extend_select)
 
 
 def notes_for(report: Report, hidden: int, path: Path) -> list[str]:

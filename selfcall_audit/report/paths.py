@@ -45,9 +45,6 @@ def relocated(report: Report, base: Path) -> Report:
             memo[rel] = moved.replace(os.sep, "/")
         return memo[rel]
 
-    findings = [
-        replace(f, path=move(f.path), evidence=tuple(replace(e, path=move(e.path)) for e in f.evidence))
-        for f in report.findings
-    ]
+    findings = [f.moved(move) for f in report.findings]
     errors = [replace(e, path=move(e.path)) for e in report.errors]
     return replace(report, root=base, findings=findings, errors=errors)

@@ -34,7 +34,9 @@ def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None
     )
 
 
-def render(report: Report, width: int | None = None, color: bool = False) -> str:
+def render(report: Report, width: int | None = None, color: bool = False, summary: bool = True) -> str:
+    """`summary`: the per-agent table and the closing line, which `-q` leaves out (every finding
+    and every unreadable file is printed either way)."""
     buffer = StringIO()
     console = Console(
         file=buffer, width=width or 120, force_terminal=color, no_color=not color, highlight=False
@@ -62,7 +64,7 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
             )
         console.print()
 
-    if report.findings:
+    if report.findings and summary:
         per_agent = Counter((f.agent, f.path) for f in report.findings)
         table = Table(title="Self-calls per agent", title_justify="left")
         table.add_column("agent")
@@ -80,19 +82,26 @@ def render(report: Report, width: int | None = None, color: bool = False) -> str
             soft_wrap=True,
         )
 
+    if summary:
+        console.print(
+            Text(f"{_summary(report)} ({_duration(report.seconds)}).", style="bold"), soft_wrap=True
+        )
+    return buffer.getvalue()
+
+
+def _summary(report: Report) -> str:
     fixable = sum(f.fixable for f in report.findings)
     files = f"{report.files_scanned} files, {report.agent_count} agents"
     if report.findings:
         noun = "self-call" if len(report.findings) == 1 else "self-calls"
-        summary = f"Found {len(report.findings)} {noun} in {files}"
+        line = f"Found {len(report.findings)} {noun} in {files}"
         if fixable:
-            summary += f"; {fixable} fixable with `selfcall-audit fix`"
+            line += f"; {fixable} fixable with `selfcall-audit fix`"
     else:
-        summary = f"No self-calls in {files}"
+        line = f"No self-calls in {files}"
     if report.errors:
-        summary += f"; {len(report.errors)} file(s) could not be analysed"
-    console.print(Text(f"{summary} ({_duration(report.seconds)}).", style="bold"), soft_wrap=True)
-    return buffer.getvalue()
+        line += f"; {len(report.errors)} file(s) could not be analysed"
+    return line
 
 
 def _duration(seconds: float) -> str:

@@ -137,7 +137,8 @@ def importers(modules: Iterable[str], files: Iterable[tuple[str, bytes | None]])
         tails.add(".".join(parts[-2:]))
         by_folder.setdefault("/".join(rel.split("/")[:-1]), set()).add(parts[-1])
     tail_line = _import_line(tails)
-    needles = [tail.encode() for tail in tails]  # a plain search first: most files name none
+    # a plain search first: most files name none. A name that is not UTF-8 is searched as its bytes.
+    needles = [tail.encode("utf-8", "surrogateescape") for tail in tails]
     sibling_line = {folder: _import_line(names) for folder, names in by_folder.items()}
     found = []
     for rel, data in files:
@@ -151,7 +152,7 @@ def importers(modules: Iterable[str], files: Iterable[tuple[str, bytes | None]])
 
 @lru_cache(maxsize=256)
 def _import_line_pattern(names: frozenset[str]) -> re.Pattern[bytes] | None:
-    alternatives = b"|".join(re.escape(n.encode()) for n in sorted(names))
+    alternatives = b"|".join(re.escape(n.encode("utf-8", "surrogateescape")) for n in sorted(names))
     if not alternatives:
         return None
     return re.compile(rb"(?m)^[ \t]*(?:from|import)[ \t][^\n]*(?<!\w)(?:" + alternatives + rb")\b")
