@@ -121,6 +121,13 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
                 values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
+    if values.get("helper"):  # checked as it is read: `scan` looks for the copy it names (SCA004)
+        from .migrate.vendor import helper_parts
+
+        try:
+            helper_parts(values["helper"])
+        except ValueError as exc:
+            raise ConfigError(f"{source}: `helper`: {exc}") from None
     if not _inside(values.get("cache_dir", defaults.cache_dir)):
         raise ConfigError(
             f"{source}: `cache-dir` must be a folder inside the project root, not {values['cache_dir']!r}"

@@ -188,7 +188,8 @@ def test_a_malformed_helper_setting_is_a_usage_error(project: Path, cli) -> None
     result = cli("fix", project)
 
     assert result.exit_code == 2
-    assert "the `helper` setting" in result.stderr
+    assert "pyproject.toml: `helper`: the helper must be given as MODULE:NAME" in result.stderr
+    assert (project / APP).read_bytes() == BEFORE
 
 
 def test_helper_option_names_the_import_and_the_call(project: Path, cli) -> None:

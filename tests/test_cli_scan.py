@@ -582,3 +582,18 @@ def test_help_lists_commands_and_examples(cli) -> None:
     assert "Exit status: 0 no findings, 1 findings" in " ".join(scan.stdout.split())
     for option in ("--format", "--select", "--ignore", "--exclude", "--include-tests", "--strict"):
         assert option in scan.stdout
+
+
+def test_a_helper_setting_that_is_not_module_colon_name_is_a_usage_error_for_scan_too(
+    command, tmp_path: Path
+) -> None:
+    # scan reads the setting to find the vendored copy (SCA004): a typo must not quietly stop that
+    project = copy_fixture("loops-try", tmp_path)
+    (project / "pyproject.toml").write_text('[tool.selfcall-audit]\nhelper = "nemo_gym.inprocess"\n')
+
+    done = command("scan", "--no-cache", "--format", "json", cwd=project)
+
+    assert done.returncode == 2
+    assert "pyproject.toml: `helper`: the helper must be given as MODULE:NAME" in done.stderr
+    assert "'nemo_gym.inprocess'" in done.stderr
+    assert "Traceback" not in done.stderr

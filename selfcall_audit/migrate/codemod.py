@@ -18,8 +18,9 @@ from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
 from ..report.escape import neutralise
-from .imports import DEFAULT_HELPER, Helper
+from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
+from .vendor import DEFAULT_HELPER
 from .write import write_all
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_fix"]

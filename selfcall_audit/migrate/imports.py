@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .arguments import uncommented
-from .vendor import is_dotted
+from .vendor import helper_parts
 
-DEFAULT_HELPER = "selfcall_audit.inprocess:responses_in_process"
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
 
 
@@ -28,10 +27,7 @@ class Helper:
 
     @classmethod
     def parse(cls, spec: str) -> Helper:
-        module, sep, name = spec.strip().partition(":")
-        if not sep or not is_dotted(module) or not is_dotted(name) or "." in name:
-            raise ValueError(f"the helper must be given as MODULE:NAME (like {DEFAULT_HELPER}), not {spec!r}")
-        return cls(module, name)
+        return cls(*helper_parts(spec))
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

@@ -10,8 +10,9 @@ import pytest
 
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, Finding
 from selfcall_audit.migrate import policy
-from selfcall_audit.migrate.imports import DEFAULT_HELPER, Helper
+from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
+from selfcall_audit.migrate.vendor import DEFAULT_HELPER
 
 HELPER = Helper.parse(DEFAULT_HELPER)
 ON_SELF = CallReceiver("self_attribute", "post", "self.server_client.post")
