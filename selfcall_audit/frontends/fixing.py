@@ -86,12 +86,13 @@ def finish_project(
     status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
     outermost root, from which `--diff` names every project's files; `since`, when the run began
     (the bar shows the rewriting at once if the run is already long)."""
-    from ..migrate.vendor import VendorError, vendor_helper
+    from ..migrate.vendor import VendorError, check_inside, vendor_helper
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
     if vendored and not dry_run:
         try:
+            check_inside(root, vendored)
             vendor_helper(root / vendored)
         except (VendorError, OSError) as exc:
             message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
