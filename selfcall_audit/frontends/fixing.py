@@ -87,20 +87,32 @@ def finish_project(
     outermost root, from which `--diff` names every project's files; `since`, when the run began
     (the bar shows the rewriting at once if the run is already long)."""
     from ..migrate.vendor import VendorError, check_inside, vendor_helper
+    from ..migrate.write import deferred_signals
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
+
+    def shown(path: str) -> str:
+        return os.path.relpath(root / path).replace(os.sep, "/")
+
     if vendored and not dry_run:
-        try:
-            check_inside(root, vendored)
-            vendor_helper(root / vendored)
-        except (VendorError, OSError) as exc:
-            message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        with deferred_signals() as received:  # a signal stops the run once the helper is whole
+            try:
+                check_inside(root, vendored)
+                vendor_helper(root / vendored)
+            except (VendorError, OSError) as exc:
+                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                click.echo(
+                    f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                    err=True,
+                )
+                _end_run(EXIT_ERROR)
+        if received:
             click.echo(
-                f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
                 err=True,
             )
-            _end_run(EXIT_ERROR)
+            _end_run(128 + received[0])
     if not dry_run:
         progress = common.progress(since=since)
         try:
@@ -112,9 +124,6 @@ def finish_project(
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
-
-    def shown(path: str) -> str:
-        return os.path.relpath(root / path).replace(os.sep, "/")
 
     if vendored and not common.quiet:
         say(

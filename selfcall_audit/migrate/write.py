@@ -54,7 +54,7 @@ def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
     written: list[str] = []
     refused: dict[str, str] = {}
     failed: dict[str, str] = {}
-    with _deferred_signals() as received:
+    with deferred_signals() as received:
         for change in changes:
             if received:
                 break
@@ -70,7 +70,7 @@ def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
 
 
 @contextlib.contextmanager
-def _deferred_signals() -> Iterator[list[int]]:
+def deferred_signals() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
     received); outside the main thread, where handlers cannot be set, they act as usual."""
     received: list[int] = []
@@ -209,16 +209,20 @@ def _read(path: str) -> bytes | None:
 
 
 def atomic_write(target: Path, data: bytes, mode: int) -> None:
-    """Write a temporary file next to `target`, then rename it over: readers never see half a file."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    """Write a temporary file next to `target`, then rename it over: readers never see half a file.
+    SIGINT and SIGTERM act once the file is in place, so that no temporary file is left behind."""
+    with deferred_signals() as received:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.chmod(temporary, mode)
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+    for signum in received[:1]:  # as it would have acted, now that the handlers are back
+        signal.raise_signal(signum)
