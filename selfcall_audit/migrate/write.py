@@ -226,3 +226,20 @@ def atomic_write(target: Path, data: bytes, mode: int) -> None:
             raise
     for signum in received[:1]:  # as it would have acted, now that the handlers are back
         signal.raise_signal(signum)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """`data` in place of the file `path` names (through links), swapped in whole so that a full
+    disk or a signal leaves the old file as it was, with its mode; a new file gets the umask's.
+    What is not a regular file (`/dev/stdout`, a pipe) is written as it is."""
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        atomic_write(path, data, 0o666 & ~umask)
+        return
+    if not stat.S_ISREG(status.st_mode):
+        path.write_bytes(data)
+        return
+    atomic_write(Path(os.path.realpath(path)), data, stat.S_IMODE(status.st_mode))

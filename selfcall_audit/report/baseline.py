@@ -21,6 +21,7 @@ from pathlib import Path
 from ..analysis.project import Report
 from ..config import Settings
 from ..ftypes import Finding
+from ..migrate.write import replace_file
 from ..rules import FINDING_CODES, code_selected
 from ..workspace.discovery import in_scope
 
@@ -95,7 +96,7 @@ def write_baseline(report: Report, path: Path) -> int:
     """Write the report's findings to `path`; returns how many. Sorted and line-free, so it diffs well."""
     entries = _entries(report)
     document = {"version": VERSION, "tool": "selfcall-audit", "findings": entries}
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    replace_file(path, (json.dumps(document, indent=2) + "\n").encode())  # a failed write keeps the old one
     return len(entries)
 
 
