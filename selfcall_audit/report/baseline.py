@@ -21,7 +21,6 @@ from pathlib import Path
 from ..analysis.project import Report
 from ..config import Settings
 from ..ftypes import Finding
-from ..migrate.write import replace_file
 from ..rules import FINDING_CODES, code_selected
 from ..workspace.discovery import in_scope
 
@@ -94,6 +93,8 @@ def _entries(report: Report) -> list[dict]:
 
 def write_baseline(report: Report, path: Path) -> int:
     """Write the report's findings to `path`; returns how many. Sorted and line-free, so it diffs well."""
+    from ..migrate.write import replace_file  # not loaded by the scans that only apply a baseline
+
     entries = _entries(report)
     document = {"version": VERSION, "tool": "selfcall-audit", "findings": entries}
     replace_file(path, (json.dumps(document, indent=2) + "\n").encode())  # a failed write keeps the old one
