@@ -250,6 +250,24 @@ def test_a_file_outside_the_root_is_never_written(project: Path, tmp_path: Path,
     assert result.exit_code == 1
 
 
+def test_a_file_linked_under_another_name_in_the_project_is_rewritten_once(project: Path, command) -> None:
+    linked = project / "responses_api_agents" / "y" / "app.py"
+    linked.parent.mkdir()
+    linked.symlink_to("../x/app.py")
+
+    diff = command("fix", "--no-cache", "--diff", cwd=project)
+    applies = subprocess.run(
+        ["git", "apply", "--check"], input=diff.stdout, text=True, capture_output=True, cwd=project
+    )
+    done = command("fix", "--no-cache", cwd=project)
+
+    assert re.findall(r"^\+\+\+ .*$", diff.stdout, re.MULTILINE) == [f"+++ b/{APP}"]  # what is written
+    assert applies.returncode == 0, applies.stderr
+    assert done.returncode == 0, done.stdout
+    assert "not rewritten" not in done.stdout
+    assert (project / APP).read_bytes() == AFTER and linked.is_symlink()
+
+
 def test_a_broken_file_is_left_alone_and_the_others_are_fixed(project: Path, cli) -> None:
     broken = project / "responses_api_agents" / "broken" / "app.py"
     broken.parent.mkdir()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import os
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -115,16 +116,29 @@ def _blocker(finding: Finding, helper: Helper) -> str:
     return reason
 
 
+def _written_as(root: Path, path: str) -> str:
+    """The file a rewrite of `path` goes to: a link to a file of the project is rewritten, and
+    shown in `--diff`, where it leads, once however many names reach it (a patch on the link's
+    name would not apply)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(root / path)
+    if real == real_root or os.path.commonpath([real_root, real]) != real_root:
+        return path  # outside the project: refused when written
+    return Path(os.path.relpath(real, real_root)).as_posix()
+
+
 def plan_fix(
     root: Path, settings: Settings, paths: Iterable[Path], helper: Helper, progress: Progress | None = None
 ) -> FixPlan:
     """Analyse the project and compute the new text of every file with fixable self-calls."""
     project = Project(root, settings, progress=progress)
     report = project.analyze(paths)
-    by_path: dict[str, dict[tuple[int, int], Finding]] = {}
+    by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
         if finding.code == "SCA001":
-            by_path.setdefault(finding.path, {}).setdefault((finding.line, finding.column), finding)
+            by_path.setdefault(_written_as(root, finding.path), {}).setdefault(
+                (finding.path, finding.line, finding.column), finding
+            )
 
     def first_party(name: str) -> bool:
         return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))
