@@ -86,7 +86,7 @@ def finish_project(
     status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
     outermost root, from which `--diff` names every project's files; `since`, when the run began
     (the bar shows the rewriting at once if the run is already long)."""
-    from ..migrate.vendor import VendorError, check_inside, vendor_helper
+    from ..migrate.vendor import VendorError, check_place, vendor_helper
     from ..migrate.write import deferred_signals
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
@@ -98,7 +98,7 @@ def finish_project(
     if vendored and not dry_run:
         with deferred_signals() as received:  # a signal stops the run once the helper is whole
             try:
-                check_inside(root, vendored)
+                check_place(root, vendored)
                 vendor_helper(root / vendored)
             except (VendorError, OSError) as exc:
                 message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
