@@ -66,14 +66,12 @@ class Report:
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
     scopes = []
     for path in paths:
-        # A link named on the command line that leads nowhere (broken, a loop) is its own scope:
-        # the listed file it is, reported as unreadable.
-        broken = os.path.islink(path) and not os.path.exists(path)
-        real = (
-            os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
-            if broken
-            else path.resolve()
-        )
+        # A link named on the command line that leads nowhere (broken, a loop) or out of the root
+        # (to a device, a file elsewhere) is its own scope: the listed file it is, read as a
+        # whole-project scan reads it.
+        real = path.resolve()
+        if os.path.islink(path) and (not os.path.exists(path) or not real.is_relative_to(root)):
+            real = Path(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
         rel = os.path.relpath(real, root)
         scopes.append("" if rel == "." else rel.replace(os.sep, "/"))
     return tuple(scopes)
