@@ -69,8 +69,9 @@ def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
         # A link named on the command line that leads nowhere (broken, a loop) or out of the root
         # (to a device, a file elsewhere) is its own scope: the listed file it is, read as a
         # whole-project scan reads it.
-        real = path.resolve()
-        if os.path.islink(path) and (not os.path.exists(path) or not real.is_relative_to(root)):
+        link = os.path.islink(path)
+        real = None if link and not os.path.exists(path) else path.resolve()
+        if link and (real is None or not real.is_relative_to(root)):
             real = Path(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
         rel = os.path.relpath(real, root)
         scopes.append("" if rel == "." else rel.replace(os.sep, "/"))
