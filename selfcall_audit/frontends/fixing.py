@@ -135,7 +135,7 @@ def finish_project(
         changed = [
             f if prefix == "." else replace(f, path=f"{prefix}/{f.path}") for f in plan.files if f.changed
         ]
-        click.echo("".join(f.diff() for f in changed), nl=False)
+        click.echo(b"".join(f.diff() for f in changed), nl=False)
     rewritten = plan.rewritten
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"

@@ -8,9 +8,7 @@ are still the ones that were analysed. It also vendors the helper into a project
 from __future__ import annotations
 
 import difflib
-import io
 import os
-import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,16 +48,22 @@ class FileFix:
     def rewritten(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.reason is None] if self.changed else []
 
-    def diff(self) -> str:
-        encoding = tokenize.detect_encoding(io.BytesIO(self.before).readline)[0]
-        # lines as Python and patch count them: a form feed does not end one
-        old = io.StringIO(self.before.decode(encoding, "replace"), newline="").readlines()
-        new = io.StringIO(self.after.decode(encoding, "replace"), newline="").readlines()
-        name = neutralise(self.path)  # the code stays as it is, as `git diff` prints it
-        lines = difflib.unified_diff(old, new, f"a/{name}", f"b/{name}")
-        return "".join(
-            line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    def diff(self) -> bytes:
+        """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in
+        lines that only a newline ends (for git and patch, a form feed or a lone carriage return
+        ends none)."""
+        name = neutralise(self.path).encode()  # the code stays as it is
+        lines = difflib.diff_bytes(
+            difflib.unified_diff, _lines(self.before), _lines(self.after), b"a/" + name, b"b/" + name
         )
+        return b"".join(
+            line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
+        )
+
+
+def _lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 @dataclass
