@@ -261,3 +261,17 @@ def test_a_baseline_that_cannot_be_written_leaves_the_old_one_whole(repo: Path) 
     assert "cannot write the baseline to baseline.json: File too large" in failed.stderr
     assert (repo / "baseline.json").read_bytes() == recorded
     assert sorted(p.name for p in repo.iterdir() if p.is_file()) == ["baseline.json", "pyproject.toml"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_baseline_rewritten_by_root_keeps_its_owner_group_and_mode(repo: Path) -> None:
+    path = repo / "baseline.json"
+    scan(repo, "--write-baseline", str(path))
+    os.chown(path, 12345, 23456)
+    path.chmod(0o640)
+
+    result = scan(repo, "--write-baseline", str(path))
+
+    status = path.stat()
+    assert result.exit_code == 0
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (12345, 23456, 0o640)

@@ -208,17 +208,20 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def atomic_write(target: Path, data: bytes, mode: int) -> None:
+def atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
     """Write a temporary file next to `target`, then rename it over: readers never see half a file.
-    SIGINT and SIGTERM act once the file is in place, so that no temporary file is left behind."""
+    SIGINT and SIGTERM act once the file is in place, so that no temporary file is left behind.
+    `owner`: the user and group the file keeps."""
     with deferred_signals() as received:
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
                 stream.flush()
+                if owner is not None and owner != (os.geteuid(), os.getegid()):
+                    os.fchown(stream.fileno(), *owner)
                 os.fsync(stream.fileno())
-            os.chmod(temporary, mode)
+            os.chmod(temporary, mode)  # after chown, which clears set-id bits
             os.replace(temporary, target)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -230,8 +233,9 @@ def atomic_write(target: Path, data: bytes, mode: int) -> None:
 
 def replace_file(path: Path, data: bytes) -> None:
     """`data` in place of the file `path` names (through links), swapped in whole so that a full
-    disk or a signal leaves the old file as it was, with its mode; a new file gets the umask's.
-    What is not a regular file (`/dev/stdout`, a pipe) is written as it is."""
+    disk or a signal leaves the old file as it was, with its owner, group and mode; a new file
+    gets the umask's mode. What is not a regular file (`/dev/stdout`, a pipe), or is another
+    user's that only root could give back, is written in place, as its mode lets us."""
     try:
         status = os.stat(path)
     except FileNotFoundError:
@@ -239,7 +243,9 @@ def replace_file(path: Path, data: bytes) -> None:
         os.umask(umask)
         atomic_write(path, data, 0o666 & ~umask)
         return
-    if not stat.S_ISREG(status.st_mode):
+    posix = hasattr(os, "fchown")
+    if not stat.S_ISREG(status.st_mode) or (posix and os.geteuid() not in (0, status.st_uid)):
         path.write_bytes(data)
         return
-    atomic_write(Path(os.path.realpath(path)), data, stat.S_IMODE(status.st_mode))
+    owner = (status.st_uid, status.st_gid) if posix else None
+    atomic_write(Path(os.path.realpath(path)), data, stat.S_IMODE(status.st_mode), owner)
