@@ -241,3 +241,37 @@ def test_the_real_command(repo: Path) -> None:
     assert (written.returncode, clean.returncode, dirty.returncode) == (0, 0, 1)
     assert dirty.stdout.startswith("responses_api_agents/new/app.py:6:")
     assert len(dirty.stdout.splitlines()) == 1
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a file size limit stands in for a full disk")
+def test_a_baseline_that_cannot_be_written_leaves_the_old_one_whole(repo: Path) -> None:
+    import resource
+
+    def full_disk() -> None:  # writing past 100 bytes fails, as on a full disk (EFBIG)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100, 100))
+
+    run = [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache", "--write-baseline", "baseline.json"]
+    assert subprocess.run(run, cwd=repo, capture_output=True, timeout=120).returncode == 0
+    recorded = (repo / "baseline.json").read_bytes()
+    write(repo, "responses_api_agents/new/app.py", OTHER.replace("OtherAgent", "NewAgent"))
+
+    failed = subprocess.run(run, cwd=repo, capture_output=True, text=True, timeout=120, preexec_fn=full_disk)
+
+    assert failed.returncode == 2
+    assert "cannot write the baseline to baseline.json: File too large" in failed.stderr
+    assert (repo / "baseline.json").read_bytes() == recorded
+    assert sorted(p.name for p in repo.iterdir() if p.is_file()) == ["baseline.json", "pyproject.toml"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_a_baseline_rewritten_by_root_keeps_its_owner_group_and_mode(repo: Path) -> None:
+    path = repo / "baseline.json"
+    scan(repo, "--write-baseline", str(path))
+    os.chown(path, 12345, 23456)
+    path.chmod(0o640)
+
+    result = scan(repo, "--write-baseline", str(path))
+
+    status = path.stat()
+    assert result.exit_code == 0
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (12345, 23456, 0o640)

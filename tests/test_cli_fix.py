@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -118,6 +119,35 @@ def test_the_patch_of_a_file_with_a_form_feed_applies(project: Path, cli, tmp_pa
     subprocess.run(["patch", "-p1", "-s", "-i", str(patch_file)], cwd=project, check=True)
 
     assert (project / APP).read_bytes() == (case / "after.py").read_bytes()
+
+
+def _latin_1(source: bytes) -> bytes:
+    """With a coding declaration, and a character of that encoding in a line of the call."""
+    accented = "# paramètres de l'épisode".encode("latin-1")
+    return b"# -*- coding: latin-1 -*-\n" + source.replace(b"# the episode's parameters", accented)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [_latin_1, lambda source: source.replace(b"\n", b"\r")],
+    ids=["latin-1", "carriage returns alone"],
+)
+def test_the_patch_applies_with_git_whatever_the_encoding_and_line_endings(
+    project: Path, variant: Callable[[bytes], bytes]
+) -> None:
+    (project / APP).write_bytes(variant(BEFORE))
+
+    diff = subprocess.run(
+        [sys.executable, "-m", "selfcall_audit", "fix", "--no-cache", "--diff"],
+        capture_output=True,
+        cwd=project,
+        timeout=120,
+    )
+    applied = subprocess.run(["git", "apply", "-"], input=diff.stdout, capture_output=True, cwd=project)
+
+    assert diff.returncode == 1, diff.stderr
+    assert applied.returncode == 0, applied.stderr
+    assert (project / APP).read_bytes() == variant(AFTER)
 
 
 def test_check_writes_nothing_and_exits_1_while_anything_would_change(project: Path, cli) -> None:
@@ -249,6 +279,24 @@ def test_a_file_outside_the_root_is_never_written(project: Path, tmp_path: Path,
     ) in result.stdout
     assert (project / APP).read_bytes() == AFTER
     assert result.exit_code == 1
+
+
+def test_a_file_linked_under_another_name_in_the_project_is_rewritten_once(project: Path, command) -> None:
+    linked = project / "responses_api_agents" / "y" / "app.py"
+    linked.parent.mkdir()
+    linked.symlink_to("../x/app.py")
+
+    diff = command("fix", "--no-cache", "--diff", cwd=project)
+    applies = subprocess.run(
+        ["git", "apply", "--check"], input=diff.stdout, text=True, capture_output=True, cwd=project
+    )
+    done = command("fix", "--no-cache", cwd=project)
+
+    assert re.findall(r"^\+\+\+ .*$", diff.stdout, re.MULTILINE) == [f"+++ b/{APP}"]  # what is written
+    assert applies.returncode == 0, applies.stderr
+    assert done.returncode == 0, done.stdout
+    assert "not rewritten" not in done.stdout
+    assert (project / APP).read_bytes() == AFTER and linked.is_symlink()
 
 
 def test_a_broken_file_is_left_alone_and_the_others_are_fixed(project: Path, cli) -> None:

@@ -311,3 +311,32 @@ def test_fix_places_every_project_s_helper_before_it_writes_any_file(monorepo: P
     assert (monorepo / OUTER).read_bytes() == outer_before  # the outer project, planned first, is untouched
     assert not (monorepo / OUTER).with_name("inprocess.py").exists()
     assert "rewrote" not in done.stdout
+
+
+@pytest.mark.parametrize("obstacle", ["a folder linked outside", "a file in the way"])
+def test_a_helper_place_that_cannot_be_written_stops_the_run_before_any_file(
+    obstacle: str, monorepo: Path, tmp_path: Path
+) -> None:
+    gym = monorepo / "gym"
+    if obstacle == "a folder linked outside":
+        outside = tmp_path / "outside"
+        shutil.move(gym / "nemo_gym", outside)
+        (gym / "nemo_gym").symlink_to(outside, target_is_directory=True)
+        expected = "nemo_gym/inprocess.py resolves outside the project root"
+    else:
+        (gym / "shared").mkdir()
+        (gym / "shared" / "sub").write_text("")
+        with (gym / "pyproject.toml").open("a") as settings:
+            settings.write('helper = "shared.sub.inprocess:responses_in_process"\n')
+        expected = "shared/sub/inprocess.py cannot be written: shared/sub is not a folder"
+    outer_before = (monorepo / OUTER).read_bytes()
+
+    done = run("selfcall_audit", "fix", cwd=monorepo)
+
+    assert done.returncode == 2
+    assert expected in done.stderr
+    assert (monorepo / OUTER).read_bytes() == outer_before
+    assert not (monorepo / OUTER).with_name("inprocess.py").exists()
+    assert "rewrote" not in done.stdout
+    if obstacle == "a folder linked outside":
+        assert not (tmp_path / "outside" / "inprocess.py").exists()

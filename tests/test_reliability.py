@@ -1062,6 +1062,30 @@ def test_a_broken_file_named_on_the_command_line_is_always_read(cli, tmp_path: P
     assert_only_error(report, "tools/broken.py", "syntax error")
 
 
+@pytest.mark.parametrize("in_git", [False, True], ids=["walked", "git checkout"])
+def test_a_file_link_out_of_the_root_named_on_the_command_line_is_read_as_a_whole_scan_reads_it(
+    cli, tmp_path: Path, in_git: bool
+) -> None:
+    outside = tmp_path / "elsewhere" / "agent.py"
+    outside.parent.mkdir()
+    outside.write_text(GOOD_SOURCE.replace("GoodAgent", "ElsewhereAgent"))
+    root = make_project(tmp_path / "repo", {})
+    if in_git:
+        _git_init(root)
+    folder = root / "responses_api_agents" / "linked_agent"
+    folder.mkdir()
+    (folder / "device.py").symlink_to(os.devnull)
+    (folder / "elsewhere.py").symlink_to(outside)
+    linked = "responses_api_agents/linked_agent/"
+
+    _, whole = scan(cli, root)
+    _, named = scan(cli, folder / "device.py", folder / "elsewhere.py")
+
+    assert errors(whole) == errors(named) == {f"{linked}device.py": "not a regular file: a device"}
+    assert located(named) == [["SCA001", f"{linked}elsewhere.py", 6, 22]]
+    assert located(whole) == sorted([GOOD_FINDING, *located(named)])
+
+
 def test_without_a_writable_key_folder_the_scan_runs_without_a_cache(tmp_path: Path) -> None:
     root = make_project(tmp_path / "p", {})
     blocked = tmp_path / "not-a-folder"

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 from safety_support import AFTER, APP, BEFORE, as_in_a_terminal, command_line, make_project, run
 
+from selfcall_audit.migrate.vendor import helper_source
+
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, ownership and signals as POSIX has them")
 
 
@@ -156,6 +158,37 @@ def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     assert 0 < len(rewritten) < len(apps)
     assert f"interrupted; rewrote {len(rewritten)} file" in stderr
     assert sorted(line.strip() for line in stderr.splitlines() if line.startswith("  ")) == rewritten
+    assert not [p for p in root.rglob("*") if p.name.endswith((".tmp", ".orig"))]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_helper_is_vendored_leaves_it_whole_and_rewrites_nothing(
+    signum: int, tmp_path: Path
+) -> None:
+    root = make_project(tmp_path / "repo")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper goes into nemo_gym/
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        preexec_fn=as_in_a_terminal,
+    )
+    deadline = time.monotonic() + 120
+    while (
+        not list((root / "nemo_gym").glob(".inprocess.py.*.tmp"))
+        and process.poll() is None
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.005)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 128 + signum, stderr
+    assert "interrupted; wrote nemo_gym/inprocess.py, rewrote no file before stopping" in stderr
+    assert (root / "nemo_gym" / "inprocess.py").read_bytes() == helper_source("nemo_gym/inprocess.py")
+    assert (root / APP).read_bytes() == BEFORE
     assert not [p for p in root.rglob("*") if p.name.endswith((".tmp", ".orig"))]
 
 

@@ -179,6 +179,22 @@ def test_a_file_of_the_repo_at_the_default_place_is_never_overwritten(repo: Path
     assert python_files(repo) == before
 
 
+def test_a_nemo_gym_folder_linked_outside_the_project_gets_no_helper(tmp_path: Path, command) -> None:
+    repo = make_repo(tmp_path / "repo")
+    outside = tmp_path / "outside"
+    (repo / "nemo_gym").rename(outside)
+    (repo / "nemo_gym").symlink_to(outside, target_is_directory=True)
+    before = python_files(repo)
+
+    done = command("fix", "--no-cache", repo)
+
+    assert done.returncode == 2
+    assert f"{COPY} resolves outside the project root" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (outside / "inprocess.py").exists()
+    assert python_files(repo) == before
+
+
 # scan reports a copy that is not the tool's helper (SCA004) ----------------------------------------
 
 

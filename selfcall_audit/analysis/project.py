@@ -67,14 +67,13 @@ class Report:
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
     scopes = []
     for path in paths:
-        # A link named on the command line that leads nowhere (broken, a loop) is its own scope:
-        # the listed file it is, reported as unreadable.
-        broken = os.path.islink(path) and not os.path.exists(path)
-        real = (
-            os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
-            if broken
-            else path.resolve()
-        )
+        # A link named on the command line that leads nowhere (broken, a loop) or out of the root
+        # (to a device, a file elsewhere) is its own scope: the listed file it is, read as a
+        # whole-project scan reads it.
+        link = os.path.islink(path)
+        real = None if link and not os.path.exists(path) else path.resolve()
+        if link and (real is None or not real.is_relative_to(root)):
+            real = Path(os.path.realpath(os.path.dirname(os.path.abspath(path))), path.name)
         rel = os.path.relpath(real, root)
         scopes.append("" if rel == "." else rel.replace(os.sep, "/"))
     return tuple(scopes)

@@ -93,20 +93,33 @@ def finish_project(
     outermost root, from which `--diff` names every project's files; `since`, when the run began
     (the bar shows the rewriting at once if the run is already long); `named`: the summary says
     which project it is about (a run over several, whose summaries would otherwise contradict)."""
-    from ..migrate.vendor import VendorError, vendor_helper
+    from ..migrate.vendor import VendorError, check_place, vendor_helper
+    from ..migrate.write import deferred_signals
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
+
+    def shown(path: str) -> str:
+        return os.path.relpath(root / path).replace(os.sep, "/")
+
     if vendored and not dry_run:
-        try:
-            vendor_helper(root / vendored)
-        except (VendorError, OSError) as exc:
-            message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        with deferred_signals() as received:  # a signal stops the run once the helper is whole
+            try:
+                check_place(root, vendored)
+                vendor_helper(root / vendored)
+            except (VendorError, OSError) as exc:
+                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                click.echo(
+                    f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                    err=True,
+                )
+                _end_run(EXIT_ERROR)
+        if received:
             click.echo(
-                f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
                 err=True,
             )
-            _end_run(EXIT_ERROR)
+            _end_run(128 + received[0])
     if not dry_run:
         progress = common.progress(since=since)
         try:
@@ -119,9 +132,6 @@ def finish_project(
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
 
-    def shown(path: str) -> str:
-        return os.path.relpath(root / path).replace(os.sep, "/")
-
     if vendored and not common.quiet:
         say(
             f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
@@ -132,7 +142,7 @@ def finish_project(
         changed = [
             f if prefix == "." else replace(f, path=f"{prefix}/{f.path}") for f in plan.files if f.changed
         ]
-        click.echo("".join(f.diff() for f in changed), nl=False)
+        click.echo(b"".join(f.diff() for f in changed), nl=False)
     rewritten = plan.rewritten
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"

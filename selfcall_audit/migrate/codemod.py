@@ -8,8 +8,7 @@ are still the ones that were analysed. It also vendors the helper into a project
 from __future__ import annotations
 
 import difflib
-import io
-import tokenize
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,16 +49,22 @@ class FileFix:
     def rewritten(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.reason is None] if self.changed else []
 
-    def diff(self) -> str:
-        encoding = tokenize.detect_encoding(io.BytesIO(self.before).readline)[0]
-        # lines as Python and patch count them: a form feed does not end one
-        old = io.StringIO(self.before.decode(encoding, "replace"), newline="").readlines()
-        new = io.StringIO(self.after.decode(encoding, "replace"), newline="").readlines()
-        name = neutralise(self.path)  # the code stays as it is, as `git diff` prints it
-        lines = difflib.unified_diff(old, new, f"a/{name}", f"b/{name}")
-        return "".join(
-            line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines
+    def diff(self) -> bytes:
+        """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in
+        lines that only a newline ends (for git and patch, a form feed or a lone carriage return
+        ends none)."""
+        name = neutralise(self.path).encode()  # the code stays as it is
+        lines = difflib.diff_bytes(
+            difflib.unified_diff, _lines(self.before), _lines(self.after), b"a/" + name, b"b/" + name
         )
+        return b"".join(
+            line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
+        )
+
+
+def _lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    return [line + b"\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 @dataclass
@@ -116,16 +121,29 @@ def _blocker(finding: Finding, helper: Helper) -> str:
     return reason
 
 
+def _written_as(root: Path, path: str) -> str:
+    """The file a rewrite of `path` goes to: a link to a file of the project is rewritten, and
+    shown in `--diff`, where it leads, once however many names reach it (a patch on the link's
+    name would not apply)."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(root / path)
+    if real == real_root or os.path.commonpath([real_root, real]) != real_root:
+        return path  # outside the project: refused when written
+    return Path(os.path.relpath(real, real_root)).as_posix()
+
+
 def plan_fix(
     root: Path, settings: Settings, paths: Iterable[Path], helper: Helper, progress: Progress | None = None
 ) -> FixPlan:
     """Analyse the project and compute the new text of every file with fixable self-calls."""
     project = Project(root, settings, progress=progress)
     report = project.analyze(paths)
-    by_path: dict[str, dict[tuple[int, int], Finding]] = {}
+    by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
         if finding.code == "SCA001":
-            by_path.setdefault(finding.path, {}).setdefault((finding.line, finding.column), finding)
+            by_path.setdefault(_written_as(root, finding.path), {}).setdefault(
+                (finding.path, finding.line, finding.column), finding
+            )
 
     def first_party(name: str) -> bool:
         return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))

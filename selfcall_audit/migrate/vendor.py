@@ -183,6 +183,7 @@ def place_helper(root: Path, spec: str | None) -> Placement | None:
         raise VendorError(
             f"{rel} does not exist; the helper fix writes there is named {HELPER_NAME}, not {name}"
         )
+    check_place(root, rel)
     return Placement(spec, rel)
 
 
@@ -204,6 +205,7 @@ def _placed(root: Path, rel: str) -> Placement:
     spec = f"{'.'.join(parts[1:] if parts[0] == 'src' else parts)}:{HELPER_NAME}"
     path = root / rel
     if not path.exists():
+        check_place(root, rel)
         return Placement(spec, rel)
     if not path.is_file() or not is_vendored(path.read_bytes()):
         raise VendorError(
@@ -211,6 +213,20 @@ def _placed(root: Path, rel: str) -> Placement:
             "to the module fix should write the helper to"
         )
     return Placement(spec)
+
+
+def check_place(root: Path, rel: str) -> None:
+    """Can the copy go to `rel`? Not through a folder linked out of the project, nor below a
+    file: refused when `fix` plans (so that nothing is written), and again just before it writes."""
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([real_root, os.path.realpath(root / rel)]) != real_root:
+        raise VendorError(
+            f"{rel} resolves outside the project root, through a link; the helper is not written there: "
+            "set `helper` under [tool.selfcall-audit] to a module inside the project"
+        )
+    for folder in PurePosixPath(rel).parents:
+        if (root / folder).exists() and not (root / folder).is_dir():
+            raise VendorError(f"{rel} cannot be written: {folder} is not a folder")
 
 
 # --------------------------------------------------------------------------------------------

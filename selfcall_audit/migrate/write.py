@@ -54,7 +54,7 @@ def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
     written: list[str] = []
     refused: dict[str, str] = {}
     failed: dict[str, str] = {}
-    with _deferred_signals() as received:
+    with deferred_signals() as received:
         for change in changes:
             if received:
                 break
@@ -70,7 +70,7 @@ def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
 
 
 @contextlib.contextmanager
-def _deferred_signals() -> Iterator[list[int]]:
+def deferred_signals() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
     received); outside the main thread, where handlers cannot be set, they act as usual."""
     received: list[int] = []
@@ -208,17 +208,44 @@ def _read(path: str) -> bytes | None:
         return None
 
 
-def atomic_write(target: Path, data: bytes, mode: int) -> None:
-    """Write a temporary file next to `target`, then rename it over: readers never see half a file."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+def atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
+    """Write a temporary file next to `target`, then rename it over: readers never see half a file.
+    SIGINT and SIGTERM act once the file is in place, so that no temporary file is left behind.
+    `owner`: the user and group the file keeps."""
+    with deferred_signals() as received:
+        handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+                stream.flush()
+                if owner is not None and owner != (os.geteuid(), os.getegid()):
+                    os.fchown(stream.fileno(), *owner)
+                os.fsync(stream.fileno())
+            os.chmod(temporary, mode)  # after chown, which clears set-id bits
+            os.replace(temporary, target)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary)
+            raise
+    for signum in received[:1]:  # as it would have acted, now that the handlers are back
+        signal.raise_signal(signum)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """`data` in place of the file `path` names (through links), swapped in whole so that a full
+    disk or a signal leaves the old file as it was, with its owner, group and mode; a new file
+    gets the umask's mode. What is not a regular file (`/dev/stdout`, a pipe), or is another
+    user's that only root could give back, is written in place, as its mode lets us."""
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+        status = os.stat(path)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        atomic_write(path, data, 0o666 & ~umask)
+        return
+    posix = hasattr(os, "fchown")
+    if not stat.S_ISREG(status.st_mode) or (posix and os.geteuid() not in (0, status.st_uid)):
+        path.write_bytes(data)
+        return
+    owner = (status.st_uid, status.st_gid) if posix else None
+    atomic_write(Path(os.path.realpath(path)), data, stat.S_IMODE(status.st_mode), owner)

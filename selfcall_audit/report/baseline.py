@@ -93,9 +93,11 @@ def _entries(report: Report) -> list[dict]:
 
 def write_baseline(report: Report, path: Path) -> int:
     """Write the report's findings to `path`; returns how many. Sorted and line-free, so it diffs well."""
+    from ..migrate.write import replace_file  # not loaded by the scans that only apply a baseline
+
     entries = _entries(report)
     document = {"version": VERSION, "tool": "selfcall-audit", "findings": entries}
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    replace_file(path, (json.dumps(document, indent=2) + "\n").encode())  # a failed write keeps the old one
     return len(entries)
 
 
