@@ -158,6 +158,19 @@ def test_color_follows_the_option_then_no_color_then_force_color(
     assert (ANSI in done.stdout) == coloured
 
 
+def test_concise_output_is_coloured_as_ruff_colours_it_and_the_same_text_without(demo: Path) -> None:
+    coloured = run("scan", "--format", "concise", "--color", "always", cwd=demo)
+    plain = run("scan", "--format", "concise", "--color", "never", cwd=demo)
+
+    assert coloured.returncode == plain.returncode == 1
+    first = coloured.stdout.splitlines()[0]
+    assert first.startswith("\x1b[1mresponses_api_agents/")  # the path bold
+    assert "\x1b[36m:\x1b[0m" in first  # the colons cyan
+    assert "\x1b[1;31mSCA001\x1b[0m " in first  # the code bold red
+    assert ANSI not in plain.stdout
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured.stdout) == plain.stdout
+
+
 # rule selection ------------------------------------------------------------------------------
 
 

@@ -286,6 +286,10 @@ def _rendered(report: Report, output_format: str, statistics: bool, output: Outp
     if statistics:
         return render_statistics(report, as_json=output_format == "json")
     report = relocated(report, base_for(output_format, report.root))
+    if output_format == "concise":
+        from ..report.concise import render as render_concise
+
+        return render_concise(report, color=output.color)
     if output_format != "text":
         return renderer(output_format)(report)
     from ..report.text import render as render_text

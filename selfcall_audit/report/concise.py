@@ -1,14 +1,24 @@
 """`path:line:col: CODE message`, one per line, as flake8 and ruff print them (names from the
-repository escaped: a newline in one cannot start a line of its own)."""
+repository escaped: a newline in one cannot start a line of its own), coloured as ruff colours them
+when asked: the path bold, the colons cyan, the code bold red."""
 
 from __future__ import annotations
 
 from ..analysis.project import Report
 from .escape import neutralise
 
+_BOLD, _CYAN, _BOLD_RED, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[1;31m", "\x1b[0m"
 
-def render(report: Report) -> str:
-    lines = [f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}" for f in report.findings]
-    lines += [f"{e.path}:{e.position[0]}:{e.position[1]}: {e.code} {e.message}" for e in report.errors]
-    lines = [neutralise(line) for line in lines]  # one line each, whatever the names hold
-    return "".join(f"{line}\n" for line in lines)
+
+def render(report: Report, color: bool = False) -> str:
+    rows = [(f.path, f.line, f.column, f.code, f.message) for f in report.findings]
+    rows += [(e.path, *e.position, e.code, e.message) for e in report.errors]
+    if not color:
+        return "".join(
+            f"{neutralise(f'{p}:{line}:{col}: {code} {message}')}\n" for p, line, col, code, message in rows
+        )
+    colon = f"{_CYAN}:{_RESET}"
+    return "".join(
+        f"{_BOLD}{neutralise(p)}{_RESET}{colon}{line}{colon}{col}{colon} {_BOLD_RED}{code}{_RESET} {neutralise(message)}\n"
+        for p, line, col, code, message in rows
+    )
