@@ -59,6 +59,20 @@ def test_a_file_with_other_hard_links_is_left_whole_with_the_reason(tmp_path: Pa
     assert (root / APP).read_bytes() == BEFORE and os.path.samefile(root / APP, twin)
 
 
+def test_a_helper_copy_no_rewritten_file_imports_is_not_left_behind(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored
+    os.link(root / APP, tmp_path / "twin.py")  # its one rewrite is refused as it is written
+
+    done = run("fix", "--no-cache", root)
+
+    assert done.returncode == 1
+    assert "other hard link(s)" in done.stdout
+    assert not (root / "nemo_gym" / "inprocess.py").exists()
+    assert "in-process helper" not in done.stdout
+    assert (root / APP).read_bytes() == BEFORE
+
+
 # an edit saved at the very moment of the swap ------------------------------------------------
 
 # Runs the command with every call that can swap files wrapped (the file system's rename and link,

@@ -3,6 +3,7 @@ the helper, write, and say what changed and which tests modelled the HTTP self-c
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -102,10 +103,12 @@ def finish_project(
     def shown(path: str) -> str:
         return os.path.relpath(root / path).replace(os.sep, "/")
 
+    created = False  # the copy is this run's: no file of the project held it before
     if vendored and not dry_run:
         with deferred_signals() as received:  # a signal stops the run once the helper is whole
             try:
                 check_place(root, vendored)
+                created = not os.path.lexists(root / vendored)
                 vendor_helper(root / vendored)
             except (VendorError, OSError) as exc:
                 message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -128,6 +131,12 @@ def finish_project(
             plan.write()
         finally:
             progress.close()
+        if created and not plan.rewritten and plan.interrupted is None:
+            # every rewrite was refused as it was written (a file edited meanwhile, hard links):
+            # nothing imports the copy, so it goes, as the run found the project
+            with contextlib.suppress(OSError):
+                os.unlink(root / vendored)
+                vendored = None
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
