@@ -16,7 +16,6 @@ from pathlib import Path
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError
-from ..rules import code_selected
 from ..workspace.cache import FactsCache
 from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
 from ..workspace.fingerprint import Fingerprints
@@ -183,10 +182,10 @@ class Project:
         findings = [
             f
             for f in result.findings
-            if _selected(f.code, self.settings)
+            if self.settings.selects(f.code)
             and (in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence))
         ]
-        if _selected("SCA004", self.settings):  # whatever the scope: the hook sees a stale copy too
+        if self.settings.selects("SCA004"):  # whatever the scope: the hook sees a stale copy too
             from ..migrate.vendor import stale_copies
 
             findings = sorted(
@@ -338,12 +337,6 @@ class Project:
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
         return sorted(agents, key=lambda a: (a.path, a.line))
-
-
-def _selected(code: str, settings: Settings) -> bool:
-    if settings.strict and code == "SCA003" and not any(code.startswith(i) for i in settings.ignore):
-        return True
-    return code_selected(code, settings.select, settings.ignore, settings.extend_select)
 
 
 def _noqa(module: ModuleFacts, finding: Finding) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..analysis.project import Report
 from ..config import Settings
 from ..ftypes import Finding
-from ..rules import FINDING_CODES, code_selected
+from ..rules import FINDING_CODES
 from ..workspace.discovery import in_scope
 
 VERSION = 1
@@ -150,17 +150,14 @@ def apply_baseline(
         if available[entry["fingerprint"]] <= 0:
             continue
         available[entry["fingerprint"]] -= 1
-        if _selected(entry["code"], settings) and in_scope(entry["path"], scopes):
+        if (
+            entry["code"] in FINDING_CODES
+            and settings.selects(entry["code"])
+            and in_scope(entry["path"], scopes)
+        ):
             stale.append(entry)
     hidden = len(report.findings) - len(kept)
     return replace(report, findings=kept, baseline_stale=stale), hidden
-
-
-def _selected(code: str, settings: Settings) -> bool:
-    if code not in FINDING_CODES:
-        return False
-    strict = settings.strict and code == "SCA003" and not code.startswith(settings.ignore)
-    return strict or code_selected(code, settings.select, settings.ignore, settings.extend_select)
 
 
 def notes_for(report: Report, hidden: int, path: Path) -> list[str]:
