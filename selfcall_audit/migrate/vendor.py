@@ -84,7 +84,7 @@ def staleness(data: bytes) -> str | None:
 
 def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
     """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
-    from .write import atomic_write
+    from .write import atomic_write, new_file_mode
 
     path = target / FILE_NAME if target.is_dir() or not target.suffix else target
     if path.suffix != ".py":
@@ -103,9 +103,7 @@ def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
     elif path.exists():
         raise VendorError(f"{path} exists and is not a file")
     else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
+        mode = new_file_mode()
         path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, source, mode)
     return path, True

@@ -231,6 +231,13 @@ def atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | 
         signal.raise_signal(signum)
 
 
+def new_file_mode() -> int:
+    """The mode `open` would give a new file: the umask's (read only by setting it)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def replace_file(path: Path, data: bytes) -> None:
     """`data` in place of the file `path` names (through links), swapped in whole so that a full
     disk or a signal leaves the old file as it was, with its owner, group and mode; a new file
@@ -239,9 +246,7 @@ def replace_file(path: Path, data: bytes) -> None:
     try:
         status = os.stat(path)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        atomic_write(path, data, 0o666 & ~umask)
+        atomic_write(path, data, new_file_mode())
         return
     posix = hasattr(os, "fchown")
     if not stat.S_ISREG(status.st_mode) or (posix and os.geteuid() not in (0, status.st_uid)):
