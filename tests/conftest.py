@@ -33,6 +33,16 @@ def _run_command(*args: object, cwd: Path | None = None) -> subprocess.Completed
 
 
 @pytest.fixture
+def no_project(tmp_path: Path) -> Path:
+    """A temporary folder with no pyproject.toml or .git in it or above it: no project's."""
+    if any(
+        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
+    ):
+        pytest.fail(f"{tmp_path} lies inside a project: set TMPDIR to a folder that does not")
+    return tmp_path
+
+
+@pytest.fixture
 def cli() -> Callable[..., Result]:
     """`cli("scan", path, ...)`: the CLI through click's runner; stdout and stderr kept apart."""
     return _invoke

@@ -211,18 +211,14 @@ def test_a_file_the_analysis_skips_is_reported_as_sca900(repo: Path) -> None:
     ]
 
 
-def test_no_cache_is_written_beside_a_file_that_is_in_no_project(tmp_path: Path) -> None:
-    if any(
-        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
-    ):
-        pytest.skip("the temporary folder lies inside a project")  # the test needs a folder without one
-    (tmp_path / ECHO).parent.mkdir(parents=True)
-    (tmp_path / ECHO).write_text(AGENT)
+def test_no_cache_is_written_beside_a_file_that_is_in_no_project(no_project: Path) -> None:
+    (no_project / ECHO).parent.mkdir(parents=True)
+    (no_project / ECHO).write_text(AGENT)
 
-    result = flake8(tmp_path, "--select", "SCA001", ECHO)
+    result = flake8(no_project, "--select", "SCA001", ECHO)
 
     assert codes_at(result.stdout) == [(ECHO, 6, "SCA001")]
-    assert list(tmp_path.rglob(".selfcall_audit_cache")) == [], "no cache where there is no project"
+    assert list(no_project.rglob(".selfcall_audit_cache")) == [], "no cache where there is no project"
 
 
 def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -> None:

@@ -114,17 +114,13 @@ def test_a_root_or_path_that_does_not_exist_is_an_error_not_another_audit(tmp_pa
         assert_no_self_calls(repo, paths=["responses_api_agents/echoo"])  # a typo would pass
 
 
-def test_no_cache_is_written_in_a_folder_that_is_no_project(tmp_path: Path) -> None:
-    if any(
-        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
-    ):
-        pytest.skip("the temporary folder lies inside a project")  # the test needs a folder without one
-    (tmp_path / ECHO).parent.mkdir(parents=True)
-    (tmp_path / ECHO).write_text(SELF_CALLING)
+def test_no_cache_is_written_in_a_folder_that_is_no_project(no_project: Path) -> None:
+    (no_project / ECHO).parent.mkdir(parents=True)
+    (no_project / ECHO).write_text(SELF_CALLING)
 
-    failure(tmp_path)
+    failure(no_project)
 
-    assert not (tmp_path / ".selfcall_audit_cache").exists(), "no cache where there is no project"
+    assert not (no_project / ".selfcall_audit_cache").exists(), "no cache where there is no project"
 
 
 def test_in_a_real_pytest_run_of_the_audited_repo(tmp_path: Path) -> None:
