@@ -446,19 +446,15 @@ def test_a_path_that_does_not_exist_is_a_usage_error(demo: Path) -> None:
 # no project root ---------------------------------------------------------------------------------
 
 
-def test_without_a_project_root_the_run_warns_and_stops_listing_early(tmp_path: Path) -> None:
-    if any(
-        (folder / marker).exists() for folder in tmp_path.parents for marker in (".git", "pyproject.toml")
-    ):
-        pytest.skip("the temporary folder lies inside a project")  # the test needs a folder without one
+def test_without_a_project_root_the_run_warns_and_stops_listing_early(no_project: Path) -> None:
     for number in range(5_100):
-        (tmp_path / "data" / f"d{number}").mkdir(parents=True)
+        (no_project / "data" / f"d{number}").mkdir(parents=True)
 
-    done = run("scan", "--format", "json", cwd=tmp_path)
+    done = run("scan", "--format", "json", cwd=no_project)
 
     assert done.returncode == 0
     assert "warning: no pyproject.toml or .git in" in done.stderr
-    assert not (tmp_path / ".selfcall_audit_cache").exists(), "no cache where there is no project"
+    assert not (no_project / ".selfcall_audit_cache").exists(), "no cache where there is no project"
     errors = json.loads(done.stdout)["errors"]
     assert errors[0]["path"] == "." and "stopped listing after 5,000 folders" in errors[0]["message"]
 
