@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import Morsel, SimpleCookie
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 __all__ = ["InProcessResponse", "responses_in_process"]
 
@@ -57,8 +57,6 @@ __all__ = ["InProcessResponse", "responses_in_process"]
 _SERVER_LOG = logging.getLogger("uvicorn.error")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
 _ENCODE_COOKIE_VALUE = SimpleCookie().value_encode
-# What a client sends as it is in a path or query (``%`` too: escapes in ``url_path`` stay escapes).
-_URL_SAFE = re.compile(r"[A-Za-z0-9/%!$&'()*+,;=:@\-._~?]*")
 # The scope key under which an in-process request carries its exchange, for the error tap.
 _EXCHANGE_KEY = "inprocess.exchange"
 # uvicorn's answer when the app raises before it started a response.
@@ -331,7 +329,9 @@ def _scope(
     """The ASGI scope uvicorn would build for the aiohttp request of the HTTP self-call."""
     config = getattr(agent, "config", None)
     host, port = getattr(config, "host", None), getattr(config, "port", None)
-    path, _, query = url_path.partition("?")
+    raw_path, query = _request_target(
+        f"http://{host}:{port}" if host and port else "http://in-process", url_path
+    )
     raw: list[tuple[bytes, bytes]] = []
     if host and port:
         raw.append((b"host", f"{host}:{port}".encode("latin-1")))
@@ -362,10 +362,10 @@ def _scope(
         "http_version": "1.1",
         "method": "POST",
         "scheme": "http",
-        "path": unquote(path),
-        "raw_path": _escaped(path),
+        "path": unquote(raw_path),
+        "raw_path": raw_path.encode("ascii"),
         "root_path": "",
-        "query_string": _escaped(query),
+        "query_string": query.encode("ascii"),
         "headers": raw,
         "client": None,
         "server": (host, port) if host and port else None,
@@ -373,11 +373,13 @@ def _scope(
     }
 
 
-def _escaped(text: str) -> bytes:
-    """``text`` as a client puts it on the wire: unsafe characters %-escaped, escapes kept."""
-    if _URL_SAFE.fullmatch(text) is None:
-        text = quote(text, safe="/%!$&'()*+,;=:@-._~?")
-    return text.encode("ascii")
+def _request_target(origin: str, url_path: str) -> tuple[str, str]:
+    """The path and query aiohttp sends for ``origin + url_path``: yarl's escaping (a space in the
+    query as ``+``, needless escapes decoded, a stray ``%`` escaped), without the fragment."""
+    from yarl import URL
+
+    url = URL(origin + url_path)
+    return url.raw_path, url.raw_query_string
 
 
 def _cookie_header(cookies: Any, existing: str | None) -> str:

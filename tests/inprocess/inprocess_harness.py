@@ -26,7 +26,7 @@ from uuid import uuid4
 import aiohttp
 import orjson
 import uvicorn
-from fastapi import Body, Depends, FastAPI, Header, HTTPException, Request, Response
+from fastapi import BackgroundTasks, Body, Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -381,6 +381,8 @@ class Agent(BaseModel):
         if request is not None:
             observed |= {
                 "path": request.url.path,
+                "raw_path": request.scope["raw_path"].decode("latin-1"),
+                "query_string": request.scope["query_string"].decode("latin-1"),
                 "url": str(request.url),
                 "path_params": dict(request.path_params),
                 "query": dict(request.query_params),
@@ -459,11 +461,21 @@ class Agent(BaseModel):
 
 class FullAgent(Agent):
     async def responses(
-        self, request: Request, response: Response, body: CreateParams = Body()
+        self, request: Request, response: Response, background: BackgroundTasks, body: CreateParams = Body()
     ) -> AgentResponse:
         if body.input == "return:invalid":
             return {"id": 1, "output": "not a list"}  # type: ignore[return-value]
+        if body.input == "background":
+            background.add_task(self.finish_later, self.probes.setdefault("background", {}))
         return await self.episode(body, request, response)
+
+    async def finish_later(self, probe: dict[str, Any]) -> None:
+        """A background task: runs after the response is sent, until the test releases it."""
+        probe["release"] = release = asyncio.Event()
+        try:
+            await asyncio.wait_for(release.wait(), 5)
+        finally:
+            probe["finished"] = True
 
 
 def who_calls() -> str:

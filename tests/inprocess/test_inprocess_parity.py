@@ -629,3 +629,29 @@ def test_in_process_response_type(host: Host) -> None:
     response = host.run(go())
     assert isinstance(response, InProcessResponse)
     assert repr(response).startswith("<InProcessResponse(http://127.0.0.1:")
+
+
+URL_FORMS = {
+    "space_and_plus_in_query": "/v1/responses?note=a b&sum=1+2&escaped=%2B",
+    "needless_and_lowercase_escapes": "/ng-rollout/%41%c3%a9%7e/v1/responses",
+    "stray_percent_in_query": "/v1/responses?x=%zz&y=1",
+    "fragment": "/v1/responses#part",
+}
+URL_SEEN = {
+    "space_and_plus_in_query": ("/v1/responses", "note=a+b&sum=1+2&escaped=%2B"),
+    "needless_and_lowercase_escapes": ("/ng-rollout/A%C3%A9~/v1/responses", ""),
+    "stray_percent_in_query": ("/v1/responses", "x=%25zz&y=1"),
+    "fragment": ("/v1/responses", ""),
+}
+
+
+@pytest.mark.parametrize("form", list(URL_FORMS))
+def test_the_url_reaches_the_app_as_aiohttp_sends_it(host: Host, form: str) -> None:
+    """aiohttp (yarl) normalises the URL before sending it: the app sees that URL, not the caller's text."""
+    agent = host.agents["ExtrasAgent"]
+
+    result = host.run(both_ways(agent, url_path=URL_FORMS[form], json={"input": "x"}))
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = result["inprocess"]["json"]["value"]["observed"]
+    assert (seen["raw_path"], seen["query_string"]) == URL_SEEN[form]
