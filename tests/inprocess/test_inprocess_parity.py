@@ -655,3 +655,28 @@ def test_the_url_reaches_the_app_as_aiohttp_sends_it(host: Host, form: str) -> N
     assert normalize(result["http"]) == normalize(result["inprocess"])
     seen = result["inprocess"]["json"]["value"]["observed"]
     assert (seen["raw_path"], seen["query_string"]) == URL_SEEN[form]
+
+
+def test_the_caller_waits_for_background_tasks_in_process_only(host: Host) -> None:
+    """Documented difference: over HTTP the caller has its answer once the response is sent and
+    the handler's background tasks run after; in-process the app runs in the caller's task, so
+    the call returns when they have finished."""
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, dict[str, Any]]:
+        seen = {}
+        for mode in MODES:
+            probe: dict[str, Any] = {}
+            agent.probes["background"] = probe
+            response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "background"})
+            seen[mode] = {"status": response.status, "finished_when_answered": probe.get("finished", False)}
+            for _ in range(100):  # the task still runs to its end over HTTP
+                if probe.get("finished"):
+                    break
+                await asyncio.sleep(0.01)
+            seen[mode]["finished"] = probe.get("finished", False)
+        return seen
+
+    seen = host.run(go())
+    assert seen["http"] == {"status": 200, "finished_when_answered": False, "finished": True}
+    assert seen["inprocess"] == {"status": 200, "finished_when_answered": True, "finished": True}
