@@ -18,10 +18,13 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
   ``Content-Length`` and the caller's ``headers``;
 - the app runs in a fresh ``contextvars`` context, as a new server request does: it sees none of
   the caller's context variables (such as the current rollout id);
-- an exception that escapes the app is logged and answered as uvicorn does (a plain-text 500).
+- an exception that escapes the app is logged and answered as uvicorn does (a plain-text 500);
+- the URL is escaped by yarl as aiohttp escapes it, and a redirect to the app itself is followed
+  as aiohttp follows it (307 and 308 post the body again, 301, 302 and 303 GET).
 
 Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers),
-and cancelling the caller cancels the handler. The app is the one that serves the agent's
+cancelling the caller cancels the handler, the call returns once the handler's background tasks
+have finished, and a redirect to another server is returned, not followed. The app is the one that serves the agent's
 routes: the app of the request the caller runs in, or the one a uvicorn server on the caller's
 event loop serves; if there is none (a unit test that never served it), one is built once with the
 agent's ``setup_webserver()`` and ``setup_exception_middleware()``. Finding it never scans the heap,
@@ -66,6 +69,9 @@ _SERVER_ERROR_HEADERS = [
     (b"connection", b"close"),
 ]
 _SERVER_ERROR_BODY = b"Internal Server Error"
+# The redirects aiohttp follows, and after how many it raises ``TooManyRedirects``.
+_REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
+_MAX_REDIRECTS = 10
 
 _Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 
@@ -92,8 +98,40 @@ async def responses_in_process(
     """
     app = _AGENT_APPS.app_for(agent)
     body = _request_body(json)
-    scope = _scope(agent, url_path, body, json, cookies, headers)
-    return await _Exchange(app, scope, b"" if body is None else body)
+    method = "POST"
+    history: list[InProcessResponse] = []
+    while True:
+        scope = _scope(agent, method, url_path, body, json, cookies, headers)
+        response = await _Exchange(app, scope, b"" if body is None else body)
+        response.history = tuple(history)
+        target = _redirect_target(response)
+        if target is None:
+            return response
+        history.append(response)
+        response.release()
+        if len(history) >= _MAX_REDIRECTS:
+            from aiohttp import TooManyRedirects
+
+            raise TooManyRedirects(history[0].request_info, tuple(history))
+        url_path = target
+        if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+            method, body = "GET", None
+
+
+def _redirect_target(response: InProcessResponse) -> str | None:
+    """Where aiohttp would follow ``response`` to, if it redirects to the app itself.
+
+    A redirect to another server is not followed: the app cannot answer for it.
+    """
+    if response.status not in _REDIRECT_STATUSES:
+        return None
+    location = response.headers.get("Location") or response.headers.get("URI")
+    if location is None:
+        return None
+    from yarl import URL
+
+    target = response.url.join(URL(location))
+    return target.raw_path_qs if target.origin() == response.url.origin() else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -324,7 +362,13 @@ def _orjson_compatible(value: Any) -> Any:
 
 
 def _scope(
-    agent: Any, url_path: str, body: bytes | None, json: Any, cookies: Any, headers: _Headers | None
+    agent: Any,
+    method: str,
+    url_path: str,
+    body: bytes | None,
+    json: Any,
+    cookies: Any,
+    headers: _Headers | None,
 ) -> dict[str, Any]:
     """The ASGI scope uvicorn would build for the aiohttp request of the HTTP self-call."""
     config = getattr(agent, "config", None)
@@ -355,12 +399,13 @@ def _scope(
         raw.append((b"cookie", cookie_header.encode("latin-1")))
     if body is not None and not typed and not json:  # aiohttp's own JSON payload
         raw.append((b"content-type", b"application/json"))
-    raw.append((b"content-length", str(len(body or b"")).encode("ascii")))
+    if method != "GET":
+        raw.append((b"content-length", str(len(body or b"")).encode("ascii")))
     return {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.4"},
         "http_version": "1.1",
-        "method": "POST",
+        "method": method,
         "scheme": "http",
         "path": unquote(raw_path),
         "raw_path": raw_path.encode("ascii"),
@@ -520,8 +565,7 @@ class InProcessResponse:
     ``ClientConnectionError``, as NeMo Gym's ``raise_for_status`` callers would see over HTTP).
     """
 
-    method = "POST"
-    history: tuple[Any, ...] = ()
+    history: tuple[InProcessResponse, ...] = ()
 
     def __init__(
         self,
@@ -545,6 +589,11 @@ class InProcessResponse:
 
     def __repr__(self) -> str:
         return f"<InProcessResponse({self._url()}) [{self.status} {self.reason}]>"
+
+    @property
+    def method(self) -> str:
+        """``POST``, or ``GET`` after a redirect that aiohttp follows with a GET."""
+        return self._scope["method"]
 
     @property
     def ok(self) -> bool:

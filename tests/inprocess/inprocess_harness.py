@@ -29,7 +29,7 @@ import uvicorn
 from fastapi import BackgroundTasks, Body, Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.middleware.sessions import SessionMiddleware
 from typing_extensions import NotRequired, TypedDict
@@ -480,11 +480,25 @@ def who_calls() -> str:
 
 
 class DependentAgent(Agent):
-    """An app with a dependency override, an exception handler and a middleware of its own."""
+    """An app with a dependency override, an exception handler and a middleware of its own, and
+    a route that redirects (to ``to``: by default a route that echoes the request; ``self``: a loop)."""
 
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
         app.dependency_overrides[who_calls] = lambda: "the override"
+
+        @app.post("/v1/redirect/{status}")
+        async def redirect(request: Request, status: int, to: str = "/v1/echo") -> RedirectResponse:
+            return RedirectResponse(str(request.url) if to == "self" else to, status_code=status)
+
+        @app.api_route("/v1/echo", methods=["GET", "POST"])
+        async def echo(request: Request) -> dict:
+            return {
+                "method": request.method,
+                "url": str(request.url),
+                "headers": [(k, v) for k, v in request.headers.items() if k not in CLIENT_HEADERS],
+                "body": (await request.body()).decode(),
+            }
 
         @app.exception_handler(LookupError)
         async def lookup_failed(request: Request, exc: LookupError) -> JSONResponse:

@@ -82,6 +82,8 @@ async def describe(response: Any) -> dict[str, Any]:
     except aiohttp.ClientResponseError as raised:
         error = {"status": raised.status, "message": raised.message, "url": str(raised.request_info.real_url)}
     return {
+        "method": response.method,
+        "history": [(h.status, str(h.url)) for h in response.history],
         "status": response.status,
         "reason": response.reason,
         "ok": response.ok,
@@ -680,3 +682,63 @@ def test_the_caller_waits_for_background_tasks_in_process_only(host: Host) -> No
     seen = host.run(go())
     assert seen["http"] == {"status": 200, "finished_when_answered": False, "finished": True}
     assert seen["inprocess"] == {"status": 200, "finished_when_answered": True, "finished": True}
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirects_within_the_app_are_followed_as_aiohttp_follows_them(host: Host, status: int) -> None:
+    """aiohttp follows a redirect: 307 and 308 post the same body again, 301, 302 and 303 GET."""
+    agent = host.agents["DependentAgent"]
+
+    result = host.run(
+        both_ways(agent, url_path=f"/v1/redirect/{status}", json={"input": "x"}, cookies={"a": "1"})
+    )
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    got = result["inprocess"]
+    assert got["status"] == 200
+    assert got["history"] == [(status, f"http://127.0.0.1:{agent.config.port}/v1/redirect/{status}")]
+    echoed = got["json"]["value"]
+    assert (echoed["method"], echoed["body"]) == (("POST", '{"input":"x"}') if status >= 307 else ("GET", ""))
+
+
+def test_a_trailing_slash_is_redirected_to_the_route(host: Host) -> None:
+    """Starlette answers ``/v1/responses/`` with a 307 to ``/v1/responses``, which aiohttp follows."""
+    agent = host.agents["FullAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses/?verbose=1", json={"input": "tools=1"}))
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    got = result["inprocess"]
+    assert [status for status, _ in got["history"]] == [307]
+    assert got["status"] == 200
+    assert got["json"]["value"]["observed"]["url"].endswith("/v1/responses?verbose=1")
+
+
+def test_a_redirect_loop_raises_too_many_redirects_alike(host: Host) -> None:
+    agent = host.agents["DependentAgent"]
+
+    async def go() -> dict[str, tuple[str, int]]:
+        raised = {}
+        for mode in MODES:
+            with pytest.raises(aiohttp.TooManyRedirects) as error:
+                await agent.self_call(mode, url_path="/v1/redirect/307?to=self", json={"input": "x"})
+            raised[mode] = (str(error.value.request_info.real_url), len(error.value.history))
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"]
+    assert raised["inprocess"][1] == 10
+
+
+def test_a_redirect_to_another_server_is_not_followed_in_process(host: Host) -> None:
+    """Documented difference: aiohttp follows it to the other server; the helper returns it."""
+    agent = host.agents["DependentAgent"]
+    elsewhere = f"{host.url('model')}/v1/responses"
+
+    result = host.run(both_ways(agent, url_path=f"/v1/redirect/307?to={elsewhere}", json={"input": "x"}))
+
+    assert (result["http"]["status"], result["http"]["url"]) == (200, elsewhere)
+    assert [status for status, _ in result["http"]["history"]] == [307]
+    got = result["inprocess"]
+    assert (got["status"], got["history"]) == (307, [])
+    assert ("location", elsewhere) in got["headers"]
