@@ -18,6 +18,8 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
   ``Content-Length`` and the caller's ``headers``;
 - the app runs in a fresh ``contextvars`` context, as a new server request does: it sees none of
   the caller's context variables (such as the current rollout id);
+- the request's ``state`` is a copy of what the app's lifespan left in the uvicorn server that
+  serves it on the caller's event loop, as uvicorn gives each request;
 - an exception that escapes the app is logged and answered as uvicorn does (a plain-text 500);
 - the URL is escaped by yarl as aiohttp escapes it, and a redirect to the app itself is followed
   as aiohttp follows it (307 and 308 post the body again, 301, 302 and 303 GET).
@@ -47,7 +49,7 @@ import math
 import re
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import Morsel, SimpleCookie
@@ -96,12 +98,13 @@ async def responses_in_process(
     and ``headers`` are what ``ServerClient.post`` takes: a pydantic model or JSON-able data,
     a mapping, ``(name, value)`` pairs or Morsels (a cookie jar), extra request headers.
     """
-    app = _AGENT_APPS.app_for(agent)
+    app, state = _AGENT_APPS.app_for(agent)
     body = _request_body(json)
     method = "POST"
     history: list[InProcessResponse] = []
     while True:
         scope = _scope(agent, method, url_path, body, json, cookies, headers)
+        scope["state"] = dict(state)  # a copy per request, as uvicorn gives each request
         response = await _Exchange(app, scope, b"" if body is None else body)
         response.history = tuple(history)
         target = _redirect_target(response)
@@ -141,11 +144,13 @@ def _redirect_target(response: InProcessResponse) -> str | None:
 
 @dataclass(frozen=True)
 class _Remembered:
-    """The app last used for an agent: held weakly if a server serves it, kept if the helper built it."""
+    """The app last used for an agent: held weakly if a server serves it, kept if the helper built it;
+    and the state its lifespan left, which uvicorn copies into each request's scope."""
 
     agent: weakref.ref[Any]
     app: Callable[[], Any]
     served: bool
+    state: Mapping[str, Any]
 
 
 class _AgentApps:
@@ -163,34 +168,37 @@ class _AgentApps:
     def __init__(self) -> None:
         self._apps: dict[int, _Remembered] = {}
 
-    def app_for(self, agent: Any) -> Any:
+    def app_for(self, agent: Any) -> tuple[Any, Mapping[str, Any]]:
+        """The app that answers the agent's self-calls, and its lifespan state."""
         entry = self._apps.get(id(agent))
         if entry is None or entry.agent() is not agent or (known := entry.app()) is None:
-            known, known_served = None, False
+            known, known_served, known_state = None, False, {}
         else:
-            known_served = entry.served
+            known_served, known_state = entry.served, entry.state
         app = _app_of_running_request(agent, known)
         if app is None and known_served:
-            return known
+            return known, known_state
         app = app or _app_served_on_this_loop(agent)
         if app is None:
             if known is None:
                 known = _build_app(agent)
-                self._remember(agent, known, served=False)
-            return known
+                known_state = self._remember(agent, known, served=False)
+            return known, known_state
         if app is not known or not known_served:
-            self._remember(agent, app, served=True)
-        return app
+            return app, self._remember(agent, app, served=True)
+        return app, known_state
 
-    def _remember(self, agent: Any, app: Any, *, served: bool) -> None:
+    def _remember(self, agent: Any, app: Any, *, served: bool) -> Mapping[str, Any]:
         _tap_routes(app)
+        state = _lifespan_state(app) if served else {}
         key = id(agent)
         try:
             ref = weakref.ref(agent, lambda _, apps=self._apps: apps.pop(key, None))
         except TypeError:  # an agent that cannot be referenced weakly is looked up every time
-            return
+            return state
         hold = weakref.ref(app) if served else functools.partial(_identity, app)
-        self._apps[key] = _Remembered(ref, hold, served)
+        self._apps[key] = _Remembered(ref, hold, served, state)
+        return state
 
 
 def _identity(value: Any) -> Any:
@@ -222,6 +230,25 @@ _UVICORN_WRAPPERS = 3
 
 def _app_served_on_this_loop(agent: Any) -> Any:
     """The app a uvicorn server running on this event loop serves, if it serves the agent."""
+    for server in _servers_on_this_loop():
+        app = _unwrapped(getattr(server.config, "loaded_app", None))
+        if app is not None and _serves(app, agent):
+            return app
+    return None
+
+
+def _lifespan_state(app: Any) -> Mapping[str, Any]:
+    """The state the app's lifespan left in the uvicorn server that serves it on this loop."""
+    for server in _servers_on_this_loop():
+        if _unwrapped(getattr(server.config, "loaded_app", None)) is app:
+            state = getattr(getattr(server, "lifespan", None), "state", None)
+            if isinstance(state, dict):
+                return state
+    return {}
+
+
+def _servers_on_this_loop() -> Iterator[Any]:
+    """The uvicorn servers (objects with a ``config``) whose ``serve()`` runs on this event loop."""
     for task in asyncio.all_tasks():
         awaitable: Any = task.get_coro()
         for _ in range(_SERVER_AWAIT_DEPTH):
@@ -229,12 +256,10 @@ def _app_served_on_this_loop(agent: Any) -> Any:
             if frame is None:
                 break
             if "self" in frame.f_code.co_varnames:
-                config = getattr(frame.f_locals.get("self"), "config", None)
-                app = _unwrapped(getattr(config, "loaded_app", None))
-                if app is not None and _serves(app, agent):
-                    return app
+                server = frame.f_locals.get("self")
+                if getattr(server, "config", None) is not None:
+                    yield server
             awaitable = getattr(awaitable, "cr_await", None)
-    return None
 
 
 def _unwrapped(app: Any) -> Any:

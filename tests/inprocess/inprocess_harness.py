@@ -19,7 +19,8 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 from uuid import uuid4
 
@@ -390,6 +391,7 @@ class Agent(BaseModel):
                 "cookies": dict(request.cookies),
                 "activation": request.headers.get("x-ng-agent-activation"),
                 "content_type": request.headers.get("content-type"),
+                "lifespan_state": dict(request.scope.get("state", {})),
                 "session_id": request.session.get(SESSION_ID_KEY),
                 "model_path": self.url_path_for_request("/v1/responses", request),
                 "raw_body": json.loads(await request.body() or b"null"),
@@ -486,6 +488,12 @@ class DependentAgent(Agent):
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
         app.dependency_overrides[who_calls] = lambda: "the override"
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, str]]:
+            yield {"pool": "the agent's pool"}  # uvicorn copies it into each request's scope
+
+        app.router.lifespan_context = lifespan
 
         @app.post("/v1/redirect/{status}")
         async def redirect(request: Request, status: int, to: str = "/v1/echo") -> RedirectResponse:
@@ -637,7 +645,7 @@ class Host:
         return self.client.urls[name]
 
     async def _serve(self, app: FastAPI) -> int:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="off")
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="on")
         server = uvicorn.Server(config)
         self.servers.append(server)
         self.tasks.append(asyncio.create_task(server.serve()))

@@ -404,6 +404,7 @@ def test_app_exception_handlers_dependency_overrides_and_middleware_apply(host: 
         assert normalize(result["http"]) == normalize(result["inprocess"])
         assert ("x-stamp", "stamped") in result["inprocess"]["headers"]
     assert ok["inprocess"]["json"]["value"]["observed"]["dependency"] == "the override"
+    assert ok["inprocess"]["json"]["value"]["observed"]["lifespan_state"] == {"pool": "the agent's pool"}
     assert handled["inprocess"]["status"] == 418
     assert handled["inprocess"]["nemo_raise_for_status"]["content"] == '{"lookup":"\'missing\'"}'
 
