@@ -411,6 +411,9 @@ def _scope(
         if lowered == "cookie":
             cookie_header = value
             continue
+        if lowered == "host" and raw and raw[0][0] == b"host":  # the caller's replaces aiohttp's
+            raw[0] = (b"host", str(value).encode("latin-1"))
+            continue
         if lowered == "content-type":
             typed = True
             if json:  # ServerClient sets it for a body it sends itself

@@ -743,3 +743,16 @@ def test_a_redirect_to_another_server_is_not_followed_in_process(host: Host) -> 
     got = result["inprocess"]
     assert (got["status"], got["history"]) == (307, [])
     assert ("location", elsewhere) in got["headers"]
+
+
+def test_a_host_header_of_the_caller_replaces_the_servers(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    result = host.run(
+        both_ways(agent, url_path="/v1/responses", json={"input": "x"}, headers={"Host": "agent.test:81"})
+    )
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = result["inprocess"]["json"]["value"]["observed"]
+    assert seen["url"] == "http://agent.test:81/v1/responses"
+    assert [value for name, value in seen["headers"] if name == "host"] == ["agent.test:81"]
