@@ -30,8 +30,9 @@ import uvicorn
 from fastapi import BackgroundTasks, Body, Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.sessions import SessionMiddleware
 from typing_extensions import NotRequired, TypedDict
 
@@ -572,6 +573,21 @@ class SyncAgent(Agent):
         return AgentResponse(id="sync", output=[{"type": "message", "echo": body}])
 
 
+class CompressingAgent(Agent):
+    """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer."""
+
+    def setup_webserver(self) -> FastAPI:
+        app = super().setup_webserver()
+        app.add_middleware(GZipMiddleware, minimum_size=100)
+        return app
+
+    async def responses(self, body: dict = Body()) -> Any:
+        text = json.dumps({"echo": body, "padding": "x" * 1000})
+        if body.get("stream"):
+            return StreamingResponse(iter([text[:10], text[10:]]), media_type="application/json")
+        return JSONResponse(json.loads(text))
+
+
 AGENT_CLASSES: tuple[type[Agent], ...] = (
     FullAgent,
     DependentAgent,
@@ -582,6 +598,8 @@ AGENT_CLASSES: tuple[type[Agent], ...] = (
     AnnotatedAgent,
     SyncAgent,
 )
+# Served too, for the rows of what differs; not part of the rollout comparisons.
+OTHER_AGENT_CLASSES: tuple[type[Agent], ...] = (CompressingAgent,)
 
 
 def describe_cookies(cookies: Any) -> dict[str, dict[str, Any]]:
@@ -658,7 +676,7 @@ class Host:
         self.client.urls["model"] = f"http://127.0.0.1:{port}"
         port = await self._serve(build_resources_app())
         self.client.urls["resources"] = f"http://127.0.0.1:{port}"
-        for cls in AGENT_CLASSES:
+        for cls in AGENT_CLASSES + OTHER_AGENT_CLASSES:
             name = f"{cls.__name__.lower()}_instance"
             agent = cls(config=AgentConfig(name=name), server_client=self.client)
             agent.config.port = await self._serve(build_served_app(agent))

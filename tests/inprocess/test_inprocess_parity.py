@@ -756,3 +756,23 @@ def test_a_host_header_of_the_caller_replaces_the_servers(host: Host) -> None:
     seen = result["inprocess"]["json"]["value"]["observed"]
     assert seen["url"] == "http://agent.test:81/v1/responses"
     assert [value for name, value in seen["headers"] if name == "host"] == ["agent.test:81"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_compression_and_chunking_happen_only_over_http(host: Host, stream: bool) -> None:
+    """Documented difference: aiohttp asks for gzip and decompresses what GZipMiddleware sends,
+    which uvicorn sends chunked; the helper sends no Accept-Encoding and has no wire, so the body
+    is the same but those headers (and the compressed length) are absent."""
+    agent = host.agents["CompressingAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"input": "x", "stream": stream}))
+
+    http, in_process = result["http"], result["inprocess"]
+    assert http["read"] == in_process["read"] and http["status"] == in_process["status"] == 200
+    assert json.loads(in_process["read"]["value"])["echo"] == {"input": "x", "stream": stream}
+    assert ("content-encoding", "gzip") in http["headers"]
+    differs = {"content-encoding", "content-length", "transfer-encoding"}
+    assert normalize([h for h in http["headers"] if h[0] not in differs]) == normalize(
+        [h for h in in_process["headers"] if h[0] not in differs]
+    )
+    assert not any(name in ("content-encoding", "transfer-encoding") for name, _ in in_process["headers"])
