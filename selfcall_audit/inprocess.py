@@ -40,6 +40,7 @@ copied into a project as it is.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextvars
 import functools
 import inspect
@@ -655,6 +656,16 @@ class InProcessResponse:
                 return value.strip().strip('"')
         return None
 
+    def get_encoding(self) -> str:
+        """The declared charset if Python knows it, else UTF-8 (JSON's, and aiohttp's fallback)."""
+        charset = self.charset
+        if charset:
+            try:
+                return codecs.lookup(charset).name
+            except (LookupError, ValueError):
+                pass
+        return "utf-8"
+
     @property
     def url(self) -> Any:
         """The URL the HTTP self-call would have used, as a ``yarl.URL``."""
@@ -693,7 +704,7 @@ class InProcessResponse:
 
     async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
         body = self._body if self._body is not None else await self.read()
-        return body.decode(encoding or self.charset or "utf-8", errors)
+        return body.decode(encoding or self.get_encoding(), errors)
 
     async def json(
         self,
@@ -723,7 +734,7 @@ class InProcessResponse:
         stripped = body.strip()
         if not stripped:
             return None
-        return loads(stripped.decode(encoding or self.charset or "utf-8"))
+        return loads(stripped.decode(encoding or self.get_encoding()))
 
     def raise_for_status(self) -> None:
         """Raise ``aiohttp.ClientResponseError`` for a status >= 400, chained to what the route raised."""

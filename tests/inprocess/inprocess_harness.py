@@ -574,7 +574,8 @@ class SyncAgent(Agent):
 
 
 class CompressingAgent(Agent):
-    """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer."""
+    """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer,
+    ``{"charset": C}`` answers a short JSON text (not compressed) declared in charset C."""
 
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
@@ -582,6 +583,9 @@ class CompressingAgent(Agent):
         return app
 
     async def responses(self, body: dict = Body()) -> Any:
+        if "charset" in body:
+            content = json.dumps({"word": "café"}, ensure_ascii=False).encode()
+            return Response(content, media_type=f"application/json; charset={body['charset']}")
         text = json.dumps({"echo": body, "padding": "x" * 1000})
         if body.get("stream"):
             return StreamingResponse(iter([text[:10], text[10:]]), media_type="application/json")

@@ -776,3 +776,17 @@ def test_compression_and_chunking_happen_only_over_http(host: Host, stream: bool
         [h for h in in_process["headers"] if h[0] not in differs]
     )
     assert not any(name in ("content-encoding", "transfer-encoding") for name, _ in in_process["headers"])
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "UTF8", "latin-1", "no-such-codec"])
+def test_the_declared_charset_decodes_text_alike(host: Host, charset: str) -> None:
+    """aiohttp decodes with the declared charset if Python knows it, else JSON's UTF-8."""
+    agent = host.agents["CompressingAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"charset": charset}))
+
+    for described in result.values():
+        del described["headers"]  # compressed over HTTP only, as documented
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    word = "cafÃ©" if charset == "latin-1" else "café"
+    assert result["inprocess"]["text"] == {"value": json.dumps({"word": word}, ensure_ascii=False)}
