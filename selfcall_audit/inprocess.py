@@ -399,9 +399,8 @@ def _scope(
     """The ASGI scope uvicorn would build for the aiohttp request of the HTTP self-call."""
     config = getattr(agent, "config", None)
     host, port = getattr(config, "host", None), getattr(config, "port", None)
-    raw_path, query = _request_target(
-        f"http://{host}:{port}" if host and port else "http://in-process", url_path
-    )
+    origin = f"http://{host}:{port}" if host and port else "http://in-process"
+    raw_path, query = _request_target(origin, url_path)
     raw: list[tuple[bytes, bytes]] = []
     if host and port:
         raw.append((b"host", f"{host}:{port}".encode("latin-1")))
@@ -423,6 +422,10 @@ def _scope(
     if json and not typed:
         raw.append((b"content-type", b"application/json"))
     if cookies:
+        if not isinstance(cookies, Mapping):
+            cookies = list(cookies)  # read twice below
+        if _restricted(cookies):
+            cookies = _cookies_sent_to(origin + raw_path, cookies)
         cookie_header = _cookie_header(cookies, cookie_header)
     if cookie_header:
         raw.append((b"cookie", cookie_header.encode("latin-1")))
@@ -454,6 +457,33 @@ def _request_target(origin: str, url_path: str) -> tuple[str, str]:
 
     url = URL(origin + url_path)
     return url.raw_path, url.raw_query_string
+
+
+def _restricted(cookies: Any) -> bool:
+    """Whether a cookie carries an attribute that may keep aiohttp from sending it (a domain, a
+    path below ``/``, ``Secure``, an expiry), as cookies from a response's ``Set-Cookie`` may."""
+    return any(
+        isinstance(morsel, Morsel)
+        and (
+            morsel["path"] not in ("", "/")
+            or any(morsel[attribute] for attribute in ("domain", "secure", "max-age", "expires"))
+        )
+        for morsel in (cookies.values() if isinstance(cookies, Mapping) else cookies)
+    )
+
+
+def _cookies_sent_to(url: str, cookies: Any) -> Any:
+    """The cookies aiohttp sends to ``url``: it loads them into a fresh cookie jar with the settings
+    of the session's (NeMo Gym's ``DummyCookieJar``) and sends those the jar gives that URL."""
+    from aiohttp import CookieJar
+    from yarl import URL
+
+    jar = CookieJar()
+    if isinstance(cookies, Mapping):
+        jar.update_cookies(cookies)
+    else:
+        jar.update_cookies([(item.key, item) if isinstance(item, Morsel) else item for item in cookies])
+    return jar.filter_cookies(URL(url))
 
 
 def _cookie_header(cookies: Any, existing: str | None) -> str:

@@ -211,12 +211,28 @@ def test_extra_parameters_bind_alike(host: Host) -> None:
     assert seen[0]["query"] == {"verbose": "true"}
 
 
+def jar(*set_cookies: str) -> SimpleCookie:
+    """A cookie jar as ``response.cookies`` holds it: Morsels with the attributes the server set."""
+    cookies = SimpleCookie()
+    for set_cookie in set_cookies:
+        cookies.load(set_cookie)
+    return cookies
+
+
 COOKIE_FORMS: dict[str, Any] = {
     "dict": {"b": "2", "a": "1"},
     "simple_cookie_with_quoted_value": SimpleCookie('a="has space"; b=plain'),
     "pairs": [("z", "last"), ("a", "first")],
     "needs_quoting": {"q": "a,b;c"},
     "empty": {},
+    # aiohttp puts the cookies in a jar and sends only those the URL may get.
+    "restricted_paths": jar("keep=1; Path=/", "elsewhere=2; Path=/elsewhere", "here=3; Path=/v1"),
+    "deleted_by_max_age_0": jar("keep=1", 'gone=""; Max-Age=0; Path=/'),
+    "expired": jar("keep=1", "old=2; expires=Thu, 01 Jan 1970 00:00:00 GMT"),
+    "secure_over_http": jar("keep=1", "secret=2; Secure"),
+    "another_domain": jar("keep=1", "foreign=2; Domain=other.example"),
+    "this_host": jar("keep=1", "local=2; Domain=127.0.0.1"),
+    "samesite_and_httponly": jar("keep=1; SameSite=Strict; HttpOnly"),
 }
 
 
