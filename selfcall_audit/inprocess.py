@@ -120,6 +120,18 @@ async def responses_in_process(
         url_path = target
         if response.status == 303 or (response.status in (301, 302) and method == "POST"):
             method, body = "GET", None
+        if response.cookies and _redirects_send_their_cookies():
+            cookies = response.cookies
+
+
+@functools.cache
+def _redirects_send_their_cookies() -> bool:
+    """Whether the installed aiohttp follows a redirect that sets cookies with those cookies in
+    place of the caller's (3.11.8 to 3.12.6 rebind ``cookies`` to the redirect's)."""
+    from aiohttp import __version__
+
+    version = tuple(int(part) for part in re.findall(r"\d+", __version__)[:3])
+    return (3, 11, 8) <= version < (3, 12, 7)
 
 
 def _redirect_target(response: InProcessResponse) -> str | None:
@@ -406,19 +418,19 @@ def _scope(
         raw.append((b"host", f"{host}:{port}".encode("latin-1")))
     cookie_header = None
     typed = False
-    for name, value in headers.items() if isinstance(headers, Mapping) else headers or ():
+    for name, value in _as_written(headers) if headers else ():
         lowered = name.lower()
         if lowered == "cookie":
             cookie_header = value
             continue
         if lowered == "host" and raw and raw[0][0] == b"host":  # the caller's replaces aiohttp's
-            raw[0] = (b"host", str(value).encode("latin-1"))
+            raw[0] = (b"host", value.encode("latin-1"))
             continue
         if lowered == "content-type":
             typed = True
             if json:  # ServerClient sets it for a body it sends itself
                 value = "application/json"
-        raw.append((lowered.encode("latin-1"), str(value).encode("latin-1")))
+        raw.append((lowered.encode("latin-1"), value.encode("latin-1")))
     if json and not typed:
         raw.append((b"content-type", b"application/json"))
     if cookies:
@@ -448,6 +460,22 @@ def _scope(
         "server": (host, port) if host and port else None,
         "state": {},
     }
+
+
+def _as_written(headers: _Headers) -> list[tuple[str, str]]:
+    """The caller's headers as aiohttp writes them: in UTF-8 (here as the text uvicorn reads from
+    those bytes), and refused as aiohttp refuses them (a value that is not a string, a control
+    character), by aiohttp's own serialiser."""
+    from multidict import CIMultiDict
+
+    pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+    try:
+        from aiohttp.http_writer import _serialize_headers
+    except ImportError:  # not where aiohttp 3.11 to 3.14 have it: written without the checks
+        pass
+    else:
+        _serialize_headers("POST / HTTP/1.1", CIMultiDict(pairs))
+    return [(name.encode().decode("latin-1"), value.encode().decode("latin-1")) for name, value in pairs]
 
 
 def _request_target(origin: str, url_path: str) -> tuple[str, str]:

@@ -806,3 +806,33 @@ def test_the_declared_charset_decodes_text_alike(host: Host, charset: str) -> No
     assert normalize(result["http"]) == normalize(result["inprocess"])
     word = "cafÃ©" if charset == "latin-1" else "café"
     assert result["inprocess"]["text"] == {"value": json.dumps({"word": word}, ensure_ascii=False)}
+
+
+def test_header_values_are_sent_in_utf_8_as_aiohttp_writes_them(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    result = host.run(
+        both_ways(agent, url_path="/v1/responses", json={"input": "x"}, headers={"X-Note": "café 😀"})
+    )
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = dict(result["inprocess"]["json"]["value"]["observed"]["headers"])
+    assert seen["x-note"] == "café 😀".encode().decode("latin-1")  # Starlette reads header bytes as latin-1
+
+
+@pytest.mark.parametrize(("value", "error"), [("a\r\nb", ValueError), (5, TypeError)])
+def test_header_values_aiohttp_refuses_raise_in_the_caller_alike(host: Host, value: Any, error: type) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, tuple[type, str]]:
+        raised = {}
+        for mode in MODES:
+            with pytest.raises(error) as caught:
+                await agent.self_call(
+                    mode, url_path="/v1/responses", json={"input": "x"}, headers={"X-Note": value}
+                )
+            raised[mode] = (type(caught.value), str(caught.value))
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"]
