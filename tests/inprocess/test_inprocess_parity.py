@@ -836,3 +836,17 @@ def test_header_values_aiohttp_refuses_raise_in_the_caller_alike(host: Host, val
 
     raised = host.run(go())
     assert raised["http"] == raised["inprocess"]
+
+
+def test_forwarded_headers_are_applied_over_http_only(host: Host) -> None:
+    """Documented difference: uvicorn trusts 127.0.0.1 as a proxy, so the X-Forwarded-Proto and
+    X-Forwarded-For the caller sends set the scheme and client over HTTP; the helper has no
+    uvicorn in between."""
+    agent = host.agents["FullAgent"]
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "10.1.2.3"}
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"input": "x"}, headers=forwarded))
+
+    urls = {mode: result[mode]["json"]["value"]["observed"]["url"] for mode in MODES}
+    assert urls["http"] == f"https://127.0.0.1:{agent.config.port}/v1/responses"
+    assert urls["inprocess"] == f"http://127.0.0.1:{agent.config.port}/v1/responses"
