@@ -418,19 +418,19 @@ def _scope(
         raw.append((b"host", f"{host}:{port}".encode("latin-1")))
     cookie_header = None
     typed = False
-    for name, value in _as_written(headers) if headers else ():
+    for name, value in _checked(headers) if headers else ():
         lowered = name.lower()
         if lowered == "cookie":
             cookie_header = value
             continue
         if lowered == "host" and raw and raw[0][0] == b"host":  # the caller's replaces aiohttp's
-            raw[0] = (b"host", value.encode("latin-1"))
+            raw[0] = (b"host", value.encode())
             continue
         if lowered == "content-type":
             typed = True
             if json:  # ServerClient sets it for a body it sends itself
                 value = "application/json"
-        raw.append((lowered.encode("latin-1"), value.encode("latin-1")))
+        raw.append((lowered.encode(), value.encode()))
     if json and not typed:
         raw.append((b"content-type", b"application/json"))
     if cookies:
@@ -440,7 +440,7 @@ def _scope(
             cookies = _cookies_sent_to(origin + raw_path, cookies)
         cookie_header = _cookie_header(cookies, cookie_header)
     if cookie_header:
-        raw.append((b"cookie", cookie_header.encode("latin-1")))
+        raw.append((b"cookie", cookie_header.encode()))
     if body is not None and not typed and not json:  # aiohttp's own JSON payload
         raw.append((b"content-type", b"application/json"))
     if method != "GET":
@@ -462,10 +462,9 @@ def _scope(
     }
 
 
-def _as_written(headers: _Headers) -> list[tuple[str, str]]:
-    """The caller's headers as aiohttp writes them: in UTF-8 (here as the text uvicorn reads from
-    those bytes), and refused as aiohttp refuses them (a value that is not a string, a control
-    character), by aiohttp's own serialiser."""
+def _checked(headers: _Headers) -> list[tuple[str, str]]:
+    """The caller's headers, refused as aiohttp refuses them (a value that is not a string, a
+    control character) by aiohttp's own serialiser; aiohttp then writes them in UTF-8."""
     from multidict import CIMultiDict
 
     pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
@@ -475,7 +474,7 @@ def _as_written(headers: _Headers) -> list[tuple[str, str]]:
         pass
     else:
         _serialize_headers("POST / HTTP/1.1", CIMultiDict(pairs))
-    return [(name.encode().decode("latin-1"), value.encode().decode("latin-1")) for name, value in pairs]
+    return pairs
 
 
 def _request_target(origin: str, url_path: str) -> tuple[str, str]:

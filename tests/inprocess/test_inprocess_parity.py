@@ -224,6 +224,7 @@ COOKIE_FORMS: dict[str, Any] = {
     "simple_cookie_with_quoted_value": SimpleCookie('a="has space"; b=plain'),
     "pairs": [("z", "last"), ("a", "first")],
     "needs_quoting": {"q": "a,b;c"},
+    "beyond_latin_1": {"q": "😀", "r": "é"},
     "empty": {},
     # aiohttp puts the cookies in a jar and sends only those the URL may get.
     "restricted_paths": jar("keep=1; Path=/", "elsewhere=2; Path=/elsewhere", "here=3; Path=/v1"),
