@@ -25,8 +25,9 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
   as aiohttp follows it (307 and 308 post the body again, 301, 302 and 303 GET).
 
 Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers),
-cancelling the caller cancels the handler, the call returns once the handler's background tasks
-have finished, and a redirect to another server is returned, not followed. The app is the one that serves the agent's
+cancelling the caller cancels the handler, the call returns once the app has finished (the
+handler's background tasks have run, a streamed body is complete), and a redirect to another
+server is returned, not followed. The app is the one that serves the agent's
 routes: the app of the request the caller runs in, or the one a uvicorn server on the caller's
 event loop serves; if there is none (a unit test that never served it), one is built once with the
 agent's ``setup_webserver()`` and ``setup_exception_middleware()``. Finding it never scans the heap,

@@ -574,8 +574,8 @@ class SyncAgent(Agent):
 
 
 class CompressingAgent(Agent):
-    """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer,
-    ``{"charset": C}`` answers a short JSON text (not compressed) declared in charset C."""
+    """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer (``"slow"``:
+    its second part 0.2 s later), ``{"charset": C}`` answers a short JSON text declared in charset C."""
 
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
@@ -587,9 +587,17 @@ class CompressingAgent(Agent):
             content = json.dumps({"word": "café"}, ensure_ascii=False).encode()
             return Response(content, media_type=f"application/json; charset={body['charset']}")
         text = json.dumps({"echo": body, "padding": "x" * 1000})
+        if body.get("stream") == "slow":
+            return StreamingResponse(self.slowly(text), media_type="application/json")
         if body.get("stream"):
             return StreamingResponse(iter([text[:10], text[10:]]), media_type="application/json")
         return JSONResponse(json.loads(text))
+
+    async def slowly(self, text: str) -> AsyncIterator[str]:
+        yield text[:10]
+        await asyncio.sleep(0.2)
+        yield text[10:]
+        self.probes["stream_finished"] = True
 
 
 AGENT_CLASSES: tuple[type[Agent], ...] = (

@@ -851,3 +851,24 @@ def test_forwarded_headers_are_applied_over_http_only(host: Host) -> None:
     urls = {mode: result[mode]["json"]["value"]["observed"]["url"] for mode in MODES}
     assert urls["http"] == f"https://127.0.0.1:{agent.config.port}/v1/responses"
     assert urls["inprocess"] == f"http://127.0.0.1:{agent.config.port}/v1/responses"
+
+
+def test_the_caller_waits_for_a_streamed_body_in_process_only(host: Host) -> None:
+    """Documented difference: aiohttp returns the response once its headers arrive and the body
+    streams in as it is read; in-process the call returns with the whole body."""
+    agent = host.agents["CompressingAgent"]
+
+    async def go() -> dict[str, tuple[bool, bool]]:
+        seen = {}
+        for mode in MODES:
+            agent.probes["stream_finished"] = False
+            response = await agent.self_call(
+                mode, url_path="/v1/responses", json={"input": "x", "stream": "slow"}
+            )
+            finished_when_answered = agent.probes["stream_finished"]
+            body = json.loads(await response.read())
+            seen[mode] = (finished_when_answered, body["echo"]["stream"] == "slow")
+        return seen
+
+    seen = host.run(go())
+    assert seen == {"http": (False, True), "inprocess": (True, True)}
