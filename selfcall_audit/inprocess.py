@@ -483,7 +483,12 @@ def _request_target(origin: str, url_path: str) -> tuple[str, str]:
     query as ``+``, needless escapes decoded, a stray ``%`` escaped), without the fragment."""
     from yarl import URL
 
-    url = URL(origin + url_path)
+    try:
+        url = URL(origin + url_path)
+    except ValueError as error:  # such as a path without its leading slash, which meets the port
+        from aiohttp import InvalidUrlClientError
+
+        raise InvalidUrlClientError(origin + url_path) from error
     return url.raw_path, url.raw_query_string
 
 

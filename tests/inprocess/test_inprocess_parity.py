@@ -872,3 +872,19 @@ def test_the_caller_waits_for_a_streamed_body_in_process_only(host: Host) -> Non
 
     seen = host.run(go())
     assert seen == {"http": (False, True), "inprocess": (True, True)}
+
+
+def test_a_path_without_its_leading_slash_raises_in_the_caller_alike(host: Host) -> None:
+    """``base_url + url_path`` is no URL (the path runs into the port): aiohttp raises, as does the helper."""
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, str]:
+        raised = {}
+        for mode in MODES:
+            with pytest.raises(aiohttp.InvalidUrlClientError) as caught:
+                await agent.self_call(mode, url_path="v1/responses", json={"input": "x"})
+            raised[mode] = str(caught.value)
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"] == f"http://127.0.0.1:{agent.config.port}v1/responses"
