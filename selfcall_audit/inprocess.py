@@ -703,7 +703,7 @@ class InProcessResponse:
     def cookies(self) -> SimpleCookie:
         """The response's ``Set-Cookie`` headers, parsed as aiohttp parses them."""
         if self._cookies is None:
-            values = [value.decode("latin-1") for name, value in self._raw_headers if name == b"set-cookie"]
+            values = [_header_text(value) for name, value in self._raw_headers if name == b"set-cookie"]
             self._cookies = _parse_set_cookies(values)
         return self._cookies
 
@@ -917,8 +917,13 @@ def _multidict(raw: list[tuple[bytes, bytes]]) -> Any:
 
     known = _known_header_names()
     return CIMultiDictProxy(
-        CIMultiDict((known.get(name, name.decode("latin-1")), value.decode("latin-1")) for name, value in raw)
+        CIMultiDict((known.get(name) or _header_text(name), _header_text(value)) for name, value in raw)
     )
+
+
+def _header_text(raw: bytes) -> str:
+    """Header bytes as aiohttp's parser reads them: UTF-8, an invalid byte kept as a surrogate escape."""
+    return raw.decode("utf-8", "surrogateescape")
 
 
 @functools.cache

@@ -575,7 +575,8 @@ class SyncAgent(Agent):
 
 class CompressingAgent(Agent):
     """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer (``"slow"``:
-    its second part 0.2 s later), ``{"charset": C}`` answers a short JSON text declared in charset C."""
+    its second part 0.2 s later), ``{"charset": C}`` answers a short JSON text declared in charset C,
+    ``{"headers": true}`` answers with header and cookie values beyond ASCII."""
 
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
@@ -583,6 +584,12 @@ class CompressingAgent(Agent):
         return app
 
     async def responses(self, body: dict = Body()) -> Any:
+        if body.get("headers"):
+            answer = Response(b"{}", media_type="application/json")
+            answer.headers["x-latin-1"] = "café"  # Starlette encodes header values in Latin-1
+            answer.raw_headers.append((b"x-utf-8", "café 😀".encode()))
+            answer.raw_headers.append((b"set-cookie", "word=café; Path=/".encode()))
+            return answer
         if "charset" in body:
             content = json.dumps({"word": "café"}, ensure_ascii=False).encode()
             return Response(content, media_type=f"application/json; charset={body['charset']}")

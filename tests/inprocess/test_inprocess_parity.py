@@ -888,3 +888,17 @@ def test_a_path_without_its_leading_slash_raises_in_the_caller_alike(host: Host)
 
     raised = host.run(go())
     assert raised["http"] == raised["inprocess"] == f"http://127.0.0.1:{agent.config.port}v1/responses"
+
+
+def test_response_header_values_are_read_as_aiohttp_reads_them(host: Host) -> None:
+    """aiohttp decodes header bytes as UTF-8, an invalid byte kept as a surrogate escape."""
+    agent = host.agents["CompressingAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"headers": True}))
+
+    differs = ("content-encoding", "content-length", "transfer-encoding")  # compressed over HTTP only
+    for described in result.values():
+        described["headers"] = [h for h in described["headers"] if h[0] not in differs]
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    headers = dict(result["inprocess"]["headers"])
+    assert (headers["x-latin-1"], headers["x-utf-8"]) == ("caf\udce9", "café 😀")
