@@ -14,8 +14,9 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
 
 - the request body is the bytes ``ServerClient`` sends (orjson after
   ``model_dump(exclude_unset=True)``), so what cannot be sent raises in the caller;
-- the ``Cookie`` header is built as aiohttp builds it, with ``Host``, ``Content-Type``,
-  ``Content-Length`` and the caller's ``headers``;
+- the ``Cookie`` header is built as aiohttp builds it (cookies its jar would not give the URL
+  left out), with ``Host``, ``Content-Type``, ``Content-Length`` and the caller's ``headers``,
+  all in UTF-8; response headers are read back as aiohttp reads them;
 - the app runs in a fresh ``contextvars`` context, as a new server request does: it sees none of
   the caller's context variables (such as the current rollout id);
 - the request's ``state`` is a copy of what the app's lifespan left in the uvicorn server that
@@ -24,14 +25,16 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
 - the URL is escaped by yarl as aiohttp escapes it, and a redirect to the app itself is followed
   as aiohttp follows it (307 and 308 post the body again, 301, 302 and 303 GET).
 
-Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers),
-cancelling the caller cancels the handler, the call returns once the app has finished (the
-handler's background tasks have run, a streamed body is complete), and a redirect to another
-server is returned, not followed. The app is the one that serves the agent's
-routes: the app of the request the caller runs in, or the one a uvicorn server on the caller's
-event loop serves; if there is none (a unit test that never served it), one is built once with the
-agent's ``setup_webserver()`` and ``setup_exception_middleware()``. Finding it never scans the heap,
-so a first call costs the same whenever it is made.
+Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers,
+no compression or chunking, no proxy headers applied), cancelling the caller cancels the
+handler, the call returns once the app has finished (the handler's background tasks have run, a
+streamed body is complete), and a redirect to another server is returned, not followed.
+
+The app is the one that serves the agent's routes: the app of the request the caller runs in, or
+the one a uvicorn server on the caller's event loop serves; if there is none (a unit test that
+never served it), one is built once with the agent's ``setup_webserver()`` and
+``setup_exception_middleware()``. Finding it never scans the heap, so a first call costs the same
+whenever it is made.
 
 Only the standard library is imported with this module; fastapi, starlette, pydantic, aiohttp,
 multidict, yarl and, if installed, orjson are imported on first use, so the file can be
