@@ -576,7 +576,8 @@ class SyncAgent(Agent):
 class CompressingAgent(Agent):
     """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer (``"slow"``:
     its second part 0.2 s later), ``{"charset": C}`` answers a short JSON text declared in charset C,
-    ``{"headers": true}`` answers with header and cookie values beyond ASCII."""
+    ``{"headers": true}`` answers with header and cookie values beyond ASCII, ``{"header_size": N}``
+    with a header value of N bytes."""
 
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
@@ -584,6 +585,10 @@ class CompressingAgent(Agent):
         return app
 
     async def responses(self, body: dict = Body()) -> Any:
+        if "header_size" in body:
+            return Response(
+                b"{}", media_type="application/json", headers={"x-big": "x" * body["header_size"]}
+            )
         if body.get("headers"):
             answer = Response(b"{}", media_type="application/json")
             answer.headers["x-latin-1"] = "café"  # Starlette encodes header values in Latin-1

@@ -902,3 +902,24 @@ def test_response_header_values_are_read_as_aiohttp_reads_them(host: Host) -> No
     assert normalize(result["http"]) == normalize(result["inprocess"])
     headers = dict(result["inprocess"]["headers"])
     assert (headers["x-latin-1"], headers["x-utf-8"]) == ("caf\udce9", "café 😀")
+
+
+def test_a_response_header_beyond_aiohttps_limit_fails_over_http_only(host: Host) -> None:
+    """Documented difference: aiohttp refuses a response header value over 8190 bytes (a session
+    cookie grown that big, say) with a 400 ``ClientResponseError`` in the caller; in-process there
+    is no parser and no limit."""
+    agent = host.agents["CompressingAgent"]
+
+    async def go(size: int) -> dict[str, Any]:
+        outcome: dict[str, Any] = {}
+        for mode in MODES:
+            try:
+                response = await agent.self_call(mode, url_path="/v1/responses", json={"header_size": size})
+            except aiohttp.ClientResponseError as error:
+                outcome[mode] = ("raised", error.status)
+            else:
+                outcome[mode] = (response.status, len(response.headers["x-big"]))
+        return outcome
+
+    assert host.run(go(8190)) == {"http": (200, 8190), "inprocess": (200, 8190)}
+    assert host.run(go(8191)) == {"http": ("raised", 400), "inprocess": (200, 8191)}
