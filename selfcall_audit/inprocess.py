@@ -497,15 +497,21 @@ def _request_target(origin: str, url_path: str) -> tuple[str, str]:
 
 def _restricted(cookies: Any) -> bool:
     """Whether a cookie carries an attribute that may keep aiohttp from sending it (a domain, a
-    path below ``/``, ``Secure``, an expiry), as cookies from a response's ``Set-Cookie`` may."""
-    return any(
-        isinstance(morsel, Morsel)
-        and (
+    path below ``/``, ``Secure``, an expiry other than a lifetime in seconds, which the session
+    cookie has), as cookies from a response's ``Set-Cookie`` may."""
+    for morsel in cookies.values() if isinstance(cookies, Mapping) else cookies:
+        if not isinstance(morsel, Morsel):
+            continue
+        max_age = str(morsel["max-age"])
+        if (
             morsel["path"] not in ("", "/")
-            or any(morsel[attribute] for attribute in ("domain", "secure", "max-age", "expires"))
-        )
-        for morsel in (cookies.values() if isinstance(cookies, Mapping) else cookies)
-    )
+            or morsel["domain"]
+            or morsel["secure"]
+            or morsel["expires"]
+            or (max_age and not (max_age.isdigit() and int(max_age) > 0))
+        ):
+            return True
+    return False
 
 
 def _cookies_sent_to(url: str, cookies: Any) -> Any:

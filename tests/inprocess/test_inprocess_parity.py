@@ -229,6 +229,9 @@ COOKIE_FORMS: dict[str, Any] = {
     # aiohttp puts the cookies in a jar and sends only those the URL may get.
     "restricted_paths": jar("keep=1; Path=/", "elsewhere=2; Path=/elsewhere", "here=3; Path=/v1"),
     "deleted_by_max_age_0": jar("keep=1", 'gone=""; Max-Age=0; Path=/'),
+    "lifetimes": jar(
+        "session=1; Max-Age=1209600; Path=/; HttpOnly", "negative=2; Max-Age=-1", "odd=3; Max-Age=soon"
+    ),
     "expired": jar("keep=1", "old=2; expires=Thu, 01 Jan 1970 00:00:00 GMT"),
     "secure_over_http": jar("keep=1", "secret=2; Secure"),
     "another_domain": jar("keep=1", "foreign=2; Domain=other.example"),
