@@ -14,18 +14,27 @@ What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvi
 
 - the request body is the bytes ``ServerClient`` sends (orjson after
   ``model_dump(exclude_unset=True)``), so what cannot be sent raises in the caller;
-- the ``Cookie`` header is built as aiohttp builds it, with ``Host``, ``Content-Type``,
-  ``Content-Length`` and the caller's ``headers``;
+- the ``Cookie`` header is built as aiohttp builds it (cookies its jar would not give the URL
+  left out), with ``Host``, ``Content-Type``, ``Content-Length`` and the caller's ``headers``,
+  all in UTF-8; response headers are read back as aiohttp reads them;
 - the app runs in a fresh ``contextvars`` context, as a new server request does: it sees none of
   the caller's context variables (such as the current rollout id);
-- an exception that escapes the app is logged and answered as uvicorn does (a plain-text 500).
+- the request's ``state`` is a copy of what the app's lifespan left in the uvicorn server that
+  serves it on the caller's event loop, as uvicorn gives each request;
+- an exception that escapes the app is logged and answered as uvicorn does (a plain-text 500);
+- the URL is escaped by yarl as aiohttp escapes it, and a redirect to the app itself is followed
+  as aiohttp follows it (307 and 308 post the body again, 301, 302 and 303 GET).
 
-Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers),
-and cancelling the caller cancels the handler. The app is the one that serves the agent's
-routes: the app of the request the caller runs in, or the one a uvicorn server on the caller's
-event loop serves; if there is none (a unit test that never served it), one is built once with the
-agent's ``setup_webserver()`` and ``setup_exception_middleware()``. Finding it never scans the heap,
-so a first call costs the same whenever it is made.
+Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers,
+no compression or chunking, no proxy headers applied), cancelling the caller cancels the
+handler, the call returns once the app has finished (the handler's background tasks have run, a
+streamed body is complete), and a redirect to another server is returned, not followed.
+
+The app is the one that serves the agent's routes: the app of the request the caller runs in, or
+the one a uvicorn server on the caller's event loop serves; if there is none (a unit test that
+never served it), one is built once with the agent's ``setup_webserver()`` and
+``setup_exception_middleware()``. Finding it never scans the heap, so a first call costs the same
+whenever it is made.
 
 Only the standard library is imported with this module; fastapi, starlette, pydantic, aiohttp,
 multidict, yarl and, if installed, orjson are imported on first use, so the file can be
@@ -35,6 +44,7 @@ copied into a project as it is.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextvars
 import functools
 import inspect
@@ -44,12 +54,12 @@ import math
 import re
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import Morsel, SimpleCookie
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 __all__ = ["InProcessResponse", "responses_in_process"]
 
@@ -57,8 +67,6 @@ __all__ = ["InProcessResponse", "responses_in_process"]
 _SERVER_LOG = logging.getLogger("uvicorn.error")
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
 _ENCODE_COOKIE_VALUE = SimpleCookie().value_encode
-# What a client sends as it is in a path or query (``%`` too: escapes in ``url_path`` stay escapes).
-_URL_SAFE = re.compile(r"[A-Za-z0-9/%!$&'()*+,;=:@\-._~?]*")
 # The scope key under which an in-process request carries its exchange, for the error tap.
 _EXCHANGE_KEY = "inprocess.exchange"
 # uvicorn's answer when the app raises before it started a response.
@@ -68,6 +76,9 @@ _SERVER_ERROR_HEADERS = [
     (b"connection", b"close"),
 ]
 _SERVER_ERROR_BODY = b"Internal Server Error"
+# The redirects aiohttp follows, and after how many it raises ``TooManyRedirects``.
+_REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
+_MAX_REDIRECTS = 10
 
 _Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 
@@ -92,10 +103,55 @@ async def responses_in_process(
     and ``headers`` are what ``ServerClient.post`` takes: a pydantic model or JSON-able data,
     a mapping, ``(name, value)`` pairs or Morsels (a cookie jar), extra request headers.
     """
-    app = _AGENT_APPS.app_for(agent)
+    app, state = _AGENT_APPS.app_for(agent)
     body = _request_body(json)
-    scope = _scope(agent, url_path, body, json, cookies, headers)
-    return await _Exchange(app, scope, b"" if body is None else body)
+    method = "POST"
+    history: list[InProcessResponse] = []
+    while True:
+        scope = _scope(agent, method, url_path, body, json, cookies, headers)
+        scope["state"] = dict(state)  # a copy per request, as uvicorn gives each request
+        response = await _Exchange(app, scope, b"" if body is None else body)
+        response.history = tuple(history)
+        target = _redirect_target(response)
+        if target is None:
+            return response
+        history.append(response)
+        response.release()
+        if len(history) >= _MAX_REDIRECTS:
+            from aiohttp import TooManyRedirects
+
+            raise TooManyRedirects(history[0].request_info, tuple(history))
+        url_path = target
+        if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+            method, body = "GET", None
+        if response.cookies and _redirects_send_their_cookies():
+            cookies = response.cookies
+
+
+@functools.cache
+def _redirects_send_their_cookies() -> bool:
+    """Whether the installed aiohttp follows a redirect that sets cookies with those cookies in
+    place of the caller's (3.11.8 to 3.12.6 rebind ``cookies`` to the redirect's)."""
+    from aiohttp import __version__
+
+    version = tuple(int(part) for part in re.findall(r"\d+", __version__)[:3])
+    return (3, 11, 8) <= version < (3, 12, 7)
+
+
+def _redirect_target(response: InProcessResponse) -> str | None:
+    """Where aiohttp would follow ``response`` to, if it redirects to the app itself.
+
+    A redirect to another server is not followed: the app cannot answer for it.
+    """
+    if response.status not in _REDIRECT_STATUSES:
+        return None
+    location = response.headers.get("Location") or response.headers.get("URI")
+    if location is None:
+        return None
+    from yarl import URL
+
+    target = response.url.join(URL(location))
+    return target.raw_path_qs if target.origin() == response.url.origin() else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -105,11 +161,13 @@ async def responses_in_process(
 
 @dataclass(frozen=True)
 class _Remembered:
-    """The app last used for an agent: held weakly if a server serves it, kept if the helper built it."""
+    """The app last used for an agent: held weakly if a server serves it, kept if the helper built it;
+    and the state its lifespan left, which uvicorn copies into each request's scope."""
 
     agent: weakref.ref[Any]
     app: Callable[[], Any]
     served: bool
+    state: Mapping[str, Any]
 
 
 class _AgentApps:
@@ -127,34 +185,37 @@ class _AgentApps:
     def __init__(self) -> None:
         self._apps: dict[int, _Remembered] = {}
 
-    def app_for(self, agent: Any) -> Any:
+    def app_for(self, agent: Any) -> tuple[Any, Mapping[str, Any]]:
+        """The app that answers the agent's self-calls, and its lifespan state."""
         entry = self._apps.get(id(agent))
         if entry is None or entry.agent() is not agent or (known := entry.app()) is None:
-            known, known_served = None, False
+            known, known_served, known_state = None, False, {}
         else:
-            known_served = entry.served
+            known_served, known_state = entry.served, entry.state
         app = _app_of_running_request(agent, known)
         if app is None and known_served:
-            return known
+            return known, known_state
         app = app or _app_served_on_this_loop(agent)
         if app is None:
             if known is None:
                 known = _build_app(agent)
-                self._remember(agent, known, served=False)
-            return known
+                known_state = self._remember(agent, known, served=False)
+            return known, known_state
         if app is not known or not known_served:
-            self._remember(agent, app, served=True)
-        return app
+            return app, self._remember(agent, app, served=True)
+        return app, known_state
 
-    def _remember(self, agent: Any, app: Any, *, served: bool) -> None:
+    def _remember(self, agent: Any, app: Any, *, served: bool) -> Mapping[str, Any]:
         _tap_routes(app)
+        state = _lifespan_state(app) if served else {}
         key = id(agent)
         try:
             ref = weakref.ref(agent, lambda _, apps=self._apps: apps.pop(key, None))
         except TypeError:  # an agent that cannot be referenced weakly is looked up every time
-            return
+            return state
         hold = weakref.ref(app) if served else functools.partial(_identity, app)
-        self._apps[key] = _Remembered(ref, hold, served)
+        self._apps[key] = _Remembered(ref, hold, served, state)
+        return state
 
 
 def _identity(value: Any) -> Any:
@@ -186,6 +247,25 @@ _UVICORN_WRAPPERS = 3
 
 def _app_served_on_this_loop(agent: Any) -> Any:
     """The app a uvicorn server running on this event loop serves, if it serves the agent."""
+    for server in _servers_on_this_loop():
+        app = _unwrapped(getattr(server.config, "loaded_app", None))
+        if app is not None and _serves(app, agent):
+            return app
+    return None
+
+
+def _lifespan_state(app: Any) -> Mapping[str, Any]:
+    """The state the app's lifespan left in the uvicorn server that serves it on this loop."""
+    for server in _servers_on_this_loop():
+        if _unwrapped(getattr(server.config, "loaded_app", None)) is app:
+            state = getattr(getattr(server, "lifespan", None), "state", None)
+            if isinstance(state, dict):
+                return state
+    return {}
+
+
+def _servers_on_this_loop() -> Iterator[Any]:
+    """The uvicorn servers (objects with a ``config``) whose ``serve()`` runs on this event loop."""
     for task in asyncio.all_tasks():
         awaitable: Any = task.get_coro()
         for _ in range(_SERVER_AWAIT_DEPTH):
@@ -193,12 +273,10 @@ def _app_served_on_this_loop(agent: Any) -> Any:
             if frame is None:
                 break
             if "self" in frame.f_code.co_varnames:
-                config = getattr(frame.f_locals.get("self"), "config", None)
-                app = _unwrapped(getattr(config, "loaded_app", None))
-                if app is not None and _serves(app, agent):
-                    return app
+                server = frame.f_locals.get("self")
+                if getattr(server, "config", None) is not None:
+                    yield server
             awaitable = getattr(awaitable, "cr_await", None)
-    return None
 
 
 def _unwrapped(app: Any) -> Any:
@@ -326,46 +404,61 @@ def _orjson_compatible(value: Any) -> Any:
 
 
 def _scope(
-    agent: Any, url_path: str, body: bytes | None, json: Any, cookies: Any, headers: _Headers | None
+    agent: Any,
+    method: str,
+    url_path: str,
+    body: bytes | None,
+    json: Any,
+    cookies: Any,
+    headers: _Headers | None,
 ) -> dict[str, Any]:
     """The ASGI scope uvicorn would build for the aiohttp request of the HTTP self-call."""
     config = getattr(agent, "config", None)
     host, port = getattr(config, "host", None), getattr(config, "port", None)
-    path, _, query = url_path.partition("?")
+    origin = f"http://{host}:{port}" if host and port else "http://in-process"
+    raw_path, query = _request_target(origin, url_path)
     raw: list[tuple[bytes, bytes]] = []
     if host and port:
         raw.append((b"host", f"{host}:{port}".encode("latin-1")))
     cookie_header = None
     typed = False
-    for name, value in headers.items() if isinstance(headers, Mapping) else headers or ():
+    for name, value in _checked(headers) if headers else ():
         lowered = name.lower()
         if lowered == "cookie":
             cookie_header = value
+            continue
+        if lowered == "host" and raw and raw[0][0] == b"host":  # the caller's replaces aiohttp's
+            raw[0] = (b"host", value.encode())
             continue
         if lowered == "content-type":
             typed = True
             if json:  # ServerClient sets it for a body it sends itself
                 value = "application/json"
-        raw.append((lowered.encode("latin-1"), str(value).encode("latin-1")))
+        raw.append((lowered.encode(), value.encode()))
     if json and not typed:
         raw.append((b"content-type", b"application/json"))
     if cookies:
+        if not isinstance(cookies, Mapping):
+            cookies = list(cookies)  # read twice below
+        if _restricted(cookies):
+            cookies = _cookies_sent_to(origin + raw_path, cookies)
         cookie_header = _cookie_header(cookies, cookie_header)
     if cookie_header:
-        raw.append((b"cookie", cookie_header.encode("latin-1")))
+        raw.append((b"cookie", cookie_header.encode()))
     if body is not None and not typed and not json:  # aiohttp's own JSON payload
         raw.append((b"content-type", b"application/json"))
-    raw.append((b"content-length", str(len(body or b"")).encode("ascii")))
+    if method != "GET":
+        raw.append((b"content-length", str(len(body or b"")).encode("ascii")))
     return {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.4"},
         "http_version": "1.1",
-        "method": "POST",
+        "method": method,
         "scheme": "http",
-        "path": unquote(path),
-        "raw_path": _escaped(path),
+        "path": unquote(raw_path),
+        "raw_path": raw_path.encode("ascii"),
         "root_path": "",
-        "query_string": _escaped(query),
+        "query_string": query.encode("ascii"),
         "headers": raw,
         "client": None,
         "server": (host, port) if host and port else None,
@@ -373,11 +466,66 @@ def _scope(
     }
 
 
-def _escaped(text: str) -> bytes:
-    """``text`` as a client puts it on the wire: unsafe characters %-escaped, escapes kept."""
-    if _URL_SAFE.fullmatch(text) is None:
-        text = quote(text, safe="/%!$&'()*+,;=:@-._~?")
-    return text.encode("ascii")
+def _checked(headers: _Headers) -> list[tuple[str, str]]:
+    """The caller's headers, refused as aiohttp refuses them (a value that is not a string, a
+    control character) by aiohttp's own serialiser; aiohttp then writes them in UTF-8."""
+    from multidict import CIMultiDict
+
+    pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
+    try:
+        from aiohttp.http_writer import _serialize_headers
+    except ImportError:  # not where aiohttp 3.11 to 3.14 have it: written without the checks
+        pass
+    else:
+        _serialize_headers("POST / HTTP/1.1", CIMultiDict(pairs))
+    return pairs
+
+
+def _request_target(origin: str, url_path: str) -> tuple[str, str]:
+    """The path and query aiohttp sends for ``origin + url_path``: yarl's escaping (a space in the
+    query as ``+``, needless escapes decoded, a stray ``%`` escaped), without the fragment."""
+    from yarl import URL
+
+    try:
+        url = URL(origin + url_path)
+    except ValueError as error:  # such as a path without its leading slash, which meets the port
+        from aiohttp import InvalidUrlClientError
+
+        raise InvalidUrlClientError(origin + url_path) from error
+    return url.raw_path, url.raw_query_string
+
+
+def _restricted(cookies: Any) -> bool:
+    """Whether a cookie carries an attribute that may keep aiohttp from sending it (a domain, a
+    path below ``/``, ``Secure``, an expiry other than a lifetime in seconds, which the session
+    cookie has), as cookies from a response's ``Set-Cookie`` may."""
+    for morsel in cookies.values() if isinstance(cookies, Mapping) else cookies:
+        if not isinstance(morsel, Morsel):
+            continue
+        max_age = str(morsel["max-age"])
+        if (
+            morsel["path"] not in ("", "/")
+            or morsel["domain"]
+            or morsel["secure"]
+            or morsel["expires"]
+            or (max_age and not (max_age.isdigit() and int(max_age) > 0))
+        ):
+            return True
+    return False
+
+
+def _cookies_sent_to(url: str, cookies: Any) -> Any:
+    """The cookies aiohttp sends to ``url``: it loads them into a fresh cookie jar with the settings
+    of the session's (NeMo Gym's ``DummyCookieJar``) and sends those the jar gives that URL."""
+    from aiohttp import CookieJar
+    from yarl import URL
+
+    jar = CookieJar()
+    if isinstance(cookies, Mapping):
+        jar.update_cookies(cookies)
+    else:
+        jar.update_cookies([(item.key, item) if isinstance(item, Morsel) else item for item in cookies])
+    return jar.filter_cookies(URL(url))
 
 
 def _cookie_header(cookies: Any, existing: str | None) -> str:
@@ -518,8 +666,7 @@ class InProcessResponse:
     ``ClientConnectionError``, as NeMo Gym's ``raise_for_status`` callers would see over HTTP).
     """
 
-    method = "POST"
-    history: tuple[Any, ...] = ()
+    history: tuple[InProcessResponse, ...] = ()
 
     def __init__(
         self,
@@ -545,6 +692,11 @@ class InProcessResponse:
         return f"<InProcessResponse({self._url()}) [{self.status} {self.reason}]>"
 
     @property
+    def method(self) -> str:
+        """``POST``, or ``GET`` after a redirect that aiohttp follows with a GET."""
+        return self._scope["method"]
+
+    @property
     def ok(self) -> bool:
         """``True`` for a status below 400, as in aiohttp."""
         return self.status < 400
@@ -560,7 +712,7 @@ class InProcessResponse:
     def cookies(self) -> SimpleCookie:
         """The response's ``Set-Cookie`` headers, parsed as aiohttp parses them."""
         if self._cookies is None:
-            values = [value.decode("latin-1") for name, value in self._raw_headers if name == b"set-cookie"]
+            values = [_header_text(value) for name, value in self._raw_headers if name == b"set-cookie"]
             self._cookies = _parse_set_cookies(values)
         return self._cookies
 
@@ -575,6 +727,16 @@ class InProcessResponse:
             if key.strip().lower() == "charset":
                 return value.strip().strip('"')
         return None
+
+    def get_encoding(self) -> str:
+        """The declared charset if Python knows it, else UTF-8 (JSON's, and aiohttp's fallback)."""
+        charset = self.charset
+        if charset:
+            try:
+                return codecs.lookup(charset).name
+            except (LookupError, ValueError):
+                pass
+        return "utf-8"
 
     @property
     def url(self) -> Any:
@@ -614,7 +776,7 @@ class InProcessResponse:
 
     async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
         body = self._body if self._body is not None else await self.read()
-        return body.decode(encoding or self.charset or "utf-8", errors)
+        return body.decode(encoding or self.get_encoding(), errors)
 
     async def json(
         self,
@@ -644,7 +806,7 @@ class InProcessResponse:
         stripped = body.strip()
         if not stripped:
             return None
-        return loads(stripped.decode(encoding or self.charset or "utf-8"))
+        return loads(stripped.decode(encoding or self.get_encoding()))
 
     def raise_for_status(self) -> None:
         """Raise ``aiohttp.ClientResponseError`` for a status >= 400, chained to what the route raised."""
@@ -764,8 +926,13 @@ def _multidict(raw: list[tuple[bytes, bytes]]) -> Any:
 
     known = _known_header_names()
     return CIMultiDictProxy(
-        CIMultiDict((known.get(name, name.decode("latin-1")), value.decode("latin-1")) for name, value in raw)
+        CIMultiDict((known.get(name) or _header_text(name), _header_text(value)) for name, value in raw)
     )
+
+
+def _header_text(raw: bytes) -> str:
+    """Header bytes as aiohttp's parser reads them: UTF-8, an invalid byte kept as a surrogate escape."""
+    return raw.decode("utf-8", "surrogateescape")
 
 
 @functools.cache

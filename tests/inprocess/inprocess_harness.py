@@ -19,18 +19,20 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
 from uuid import uuid4
 
 import aiohttp
 import orjson
 import uvicorn
-from fastapi import Body, Depends, FastAPI, Header, HTTPException, Request, Response
+from fastapi import BackgroundTasks, Body, Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.sessions import SessionMiddleware
 from typing_extensions import NotRequired, TypedDict
 
@@ -381,6 +383,8 @@ class Agent(BaseModel):
         if request is not None:
             observed |= {
                 "path": request.url.path,
+                "raw_path": request.scope["raw_path"].decode("latin-1"),
+                "query_string": request.scope["query_string"].decode("latin-1"),
                 "url": str(request.url),
                 "path_params": dict(request.path_params),
                 "query": dict(request.query_params),
@@ -388,6 +392,7 @@ class Agent(BaseModel):
                 "cookies": dict(request.cookies),
                 "activation": request.headers.get("x-ng-agent-activation"),
                 "content_type": request.headers.get("content-type"),
+                "lifespan_state": dict(request.scope.get("state", {})),
                 "session_id": request.session.get(SESSION_ID_KEY),
                 "model_path": self.url_path_for_request("/v1/responses", request),
                 "raw_body": json.loads(await request.body() or b"null"),
@@ -459,11 +464,18 @@ class Agent(BaseModel):
 
 class FullAgent(Agent):
     async def responses(
-        self, request: Request, response: Response, body: CreateParams = Body()
+        self, request: Request, response: Response, background: BackgroundTasks, body: CreateParams = Body()
     ) -> AgentResponse:
         if body.input == "return:invalid":
             return {"id": 1, "output": "not a list"}  # type: ignore[return-value]
+        if body.input == "background":
+            background.add_task(self.finish_later, self.probes.setdefault("background", {}))
         return await self.episode(body, request, response)
+
+    async def finish_later(self, probe: dict[str, Any]) -> None:
+        """A background task: runs after the response is sent."""
+        await asyncio.sleep(0.2)
+        probe["finished"] = True
 
 
 def who_calls() -> str:
@@ -471,11 +483,31 @@ def who_calls() -> str:
 
 
 class DependentAgent(Agent):
-    """An app with a dependency override, an exception handler and a middleware of its own."""
+    """An app with a dependency override, an exception handler and a middleware of its own, and
+    a route that redirects (to ``to``: by default a route that echoes the request; ``self``: a loop)."""
 
     def setup_webserver(self) -> FastAPI:
         app = super().setup_webserver()
         app.dependency_overrides[who_calls] = lambda: "the override"
+
+        @asynccontextmanager
+        async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, str]]:
+            yield {"pool": "the agent's pool"}  # uvicorn copies it into each request's scope
+
+        app.router.lifespan_context = lifespan
+
+        @app.post("/v1/redirect/{status}")
+        async def redirect(request: Request, status: int, to: str = "/v1/echo") -> RedirectResponse:
+            return RedirectResponse(str(request.url) if to == "self" else to, status_code=status)
+
+        @app.api_route("/v1/echo", methods=["GET", "POST"])
+        async def echo(request: Request) -> dict:
+            return {
+                "method": request.method,
+                "url": str(request.url),
+                "headers": [(k, v) for k, v in request.headers.items() if k not in CLIENT_HEADERS],
+                "body": (await request.body()).decode(),
+            }
 
         @app.exception_handler(LookupError)
         async def lookup_failed(request: Request, exc: LookupError) -> JSONResponse:
@@ -541,6 +573,45 @@ class SyncAgent(Agent):
         return AgentResponse(id="sync", output=[{"type": "message", "echo": body}])
 
 
+class CompressingAgent(Agent):
+    """An app behind Starlette's GZipMiddleware; ``{"stream": true}`` streams the answer (``"slow"``:
+    its second part 0.2 s later), ``{"charset": C}`` answers a short JSON text declared in charset C,
+    ``{"headers": true}`` answers with header and cookie values beyond ASCII, ``{"header_size": N}``
+    with a header value of N bytes."""
+
+    def setup_webserver(self) -> FastAPI:
+        app = super().setup_webserver()
+        app.add_middleware(GZipMiddleware, minimum_size=100)
+        return app
+
+    async def responses(self, body: dict = Body()) -> Any:
+        if "header_size" in body:
+            return Response(
+                b"{}", media_type="application/json", headers={"x-big": "x" * body["header_size"]}
+            )
+        if body.get("headers"):
+            answer = Response(b"{}", media_type="application/json")
+            answer.headers["x-latin-1"] = "café"  # Starlette encodes header values in Latin-1
+            answer.raw_headers.append((b"x-utf-8", "café 😀".encode()))
+            answer.raw_headers.append((b"set-cookie", "word=café; Path=/".encode()))
+            return answer
+        if "charset" in body:
+            content = json.dumps({"word": "café"}, ensure_ascii=False).encode()
+            return Response(content, media_type=f"application/json; charset={body['charset']}")
+        text = json.dumps({"echo": body, "padding": "x" * 1000})
+        if body.get("stream") == "slow":
+            return StreamingResponse(self.slowly(text), media_type="application/json")
+        if body.get("stream"):
+            return StreamingResponse(iter([text[:10], text[10:]]), media_type="application/json")
+        return JSONResponse(json.loads(text))
+
+    async def slowly(self, text: str) -> AsyncIterator[str]:
+        yield text[:10]
+        await asyncio.sleep(0.2)
+        yield text[10:]
+        self.probes["stream_finished"] = True
+
+
 AGENT_CLASSES: tuple[type[Agent], ...] = (
     FullAgent,
     DependentAgent,
@@ -551,6 +622,8 @@ AGENT_CLASSES: tuple[type[Agent], ...] = (
     AnnotatedAgent,
     SyncAgent,
 )
+# Served too, for the rows of what differs; not part of the rollout comparisons.
+OTHER_AGENT_CLASSES: tuple[type[Agent], ...] = (CompressingAgent,)
 
 
 def describe_cookies(cookies: Any) -> dict[str, dict[str, Any]]:
@@ -614,7 +687,7 @@ class Host:
         return self.client.urls[name]
 
     async def _serve(self, app: FastAPI) -> int:
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="off")
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical", lifespan="on")
         server = uvicorn.Server(config)
         self.servers.append(server)
         self.tasks.append(asyncio.create_task(server.serve()))
@@ -627,7 +700,7 @@ class Host:
         self.client.urls["model"] = f"http://127.0.0.1:{port}"
         port = await self._serve(build_resources_app())
         self.client.urls["resources"] = f"http://127.0.0.1:{port}"
-        for cls in AGENT_CLASSES:
+        for cls in AGENT_CLASSES + OTHER_AGENT_CLASSES:
             name = f"{cls.__name__.lower()}_instance"
             agent = cls(config=AgentConfig(name=name), server_client=self.client)
             agent.config.port = await self._serve(build_served_app(agent))

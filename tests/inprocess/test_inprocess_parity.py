@@ -82,6 +82,8 @@ async def describe(response: Any) -> dict[str, Any]:
     except aiohttp.ClientResponseError as raised:
         error = {"status": raised.status, "message": raised.message, "url": str(raised.request_info.real_url)}
     return {
+        "method": response.method,
+        "history": [(h.status, str(h.url)) for h in response.history],
         "status": response.status,
         "reason": response.reason,
         "ok": response.ok,
@@ -209,12 +211,32 @@ def test_extra_parameters_bind_alike(host: Host) -> None:
     assert seen[0]["query"] == {"verbose": "true"}
 
 
+def jar(*set_cookies: str) -> SimpleCookie:
+    """A cookie jar as ``response.cookies`` holds it: Morsels with the attributes the server set."""
+    cookies = SimpleCookie()
+    for set_cookie in set_cookies:
+        cookies.load(set_cookie)
+    return cookies
+
+
 COOKIE_FORMS: dict[str, Any] = {
     "dict": {"b": "2", "a": "1"},
     "simple_cookie_with_quoted_value": SimpleCookie('a="has space"; b=plain'),
     "pairs": [("z", "last"), ("a", "first")],
     "needs_quoting": {"q": "a,b;c"},
+    "beyond_latin_1": {"q": "😀", "r": "é"},
     "empty": {},
+    # aiohttp puts the cookies in a jar and sends only those the URL may get.
+    "restricted_paths": jar("keep=1; Path=/", "elsewhere=2; Path=/elsewhere", "here=3; Path=/v1"),
+    "deleted_by_max_age_0": jar("keep=1", 'gone=""; Max-Age=0; Path=/'),
+    "lifetimes": jar(
+        "session=1; Max-Age=1209600; Path=/; HttpOnly", "negative=2; Max-Age=-1", "odd=3; Max-Age=soon"
+    ),
+    "expired": jar("keep=1", "old=2; expires=Thu, 01 Jan 1970 00:00:00 GMT"),
+    "secure_over_http": jar("keep=1", "secret=2; Secure"),
+    "another_domain": jar("keep=1", "foreign=2; Domain=other.example"),
+    "this_host": jar("keep=1", "local=2; Domain=127.0.0.1"),
+    "samesite_and_httponly": jar("keep=1; SameSite=Strict; HttpOnly"),
 }
 
 
@@ -402,6 +424,7 @@ def test_app_exception_handlers_dependency_overrides_and_middleware_apply(host: 
         assert normalize(result["http"]) == normalize(result["inprocess"])
         assert ("x-stamp", "stamped") in result["inprocess"]["headers"]
     assert ok["inprocess"]["json"]["value"]["observed"]["dependency"] == "the override"
+    assert ok["inprocess"]["json"]["value"]["observed"]["lifespan_state"] == {"pool": "the agent's pool"}
     assert handled["inprocess"]["status"] == 418
     assert handled["inprocess"]["nemo_raise_for_status"]["content"] == '{"lookup":"\'missing\'"}'
 
@@ -629,3 +652,277 @@ def test_in_process_response_type(host: Host) -> None:
     response = host.run(go())
     assert isinstance(response, InProcessResponse)
     assert repr(response).startswith("<InProcessResponse(http://127.0.0.1:")
+
+
+URL_FORMS = {
+    "space_and_plus_in_query": "/v1/responses?note=a b&sum=1+2&escaped=%2B",
+    "needless_and_lowercase_escapes": "/ng-rollout/%41%c3%a9%7e/v1/responses",
+    "stray_percent_in_query": "/v1/responses?x=%zz&y=1",
+    "fragment": "/v1/responses#part",
+}
+URL_SEEN = {
+    "space_and_plus_in_query": ("/v1/responses", "note=a+b&sum=1+2&escaped=%2B"),
+    "needless_and_lowercase_escapes": ("/ng-rollout/A%C3%A9~/v1/responses", ""),
+    "stray_percent_in_query": ("/v1/responses", "x=%25zz&y=1"),
+    "fragment": ("/v1/responses", ""),
+}
+
+
+@pytest.mark.parametrize("form", list(URL_FORMS))
+def test_the_url_reaches_the_app_as_aiohttp_sends_it(host: Host, form: str) -> None:
+    """aiohttp (yarl) normalises the URL before sending it: the app sees that URL, not the caller's text."""
+    agent = host.agents["ExtrasAgent"]
+
+    result = host.run(both_ways(agent, url_path=URL_FORMS[form], json={"input": "x"}))
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = result["inprocess"]["json"]["value"]["observed"]
+    assert (seen["raw_path"], seen["query_string"]) == URL_SEEN[form]
+
+
+def test_the_caller_waits_for_background_tasks_in_process_only(host: Host) -> None:
+    """Documented difference: over HTTP the caller has its answer once the response is sent and
+    the handler's background tasks run after; in-process the app runs in the caller's task, so
+    the call returns when they have finished."""
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, dict[str, Any]]:
+        seen = {}
+        for mode in MODES:
+            probe: dict[str, Any] = {}
+            agent.probes["background"] = probe
+            response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "background"})
+            seen[mode] = {"status": response.status, "finished_when_answered": probe.get("finished", False)}
+            for _ in range(100):  # the task still runs to its end over HTTP
+                if probe.get("finished"):
+                    break
+                await asyncio.sleep(0.01)
+            seen[mode]["finished"] = probe.get("finished", False)
+        return seen
+
+    seen = host.run(go())
+    assert seen["http"] == {"status": 200, "finished_when_answered": False, "finished": True}
+    assert seen["inprocess"] == {"status": 200, "finished_when_answered": True, "finished": True}
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_redirects_within_the_app_are_followed_as_aiohttp_follows_them(host: Host, status: int) -> None:
+    """aiohttp follows a redirect: 307 and 308 post the same body again, 301, 302 and 303 GET."""
+    agent = host.agents["DependentAgent"]
+
+    result = host.run(
+        both_ways(agent, url_path=f"/v1/redirect/{status}", json={"input": "x"}, cookies={"a": "1"})
+    )
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    got = result["inprocess"]
+    assert got["status"] == 200
+    assert got["history"] == [(status, f"http://127.0.0.1:{agent.config.port}/v1/redirect/{status}")]
+    echoed = got["json"]["value"]
+    assert (echoed["method"], echoed["body"]) == (("POST", '{"input":"x"}') if status >= 307 else ("GET", ""))
+
+
+def test_a_trailing_slash_is_redirected_to_the_route(host: Host) -> None:
+    """Starlette answers ``/v1/responses/`` with a 307 to ``/v1/responses``, which aiohttp follows."""
+    agent = host.agents["FullAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses/?verbose=1", json={"input": "tools=1"}))
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    got = result["inprocess"]
+    assert [status for status, _ in got["history"]] == [307]
+    assert got["status"] == 200
+    assert got["json"]["value"]["observed"]["url"].endswith("/v1/responses?verbose=1")
+
+
+def test_a_redirect_loop_raises_too_many_redirects_alike(host: Host) -> None:
+    agent = host.agents["DependentAgent"]
+
+    async def go() -> dict[str, tuple[str, int]]:
+        raised = {}
+        for mode in MODES:
+            with pytest.raises(aiohttp.TooManyRedirects) as error:
+                await agent.self_call(mode, url_path="/v1/redirect/307?to=self", json={"input": "x"})
+            raised[mode] = (str(error.value.request_info.real_url), len(error.value.history))
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"]
+    assert raised["inprocess"][1] == 10
+
+
+def test_a_redirect_to_another_server_is_not_followed_in_process(host: Host) -> None:
+    """Documented difference: aiohttp follows it to the other server; the helper returns it."""
+    agent = host.agents["DependentAgent"]
+    elsewhere = f"{host.url('model')}/v1/responses"
+
+    result = host.run(both_ways(agent, url_path=f"/v1/redirect/307?to={elsewhere}", json={"input": "x"}))
+
+    assert (result["http"]["status"], result["http"]["url"]) == (200, elsewhere)
+    assert [status for status, _ in result["http"]["history"]] == [307]
+    got = result["inprocess"]
+    assert (got["status"], got["history"]) == (307, [])
+    assert ("location", elsewhere) in got["headers"]
+
+
+def test_a_host_header_of_the_caller_replaces_the_servers(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    result = host.run(
+        both_ways(agent, url_path="/v1/responses", json={"input": "x"}, headers={"Host": "agent.test:81"})
+    )
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = result["inprocess"]["json"]["value"]["observed"]
+    assert seen["url"] == "http://agent.test:81/v1/responses"
+    assert [value for name, value in seen["headers"] if name == "host"] == ["agent.test:81"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_compression_and_chunking_happen_only_over_http(host: Host, stream: bool) -> None:
+    """Documented difference: aiohttp asks for gzip and decompresses what GZipMiddleware sends,
+    which uvicorn sends chunked; the helper sends no Accept-Encoding and has no wire, so the body
+    is the same but those headers (and the compressed length) are absent."""
+    agent = host.agents["CompressingAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"input": "x", "stream": stream}))
+
+    http, in_process = result["http"], result["inprocess"]
+    assert http["read"] == in_process["read"] and http["status"] == in_process["status"] == 200
+    assert json.loads(in_process["read"]["value"])["echo"] == {"input": "x", "stream": stream}
+    assert ("content-encoding", "gzip") in http["headers"]
+    differs = {"content-encoding", "content-length", "transfer-encoding"}
+    assert normalize([h for h in http["headers"] if h[0] not in differs]) == normalize(
+        [h for h in in_process["headers"] if h[0] not in differs]
+    )
+    assert not any(name in ("content-encoding", "transfer-encoding") for name, _ in in_process["headers"])
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "UTF8", "latin-1", "no-such-codec"])
+def test_the_declared_charset_decodes_text_alike(host: Host, charset: str) -> None:
+    """aiohttp decodes with the declared charset if Python knows it, else JSON's UTF-8."""
+    agent = host.agents["CompressingAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"charset": charset}))
+
+    for described in result.values():
+        del described["headers"]  # compressed over HTTP only, as documented
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    word = "cafÃ©" if charset == "latin-1" else "café"
+    assert result["inprocess"]["text"] == {"value": json.dumps({"word": word}, ensure_ascii=False)}
+
+
+def test_header_values_are_sent_in_utf_8_as_aiohttp_writes_them(host: Host) -> None:
+    agent = host.agents["FullAgent"]
+
+    result = host.run(
+        both_ways(agent, url_path="/v1/responses", json={"input": "x"}, headers={"X-Note": "café 😀"})
+    )
+
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    seen = dict(result["inprocess"]["json"]["value"]["observed"]["headers"])
+    assert seen["x-note"] == "café 😀".encode().decode("latin-1")  # Starlette reads header bytes as latin-1
+
+
+@pytest.mark.parametrize(("value", "error"), [("a\r\nb", ValueError), (5, TypeError)])
+def test_header_values_aiohttp_refuses_raise_in_the_caller_alike(host: Host, value: Any, error: type) -> None:
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, tuple[type, str]]:
+        raised = {}
+        for mode in MODES:
+            with pytest.raises(error) as caught:
+                await agent.self_call(
+                    mode, url_path="/v1/responses", json={"input": "x"}, headers={"X-Note": value}
+                )
+            raised[mode] = (type(caught.value), str(caught.value))
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"]
+
+
+def test_forwarded_headers_are_applied_over_http_only(host: Host) -> None:
+    """Documented difference: uvicorn trusts 127.0.0.1 as a proxy, so the X-Forwarded-Proto and
+    X-Forwarded-For the caller sends set the scheme and client over HTTP; the helper has no
+    uvicorn in between."""
+    agent = host.agents["FullAgent"]
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "10.1.2.3"}
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"input": "x"}, headers=forwarded))
+
+    urls = {mode: result[mode]["json"]["value"]["observed"]["url"] for mode in MODES}
+    assert urls["http"] == f"https://127.0.0.1:{agent.config.port}/v1/responses"
+    assert urls["inprocess"] == f"http://127.0.0.1:{agent.config.port}/v1/responses"
+
+
+def test_the_caller_waits_for_a_streamed_body_in_process_only(host: Host) -> None:
+    """Documented difference: aiohttp returns the response once its headers arrive and the body
+    streams in as it is read; in-process the call returns with the whole body."""
+    agent = host.agents["CompressingAgent"]
+
+    async def go() -> dict[str, tuple[bool, bool]]:
+        seen = {}
+        for mode in MODES:
+            agent.probes["stream_finished"] = False
+            response = await agent.self_call(
+                mode, url_path="/v1/responses", json={"input": "x", "stream": "slow"}
+            )
+            finished_when_answered = agent.probes["stream_finished"]
+            body = json.loads(await response.read())
+            seen[mode] = (finished_when_answered, body["echo"]["stream"] == "slow")
+        return seen
+
+    seen = host.run(go())
+    assert seen == {"http": (False, True), "inprocess": (True, True)}
+
+
+def test_a_path_without_its_leading_slash_raises_in_the_caller_alike(host: Host) -> None:
+    """``base_url + url_path`` is no URL (the path runs into the port): aiohttp raises, as does the helper."""
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, str]:
+        raised = {}
+        for mode in MODES:
+            with pytest.raises(aiohttp.InvalidUrlClientError) as caught:
+                await agent.self_call(mode, url_path="v1/responses", json={"input": "x"})
+            raised[mode] = str(caught.value)
+        return raised
+
+    raised = host.run(go())
+    assert raised["http"] == raised["inprocess"] == f"http://127.0.0.1:{agent.config.port}v1/responses"
+
+
+def test_response_header_values_are_read_as_aiohttp_reads_them(host: Host) -> None:
+    """aiohttp decodes header bytes as UTF-8, an invalid byte kept as a surrogate escape."""
+    agent = host.agents["CompressingAgent"]
+
+    result = host.run(both_ways(agent, url_path="/v1/responses", json={"headers": True}))
+
+    differs = ("content-encoding", "content-length", "transfer-encoding")  # compressed over HTTP only
+    for described in result.values():
+        described["headers"] = [h for h in described["headers"] if h[0] not in differs]
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    headers = dict(result["inprocess"]["headers"])
+    assert (headers["x-latin-1"], headers["x-utf-8"]) == ("caf\udce9", "café 😀")
+
+
+def test_a_response_header_beyond_aiohttps_limit_fails_over_http_only(host: Host) -> None:
+    """Documented difference: aiohttp refuses a response header value over 8190 bytes (a session
+    cookie grown that big, say) with a 400 ``ClientResponseError`` in the caller; in-process there
+    is no parser and no limit."""
+    agent = host.agents["CompressingAgent"]
+
+    async def go(size: int) -> dict[str, Any]:
+        outcome: dict[str, Any] = {}
+        for mode in MODES:
+            try:
+                response = await agent.self_call(mode, url_path="/v1/responses", json={"header_size": size})
+            except aiohttp.ClientResponseError as error:
+                outcome[mode] = ("raised", error.status)
+            else:
+                outcome[mode] = (response.status, len(response.headers["x-big"]))
+        return outcome
+
+    assert host.run(go(8190)) == {"http": (200, 8190), "inprocess": (200, 8190)}
+    assert host.run(go(8191)) == {"http": ("raised", 400), "inprocess": (200, 8191)}
