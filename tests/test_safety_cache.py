@@ -4,6 +4,7 @@ cannot hang or exhaust a run through special files (each front end run as users 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -180,3 +181,46 @@ def test_a_cache_entry_that_is_a_special_file_neither_hangs_nor_exhausts_the_sca
 
     assert (done.returncode, done.stderr) == (1, "")
     assert f"{APP}:34:26: SCA001" in done.stdout
+
+
+# Sends the signal to the run itself as it renames its first cache entry into place: the moment a
+# signal leaves a temporary file behind if it acts at once.
+_SIGNAL_AT_THE_CACHE_SAVE = """
+import os, sys
+signum, sys.argv = int(sys.argv[1]), ["selfcall-audit", *sys.argv[2:]]
+real_replace = os.replace
+
+def replace(source, target, *args, **kwargs):
+    if str(source).endswith(".tmp") and ".selfcall_audit_cache" in str(source):
+        os.kill(os.getpid(), signum)
+    return real_replace(source, target, *args, **kwargs)
+
+os.replace = replace
+from selfcall_audit.__main__ import run
+run()
+"""
+
+
+def test_sigterm_while_the_cache_is_saved_ends_the_run_once_every_entry_is_in_place(tmp_path: Path) -> None:
+    root = make_project(tmp_path / "repo")
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _SIGNAL_AT_THE_CACHE_SAVE,
+            str(int(signal.SIGTERM)),
+            "scan",
+            "--format",
+            "json",
+        ],
+        cwd=root,
+        env=isolated_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == -signal.SIGTERM, done.stderr  # the signal still ends the run
+    assert list((root / CACHE).rglob("*.tmp")) == []
+    assert list((root / CACHE).rglob("*.dat")), "the entries were saved before it did"

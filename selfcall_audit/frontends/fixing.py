@@ -95,7 +95,7 @@ def finish_project(
     (the bar shows the rewriting at once if the run is already long); `named`: the summary says
     which project it is about (a run over several, whose summaries would otherwise contradict)."""
     from ..migrate.vendor import VendorError, check_place, vendor_helper
-    from ..migrate.write import deferred_signals
+    from ..workspace.signals import deferred_signals
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check

@@ -14,17 +14,16 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import stat
 import sys
 import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..workspace.discovery import UnreadableFile, read_file
+from ..workspace.signals import deferred_signals, signals_held
 
 _MAX_SIZE = 1 << 30  # the analysed file's size bounds what is compared; this only bounds the read
 
@@ -67,23 +66,6 @@ def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
             else:
                 written.append(change.path)
     return WriteResult(tuple(written), refused, failed, received[0] if received else None)
-
-
-@contextlib.contextmanager
-def deferred_signals() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
-    received); outside the main thread, where handlers cannot be set, they act as usual."""
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
-    wanted = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None]
-    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
-    try:
-        yield received
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def write_checked(root: Path, rel: str, before: bytes, after: bytes) -> None:
@@ -212,7 +194,7 @@ def atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | 
     """Write a temporary file next to `target`, then rename it over: readers never see half a file.
     SIGINT and SIGTERM act once the file is in place, so that no temporary file is left behind.
     `owner`: the user and group the file keeps."""
-    with deferred_signals() as received:
+    with signals_held():
         handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as stream:
@@ -227,8 +209,6 @@ def atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | 
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
             raise
-    for signum in received[:1]:  # as it would have acted, now that the handlers are back
-        signal.raise_signal(signum)
 
 
 def new_file_mode() -> int:

@@ -33,6 +33,7 @@ from .entries import (
     real_folders,
     signing_key,
 )
+from .signals import signals_held
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -238,8 +239,9 @@ class FactsCache:
                 self._new[self.folder / f"{name}.dat"] = marshalled(self._indexes[name])
             if self._new:
                 self._create()
-            for path, data in self._new.items():
-                dump(path, self.key, data)
+            with signals_held():
+                for path, data in self._new.items():
+                    dump(path, self.key, data)
             if prune:
                 self._prune()
         except OSError:

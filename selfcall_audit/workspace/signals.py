@@ -1,0 +1,35 @@
+"""SIGINT and SIGTERM held off while files are swapped in whole: a write cut short by them would
+leave a temporary file behind, which no later run can tell for its own."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def deferred_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
+    received); outside the main thread, where handlers cannot be set, they act as usual."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+    wanted = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None]
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """The block runs to its end; a signal that came meanwhile then acts as it would have."""
+    with deferred_signals() as received:
+        yield
+    for signum in received[:1]:
+        signal.raise_signal(signum)
