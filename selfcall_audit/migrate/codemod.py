@@ -8,7 +8,6 @@ are still the ones that were analysed. It also vendors the helper into a project
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from ..report.escape import neutralise
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 from .vendor import DEFAULT_HELPER
-from .write import write_all
+from .write import resolved_inside, write_all
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_fix"]
 
@@ -125,11 +124,7 @@ def _written_as(root: Path, path: str) -> str:
     """The file a rewrite of `path` goes to: a link to a file of the project is rewritten, and
     shown in `--diff`, where it leads, once however many names reach it (a patch on the link's
     name would not apply)."""
-    real_root = os.path.realpath(root)
-    real = os.path.realpath(root / path)
-    if real == real_root or os.path.commonpath([real_root, real]) != real_root:
-        return path  # outside the project: refused when written
-    return Path(os.path.relpath(real, real_root)).as_posix()
+    return resolved_inside(root, path) or path  # outside the project: refused when written
 
 
 def plan_fix(

@@ -216,8 +216,9 @@ def _placed(root: Path, rel: str) -> Placement:
 def check_place(root: Path, rel: str) -> None:
     """Can the copy go to `rel`? Not through a folder linked out of the project, nor below a
     file: refused when `fix` plans (so that nothing is written), and again just before it writes."""
-    real_root = os.path.realpath(root)
-    if os.path.commonpath([real_root, os.path.realpath(root / rel)]) != real_root:
+    from .write import resolved_inside
+
+    if resolved_inside(root, rel) is None:
         raise VendorError(
             f"{rel} resolves outside the project root, through a link; the helper is not written there: "
             "set `helper` under [tool.selfcall-audit] to a module inside the project"

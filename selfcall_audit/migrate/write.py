@@ -68,13 +68,23 @@ def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
     return WriteResult(tuple(written), refused, failed, received[0] if received else None)
 
 
+def resolved_inside(root: Path, rel: str) -> str | None:
+    """Where `rel` leads through every link, relative to the root's real path; None when that is
+    outside the root (or the root itself): nothing is written there."""
+    real_root = os.path.realpath(root)
+    real = os.path.realpath(root / rel)
+    if real == real_root or os.path.commonpath([real_root, real]) != real_root:
+        return None
+    return Path(os.path.relpath(real, real_root)).as_posix()
+
+
 def write_checked(root: Path, rel: str, before: bytes, after: bytes) -> None:
     """Replace the file at `rel` by `after` if it holds `before`, keeping its owner, group and
     mode; Refused (and the file as it is) otherwise."""
-    real_root = os.path.realpath(root)
-    target = Path(os.path.realpath(root / rel))
-    if os.path.commonpath([real_root, target]) != real_root:
+    inside = resolved_inside(root, rel)
+    if inside is None:
         raise Refused("the file resolves outside the project root; it was not written")
+    target = Path(os.path.realpath(root), inside)
     try:
         status = os.stat(target)
         current = read_file(target, _MAX_SIZE)
