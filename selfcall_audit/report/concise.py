@@ -13,12 +13,9 @@ _BOLD, _CYAN, _BOLD_RED, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[1;31m", "\x1b[0m"
 def render(report: Report, color: bool = False) -> str:
     rows = [(f.path, f.line, f.column, f.code, f.message) for f in report.findings]
     rows += [(e.path, *e.position, e.code, e.message) for e in report.errors]
-    if not color:
-        return "".join(
-            f"{neutralise(f'{p}:{line}:{col}: {code} {message}')}\n" for p, line, col, code, message in rows
-        )
-    colon = f"{_CYAN}:{_RESET}"
-    return "".join(
-        f"{_BOLD}{neutralise(p)}{_RESET}{colon}{line}{colon}{col}{colon} {_BOLD_RED}{code}{_RESET} {neutralise(message)}\n"
-        for p, line, col, code, message in rows
+    bold, cyan, red, reset = (_BOLD, _CYAN, _BOLD_RED, _RESET) if color else ("", "", "", "")
+    colon = f"{cyan}:{reset}"
+    return "".join(  # one line each, whatever the names hold
+        f"{bold}{neutralise(path)}{reset}{colon}{line}{colon}{col}{colon} {red}{code}{reset} {neutralise(message)}\n"
+        for path, line, col, code, message in rows
     )
