@@ -15,18 +15,21 @@ head server; see gym_e2e_serve.py), on 127.0.0.1:
 
 The load is the agent's as production has it: there the model runs elsewhere and every NeMo Gym
 server has a core of its own, so the agent's single process is what saturates and what the
-self-call costs. Here the agent under test runs alone on one CPU, and the model, the resources
-server and this client share the others (on a 2-core machine: one each side; nothing is pinned on
-a single CPU). Both agents are pinned the same way and only one is driven at a time: each round
+self-call costs. Here the agent under test runs alone on one CPU, capped at half of it (a cgroup
+CPU quota, where one can be written: as root), and the model, the resources server and this client
+share the others (on a 2-core machine: one each side; nothing is pinned on a single CPU). The cap
+is there because those three together cost about as much CPU per rollout as the agent: uncapped,
+both sides saturate together and the rate follows whichever of them the machine's other jobs slow
+down. Both agents are pinned and capped the same way and only one is driven at a time: each round
 posts the same rows to `/run` of the baseline, then of the candidate (the order alternates between
 rounds), after an uncounted warm-up of each, at concurrency 1, 64 and 256, with model-call capture
 (observability) off and on; one row in 32 makes the model answer 500 (4 rounds; `--quick`: fewer
-rows, and capture on at concurrency 64 only). Jobs outside the benchmark still share the
-machine: the load average is printed at the start and the end.
+rows, 2 rounds at concurrency 256, and capture on at concurrency 64 only). Jobs outside the
+benchmark still share the machine: the load average is printed at the start and the end.
 
 It measures rollouts/s, p50/p99 latency, the requests the servers received (loopback), the agent's
 peak open sockets, its CPU time per rollout (and the candidate/baseline ratio of it), the share of
-the wall time the agent was on a CPU ("agent busy": near 100% means the agent is what bounds the
+the wall time the agent was on a CPU ("agent busy": near its cap, the agent is what bounds the
 rate), the CPU time per rollout of everything else (model, resources, client), checks every row
 (status 200 and reward 1, or the failure row's 500), and that both agents answered each row
 identically. Ratios are candidate / baseline (throughput: higher is better; latency and CPU:
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -63,6 +67,8 @@ FAIL_EVERY = 32  # one row in 32 makes the mock model answer 500
 WARM_UP = 32  # rows each agent answers, uncounted, before each concurrency's rounds
 REQUEST_TIMEOUT = 120.0
 START_TIMEOUT = 180.0
+AGENT_CPU_SHARE = 0.5  # of one CPU, for the agent under test (see Placement)
+CPU_CAP_PERIOD_US = 100_000
 COUNTER_TOOLS = [
     {
         "type": "function",
@@ -168,31 +174,83 @@ def gym_config(setup: AgentSetup, ports: dict[str, int]) -> dict:
 
 @dataclass(frozen=True)
 class Placement:
-    """Which CPUs the agent under test gets, and which the rest (model, resources, this client).
+    """Which CPUs the agent under test gets, which the rest (model, resources, this client), and
+    what share of its CPU the agent may use.
 
     In production the model runs elsewhere and each NeMo Gym server has a core of its own; the
     agent's single process is what saturates. Here the agents get one CPU to themselves (only one
     of them is driven at a time) and everything else shares the others; with a single CPU nothing
-    is pinned.
+    is pinned. Where a cgroup CPU controller can be written, each agent is also capped at `share`
+    of its CPU, so that it alone bounds the rate (the rest costs about as much CPU per rollout).
     """
 
     agent: frozenset[int]
     rest: frozenset[int]
+    share: float | None
 
     @classmethod
     def of_this_machine(cls) -> Placement:
         cpus = sorted(os.sched_getaffinity(0))
+        probe = CpuCap.create(f"gym_e2e.{os.getpid()}.probe", AGENT_CPU_SHARE)
+        share = None if probe is None else AGENT_CPU_SHARE
+        if probe is not None:
+            probe.remove()
         if len(cpus) < 2:
-            return cls(frozenset(cpus), frozenset(cpus))
-        return cls(frozenset(cpus[:1]), frozenset(cpus[1:]))
+            return cls(frozenset(cpus), frozenset(cpus), share)
+        return cls(frozenset(cpus[:1]), frozenset(cpus[1:]), share)
 
     def env(self, role: str) -> dict[str, str]:
         return {"GYM_E2E_CPUS": ",".join(map(str, sorted(self.agent if role == "agent" else self.rest)))}
 
     def describe(self) -> str:
+        cap = (
+            "the agent not capped (no cgroup CPU controller can be written: not root?)"
+            if self.share is None
+            else f"the agent capped at {self.share:.0%} of a CPU"
+        )
         if self.agent == self.rest:
-            return f"one CPU ({min(self.agent)}): nothing pinned"
-        return f"agent on CPU {','.join(map(str, sorted(self.agent)))}; model, resources and client on {','.join(map(str, sorted(self.rest)))}"
+            return f"one CPU ({min(self.agent)}): nothing pinned; {cap}"
+        return (
+            f"agent on CPU {','.join(map(str, sorted(self.agent)))}; model, resources and client on "
+            f"{','.join(map(str, sorted(self.rest)))}; {cap}"
+        )
+
+
+@dataclass(frozen=True)
+class CpuCap:
+    """A cgroup of its own for one process, with a CPU quota: v1's `cpu.cfs_quota_us` or v2's `cpu.max`."""
+
+    folder: Path
+
+    @classmethod
+    def create(cls, name: str, share: float, root: Path = Path("/sys/fs/cgroup")) -> CpuCap | None:
+        """The cgroup, or None where no CPU controller can be written (not root, a container)."""
+        quota = int(share * CPU_CAP_PERIOD_US)
+        v1, v2 = root / "cpu", root
+        try:
+            if (v1 / "cpu.cfs_quota_us").is_file():
+                folder = v1 / name
+                folder.mkdir()
+                (folder / "cpu.cfs_period_us").write_text(str(CPU_CAP_PERIOD_US))
+                (folder / "cpu.cfs_quota_us").write_text(str(quota))
+            elif "cpu" in (v2 / "cgroup.controllers").read_text().split():
+                (v2 / "cgroup.subtree_control").write_text("+cpu")
+                folder = v2 / name
+                folder.mkdir()
+                (folder / "cpu.max").write_text(f"{quota} {CPU_CAP_PERIOD_US}")
+            else:
+                return None
+        except OSError:
+            return None
+        return cls(folder)
+
+    def add(self, pid: int) -> None:
+        (self.folder / "cgroup.procs").write_text(str(pid))
+
+    def remove(self) -> None:
+        """Once its processes have ended."""
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
 
 
 @dataclass
@@ -203,6 +261,7 @@ class Servers:
     logs: Path
     placement: Placement
     processes: list[subprocess.Popen] = field(default_factory=list)
+    caps: list[CpuCap] = field(default_factory=list)
 
     def start(self, tree: Path, role: str, port: int, target: str, config: dict, instance: str) -> str:
         env = (
@@ -215,12 +274,17 @@ class Servers:
             | self.placement.env(role)
         )
         log = open(self.logs / f"{role}-{port}.log", "wb")  # noqa: SIM115 - closed with the process
-        self.processes.append(
-            subprocess.Popen(
-                [self.python, str(SERVE), role, str(port), target], cwd=tree, env=env, stdout=log, stderr=log
-            )
+        process = subprocess.Popen(
+            [self.python, str(SERVE), role, str(port), target], cwd=tree, env=env, stdout=log, stderr=log
         )
+        self.processes.append(process)
         log.close()
+        if role == "agent" and self.placement.share is not None:
+            cap = CpuCap.create(f"gym_e2e.{os.getpid()}.{port}", self.placement.share)
+            if cap is None:
+                raise SystemExit("could not cap the agent's CPU, though the probe at start-up could")
+            self.caps.append(cap)
+            cap.add(process.pid)
         return f"http://{HOST}:{port}"
 
     def stop(self) -> None:
@@ -232,6 +296,8 @@ class Servers:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        for cap in self.caps:
+            cap.remove()
 
 
 async def wait_until_up(session: aiohttp.ClientSession, urls: list[str], servers: Servers) -> None:
@@ -372,7 +438,7 @@ async def bench_agent(
     python: str,
     logs: Path,
     sizes: dict[int, int],
-    rounds: int,
+    rounds: dict[int, int],
     captured: tuple[int, ...],
     placement: Placement,
 ) -> dict[tuple[bool, int], Tally]:
@@ -414,7 +480,7 @@ async def bench_agent(
                     for variant in ("baseline", "candidate"):  # warm-up, not counted
                         urls = {"agent": agents[variant], "model": model, "resources": resources}
                         await one_pass(session, urls, rows[:WARM_UP], concurrency)
-                    for round_index in range(rounds):
+                    for round_index in range(rounds[concurrency]):
                         order = (
                             ("baseline", "candidate") if round_index % 2 == 0 else ("candidate", "baseline")
                         )
@@ -534,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
     sizes = dict(zip(CONCURRENCIES, (8, 128, 256) if args.quick else (64, 1024, 2048)))
-    rounds = 4
+    rounds = dict.fromkeys(CONCURRENCIES, 4) | ({256: 2} if args.quick else {})
     captured = (64,) if args.quick else CONCURRENCIES  # the concurrencies also run with capture on
     placement = Placement.of_this_machine()
     with tempfile.TemporaryDirectory(prefix="gym_e2e.") as scratch:

@@ -34,9 +34,11 @@ from fastapi import Request
 class Stats:
     """Requests received, CPU time, and the peak number of open sockets of this process.
 
-    The peak is sampled every 10 ms by counting the process's descriptors (no per-descriptor
-    look-up, so the sampling costs the same whatever the number of sockets): the descriptors that
-    are not sockets are counted once, at reset, and taken off.
+    The peak is sampled every 100 ms by counting the process's descriptors (no per-descriptor
+    look-up): the descriptors that are not sockets are counted once, at reset, and taken off.
+    Listing 1,300 descriptors takes about 1 ms, and the agent with the HTTP self-call holds more
+    of them: sampled every 10 ms, that took 2 to 9% of a CPU in the agent's process, more in the
+    baseline's.
     """
 
     def __init__(self, app, server=None):
@@ -59,7 +61,7 @@ class Stats:
             count = len(os.listdir("/proc/self/fd")) - self.other_descriptors
             with self.lock:
                 self.peak_sockets = max(self.peak_sockets, count)
-            time.sleep(0.01)
+            time.sleep(0.1)
 
     def count(self, path: str) -> None:
         with self.lock:

@@ -231,23 +231,61 @@ def test_the_mock_model_walks_the_counter_tools_then_answers_and_fails_on_reques
     assert model_answer({"input": "FAIL500 please"})[0] == 500
 
 
-def test_the_script_refuses_a_folder_that_is_not_a_nemo_gym_checkout(tmp_path: Path) -> None:
+def test_the_agent_is_capped_with_cgroup_v1_or_v2_and_left_uncapped_where_neither_can_be_written(
+    gym_e2e, tmp_path: Path
+) -> None:
+    v1 = tmp_path / "v1"
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_quota_us").write_text("-1")
+    cap = gym_e2e.CpuCap.create("agent", 0.5, v1)
+    assert (cap.folder / "cpu.cfs_period_us").read_text() == "100000"
+    assert (cap.folder / "cpu.cfs_quota_us").read_text() == "50000"
+    cap.add(1234)
+    assert (cap.folder / "cgroup.procs").read_text() == "1234"
+
+    v2 = tmp_path / "v2"
+    v2.mkdir()
+    (v2 / "cgroup.controllers").write_text("cpuset cpu io memory\n")
+    cap = gym_e2e.CpuCap.create("agent", 0.5, v2)
+    assert (cap.folder / "cpu.max").read_text() == "50000 100000"
+    assert (v2 / "cgroup.subtree_control").read_text() == "+cpu"
+
+    without_cpu = tmp_path / "none"
+    without_cpu.mkdir()
+    (without_cpu / "cgroup.controllers").write_text("io memory\n")
+    assert gym_e2e.CpuCap.create("agent", 0.5, without_cpu) is None
+    assert gym_e2e.CpuCap.create("agent", 0.5, tmp_path / "missing") is None
+    assert gym_e2e.CpuCap.create("agent", 0.5, v1) is None  # its folder exists: not another's to take
+
+
+def test_the_placement_says_whether_the_agent_is_capped(gym_e2e) -> None:
+    capped = gym_e2e.Placement(frozenset({0}), frozenset({1}), 0.5)
+    uncapped = gym_e2e.Placement(frozenset({0}), frozenset({1}), None)
+
+    assert (
+        capped.describe()
+        == "agent on CPU 0; model, resources and client on 1; the agent capped at 50% of a CPU"
+    )
+    assert "the agent not capped" in uncapped.describe()
+    assert capped.env("agent") == {"GYM_E2E_CPUS": "0"} and capped.env("model") == {"GYM_E2E_CPUS": "1"}
+
+
+@pytest.mark.parametrize(
+    ("script", "missing"),
+    [("gym_e2e.py", "responses_api_agents/"), ("gym_call_cost.py", "responses_api_agents/simple_agent/")],
+)
+def test_the_scripts_refuse_a_folder_that_is_not_a_nemo_gym_checkout(
+    tmp_path: Path, script: str, missing: str
+) -> None:
     done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARKS / "gym_e2e.py"),
-            "--gym",
-            str(tmp_path),
-            "--gym-python",
-            sys.executable,
-        ],
+        [sys.executable, str(BENCHMARKS / script), "--gym", str(tmp_path), "--gym-python", sys.executable],
         capture_output=True,
         text=True,
         timeout=60,
     )
 
     assert done.returncode == 2
-    assert "is not a NeMo Gym checkout (no responses_api_agents/)" in done.stderr
+    assert f"is not a NeMo Gym checkout (no {missing})" in done.stderr
 
 
 @pytest.mark.parametrize(
