@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,6 +29,48 @@ def as_in_a_terminal() -> None:
     A suite run as a background job (`pytest &`, some CI runners) passes SIGINT on ignored, and a
     process that inherits it ignored rightly keeps ignoring it."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def interrupted(
+    args: list[str],
+    signum: int,
+    ready: Callable[[int], object],
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> tuple[int, str]:
+    """Run `args` as a terminal's foreground job, send `signum` once `ready(pid)` holds (or the run
+    ended, or `timeout` passed), and return its exit status and standard error."""
+    process = subprocess.Popen(
+        args,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=cwd,
+        env=env,
+        preexec_fn=as_in_a_terminal,
+    )
+    deadline = time.monotonic() + timeout
+    while not ready(process.pid) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=timeout)
+    return process.returncode, stderr
+
+
+def children(pid: int) -> set[int]:
+    """The processes whose parent is `pid`, from /proc."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[1] == str(pid):
+                found.add(int(entry))
+    return found
 
 
 def isolated_env(tmp_path: Path) -> dict[str, str]:

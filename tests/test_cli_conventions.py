@@ -9,14 +9,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from xml.etree import ElementTree
 
 import jsonschema
 import pytest
 from fixture_annotations import NOT_COPIED
-from safety_support import as_in_a_terminal
+from safety_support import children, interrupted
 
 from selfcall_audit.migrate.vendor import helper_source
 from selfcall_audit.rules import RULES
@@ -509,27 +508,10 @@ def test_ctrl_c_during_a_scan_exits_130_with_one_line(demo: Path, tmp_path: Path
     (bin_folder / "git").write_text("#!/bin/sh\nexec sleep 30\n")  # the scan waits for its listing
     (bin_folder / "git").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_folder}{os.pathsep}{os.environ['PATH']}"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache"],
-        cwd=demo,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        preexec_fn=as_in_a_terminal,
-    )
-    deadline = time.monotonic() + 60
-    while not _children(process.pid) and time.monotonic() < deadline:  # until git is running
-        time.sleep(0.05)
-    process.send_signal(signal.SIGINT)
-    _, err = process.communicate(timeout=60)
+    scan = [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache"]
+    status, err = interrupted(scan, signal.SIGINT, children, cwd=demo, env=env, timeout=60)  # once git runs
 
-    assert (process.returncode, err) == (130, "selfcall-audit: interrupted\n")
-
-
-def _children(pid: int) -> list[str]:
-    tasks = Path(f"/proc/{pid}/task")
-    return [child for task in tasks.iterdir() for child in (task / "children").read_text().split()]
+    assert (status, err) == (130, "selfcall-audit: interrupted\n")
 
 
 # commands ------------------------------------------------------------------------------------

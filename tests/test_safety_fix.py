@@ -12,7 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
-from safety_support import AFTER, APP, BEFORE, as_in_a_terminal, command_line, make_project, run
+from safety_support import (
+    AFTER,
+    APP,
+    BEFORE,
+    as_in_a_terminal,
+    children,
+    command_line,
+    interrupted,
+    make_project,
+    run,
+)
 
 from selfcall_audit.migrate.vendor import helper_source
 
@@ -151,23 +161,16 @@ def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     signum: int, tmp_path: Path
 ) -> None:
     root = make_project(tmp_path / "repo", agents=8)
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", root],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    status, stderr = interrupted(
+        [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", str(root)],
+        signum,
+        lambda _: AFTER in _apps(root).values(),
         cwd=root,  # paths are printed relative to the current folder
-        preexec_fn=as_in_a_terminal,
     )
-    deadline = time.monotonic() + 120
-    while AFTER not in _apps(root).values() and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    process.send_signal(signum)
-    _, stderr = process.communicate(timeout=120)
 
     apps = _apps(root)
     rewritten = sorted(path for path, data in apps.items() if data == AFTER)
-    assert process.returncode == 128 + signum, stderr
+    assert status == 128 + signum, stderr
     assert set(apps.values()) == {BEFORE, AFTER}  # every file whole: as it was or rewritten
     assert 0 < len(rewritten) < len(apps)
     assert f"interrupted; rewrote {len(rewritten)} file" in stderr
@@ -181,42 +184,18 @@ def test_a_signal_while_the_helper_is_vendored_leaves_it_whole_and_rewrites_noth
 ) -> None:
     root = make_project(tmp_path / "repo")
     (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper goes into nemo_gym/
-    process = subprocess.Popen(
-        [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", root],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    status, stderr = interrupted(
+        [sys.executable, "-c", _SLOW_WRITES, "fix", "--no-cache", str(root)],
+        signum,
+        lambda _: list((root / "nemo_gym").glob(".inprocess.py.*.tmp")),
         cwd=root,
-        preexec_fn=as_in_a_terminal,
     )
-    deadline = time.monotonic() + 120
-    while (
-        not list((root / "nemo_gym").glob(".inprocess.py.*.tmp"))
-        and process.poll() is None
-        and time.monotonic() < deadline
-    ):
-        time.sleep(0.005)
-    process.send_signal(signum)
-    _, stderr = process.communicate(timeout=120)
 
-    assert process.returncode == 128 + signum, stderr
+    assert status == 128 + signum, stderr
     assert "interrupted; wrote nemo_gym/inprocess.py, rewrote no file before stopping" in stderr
     assert (root / "nemo_gym" / "inprocess.py").read_bytes() == helper_source("nemo_gym/inprocess.py")
     assert (root / APP).read_bytes() == BEFORE
     assert not [p for p in root.rglob("*") if p.name.endswith((".tmp", ".orig"))]
-
-
-def _children(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[1] == str(pid):
-                found.add(int(entry))
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -247,7 +226,7 @@ def test_no_worker_process_outlives_a_scan_stopped_by_a_signal(signum: int, tmp_
     try:
         deadline = time.monotonic() + 120
         while not workers and process.poll() is None and time.monotonic() < deadline:
-            workers = _children(process.pid)
+            workers = children(process.pid)
             time.sleep(0.01)
         assert workers, "the scan started no worker processes"
         process.send_signal(signum)
