@@ -15,7 +15,7 @@ from pathlib import Path
 from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
-from ..report.escape import neutralise
+from ..report.escape import git_quoted
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 from .vendor import DEFAULT_HELPER
@@ -51,11 +51,9 @@ class FileFix:
     def diff(self) -> bytes:
         """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in
         lines that only a newline ends (for git and patch, a form feed or a lone carriage return
-        ends none)."""
-        name = neutralise(self.path).encode()  # the code stays as it is
-        lines = difflib.diff_bytes(
-            difflib.unified_diff, _lines(self.before), _lines(self.after), b"a/" + name, b"b/" + name
-        )
+        ends none), and names quoted as git quotes them."""
+        old, new = git_quoted(f"a/{self.path}"), git_quoted(f"b/{self.path}")  # the code stays as it is
+        lines = difflib.diff_bytes(difflib.unified_diff, _lines(self.before), _lines(self.after), old, new)
         return b"".join(
             line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
         )
