@@ -7,6 +7,7 @@ imports of it.
 from __future__ import annotations
 
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -30,9 +31,15 @@ class Helper:
         return cls(*helper_parts(spec))
 
 
+def ident(name: str) -> str:
+    """An identifier as Python reads it: NFKC-normalised (a fullwidth `s` in `self` is `s`)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` as Python reads it, or None for another expression."""
     if isinstance(node, cst.Name):
-        return node.value
+        return ident(node.value)
     if isinstance(node, cst.Attribute):
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"

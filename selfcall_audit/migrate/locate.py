@@ -16,7 +16,7 @@ from libcst.metadata import CodePosition, CodeRange
 
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding
 from . import policy
-from .imports import dotted_name
+from .imports import dotted_name, ident
 from .scope import enclosing_method
 
 TYPE_CHECKING = False
@@ -152,7 +152,7 @@ def describe(site: Site) -> CallDescription:
 
 
 def _is_name(node: cst.CSTNode, name: str | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
+    return isinstance(node, cst.Name) and ident(node.value) == name
 
 
 def _bound_method(site: Site, name: str) -> str:

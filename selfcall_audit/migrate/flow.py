@@ -1,0 +1,287 @@
+"""Which bindings of a name can reach a call: reaching definitions over one function's statements.
+
+The analysis walks a function once, in order, and so reads `target` at a call as the binding above
+it. A rewrite must not trust that where other bindings can reach the call too: a later binding in
+an enclosing loop (the next pass sees it), a binding after a closure was made (the closure reads
+the name when it runs), a nested function's `nonlocal` assignment, a `global` one elsewhere, an
+`except ... as` or a `:=` in a comprehension. This module finds every binding that can reach the
+call on some path; `policy.name_blocker` decides what the answer allows. Names are compared after
+NFKC normalisation, as Python compares identifiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import libcst as cst
+import libcst.matchers as m
+
+from .imports import ident
+from .policy import Definition, Reach
+from .scope import COMPREHENSIONS, bindings, binds
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .policy import DefinitionForm
+
+State = frozenset[cst.CSTNode]
+_UNBOUND = cst.Name("unbound")  # stands for "no binding yet" in a state
+
+
+_FORMS: tuple[tuple[type[cst.CSTNode], DefinitionForm], ...] = (
+    (cst.Param, "param"),
+    (cst.AssignTarget, "assign"),
+    (cst.AnnAssign, "assign"),
+    (cst.ImportAlias, "import"),
+    (cst.AugAssign, "augmented"),
+    (cst.NamedExpr, "walrus"),
+    (cst.For, "for"),
+    (cst.Del, "delete"),
+)
+
+
+def _form(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> DefinitionForm:
+    if node is _UNBOUND:
+        return "unbound"
+    if isinstance(node, cst.AsName):
+        owner = parents.get(node)
+        if isinstance(owner, cst.ImportAlias):
+            return "import"
+        return "except" if isinstance(owner, (cst.ExceptHandler, cst.ExceptStarHandler)) else "with"
+    return next((form for kind, form in _FORMS if isinstance(node, kind)), "other")
+
+
+def _own_bindings(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    """What binds `name` in `node`, itself excluded (a function binds its name outside itself)."""
+    return [found for found in bindings(node, name, own_scope=True) if found is not node]
+
+
+def _declares(function: cst.CSTNode, name: str, kind: type[cst.Global] | type[cst.Nonlocal]) -> cst.CSTNode | None:
+    for node in bindings(function, name, own_scope=True):
+        if isinstance(node, kind):
+            return node
+    return None
+
+
+class _Flow:
+    """Reaching definitions of one name through one function's statements, recording the state
+    wherever the walk passes a node on the path to the call (`on_path`)."""
+
+    def __init__(self, name: str, on_path: set[cst.CSTNode]):
+        self.name = name
+        self.on_path = on_path
+        self.seen: set[cst.CSTNode] = set()
+        self.breaks: list[State] = []
+        self.continues: list[State] = []
+
+    def _defs(self, node: cst.CSTNode | None) -> list[cst.CSTNode]:
+        return [] if node is None else bindings(node, self.name, own_scope=True)
+
+    def _at(self, node: cst.CSTNode | None, state: State) -> State:
+        """The state after evaluating `node` (an expression or header part), recorded if the call is in it."""
+        defs = self._defs(node)
+        if node is not None and node in self.on_path:
+            self.seen |= state | set(defs)  # a `:=` in the same expression may run first
+        if not defs:
+            return state
+        if all(isinstance(d, cst.NamedExpr) for d in defs):
+            return state | set(defs)  # a `:=` may sit in a branch that does not run
+        return frozenset(defs)
+
+    def block(self, body: cst.BaseSuite | Sequence[cst.CSTNode], state: State) -> State:
+        statements = body.body if isinstance(body, (cst.IndentedBlock, cst.SimpleStatementSuite)) else body
+        for statement in statements:
+            state = self.statement(statement, state)
+        return state
+
+    def statement(self, node: cst.CSTNode, state: State) -> State:
+        match node:
+            case cst.SimpleStatementLine(body=smalls):
+                return self.block(smalls, state)
+            case cst.Return() | cst.Raise():
+                self._at(node, state)
+                return frozenset()
+            case cst.Break():
+                self.breaks.append(state)
+                return frozenset()
+            case cst.Continue():
+                self.continues.append(state)
+                return frozenset()
+            case cst.If(test=test, body=body, orelse=orelse):
+                state = self._at(test, state)
+                return self.block(body, state) | (self.statement(orelse, state) if orelse else state)
+            case cst.Else(body=body):
+                return self.block(body, state)
+            case cst.For() | cst.While():
+                return self._loop(node, state)
+            case cst.Try() | cst.TryStar():
+                return self._try(node, state)
+            case cst.With(items=items, body=body):
+                for item in items:
+                    state = self._at(item, state)
+                inside = self._defs(body)
+                return self.block(body, state) | state | set(inside)  # a context manager may swallow an error
+            case cst.Match(subject=subject, cases=cases):
+                state = self._at(subject, state)
+                ends = state
+                for case in cases:
+                    entry = self._at(case.pattern, state)
+                    entry = self._at(case.guard, entry) if case.guard is not None else entry
+                    ends |= self.block(case.body, entry)
+                return ends
+            case cst.FunctionDef() | cst.ClassDef():
+                for decorator in node.decorators:
+                    state = self._at(decorator, state)
+                if node in self.on_path:
+                    self.seen |= state
+                own = ident(node.name.value) == self.name
+                return frozenset({node}) if own else state
+        return self._at(node, state)  # a small statement
+
+    def _loop(self, node: cst.For | cst.While, state: State) -> State:
+        outer = self.breaks, self.continues
+        self.breaks, self.continues = [], []
+        if isinstance(node, cst.For):
+            state = self._at(node.iter, state)
+        head = state
+        while True:
+            if isinstance(node, cst.While):
+                entry = self._at(node.test, head)
+            else:
+                entry = frozenset({node}) if binds(node.target, self.name) else head
+            end = self.block(node.body, entry)
+            widened = head.union(end, *self.continues)
+            if widened == head:
+                break
+            head = widened
+        done = self._at(node.test, head) if isinstance(node, cst.While) else head
+        after = frozenset().union(*self.breaks)
+        self.breaks, self.continues = outer
+        return after | (self.statement(node.orelse, done) if node.orelse else done)
+
+    def _try(self, node: cst.Try | cst.TryStar, state: State) -> State:
+        raised = state | set(self._defs(node.body))  # an error may come after any binding in the body
+        ends = self.block(node.body, state)
+        if node.orelse is not None:
+            ends = self.statement(node.orelse, ends)
+        for handler in node.handlers:
+            entry = self._at(handler.name, raised) if handler.name is not None else raised
+            ends |= self.block(handler.body, entry)
+        if node.finalbody is not None:
+            ends = self.block(node.finalbody.body, ends | raised)
+        return ends
+
+
+def _parents(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
+    parents: dict[cst.CSTNode, cst.CSTNode] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for child in node.children:
+            parents[child] = node
+            stack.append(child)
+    return parents
+
+
+def reach(
+    scopes: Sequence[cst.CSTNode],
+    ancestors: Sequence[cst.CSTNode],
+    call: cst.Call,
+    name: str,
+    line: Callable[[cst.CSTNode], int],
+) -> Reach | None:
+    """Every binding of `name` that can reach `call`, or None for a global (see `global_reach`).
+    `scopes`: the method, then each function, lambda and comprehension between it and the call,
+    outermost first; `ancestors`: the path from the module down to the call."""
+    name = ident(name)
+    owner = None
+    for scope in reversed(scopes):
+        if isinstance(scope, (*COMPREHENSIONS, cst.Lambda)):
+            if bindings(scope, name, own_scope=False) and not _only_walrus_in(scope, name):
+                return Reach(name, "nested", ())
+            continue
+        if _declares(scope, name, cst.Global) is not None:
+            break
+        if _declares(scope, name, cst.Nonlocal) is None and _own_bindings(scope, name):
+            owner = scope
+            break
+    if owner is None:
+        return None
+    assert isinstance(owner, cst.FunctionDef)
+    path = [*ancestors, call]
+    inner = path[path.index(owner) + 1 :]
+    closure = next((n for n in inner if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
+    point = closure or call
+    flow = _Flow(name, set(path[: path.index(point) + 1]))
+    params = [p for p in bindings(owner.params, name) if isinstance(p, cst.Param)]
+    flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
+    found = set(flow.seen)
+    if closure is not None:
+        found |= set(_own_bindings(owner, name))
+    parents = _parents(owner)
+    start = line(point)
+    definitions = sorted(
+        {Definition(_form(d, parents), 0 if d is _UNBOUND else line(d), d is not _UNBOUND and line(d) > start) for d in found},
+        key=lambda d: (d.line, d.form),
+    )
+    writer = next(
+        (
+            n
+            for n in m.findall(owner.body, m.FunctionDef() | m.Lambda())
+            if _declares(n, name, cst.Nonlocal) is not None and len(_own_bindings(n, name)) > 1
+        ),
+        None,
+    )
+    return Reach(
+        name,
+        "function",
+        tuple(definitions),
+        closure=closure is not None,
+        nonlocal_line=None if writer is None else line(writer),
+    )
+
+
+def _only_walrus_in(scope: cst.CSTNode, name: str) -> bool:
+    """A comprehension's `:=` binds in the function around it, not in the comprehension."""
+    return all(isinstance(node, cst.NamedExpr) for node in bindings(scope, name, own_scope=False))
+
+
+def global_reach(module: cst.Module, name: str, line: Callable[[cst.CSTNode], int]) -> Reach:
+    """A global: its module-level bindings, and any function's `global` statement that rebinds it."""
+    name = ident(name)
+    own = [node for node in bindings(module, name, own_scope=True) if not isinstance(node, cst.Global)]
+    parents = _parents(module) if any(isinstance(node, cst.AsName) for node in own) else {}
+    writer = next((node for node in m.findall(module, m.Global()) if _declares_name(node, name)), None)
+    definitions = tuple(Definition(_form(node, parents), line(node)) for node in own)
+    return Reach(
+        name,
+        "module",
+        definitions or (Definition("unbound", 0),),
+        global_line=None if writer is None else line(writer),
+    )
+
+
+def _declares_name(node: cst.CSTNode, name: str) -> bool:
+    return isinstance(node, (cst.Global, cst.Nonlocal)) and any(ident(i.name.value) == name for i in node.names)
+
+
+def read_names(parts: Sequence[cst.CSTNode]) -> list[str]:
+    """The variables `parts` read, in order (attribute names and keywords are not variables)."""
+    return list(dict.fromkeys(name for part in parts for name in _variables(part)))
+
+
+def _variables(node: cst.CSTNode) -> list[str]:
+    found: list[str] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        match current:
+            case cst.Name(value=value):
+                found.append(ident(value))
+            case cst.Attribute(value=value):
+                stack.append(value)
+            case cst.Arg(value=value):
+                stack.append(value)
+            case _:
+                stack.extend(current.children)
+    return found
