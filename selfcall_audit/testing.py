@@ -15,9 +15,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from .analysis.project import Report
-from .analysis.projects import Projects, analyze_projects, by_project, merged
 from .config import Settings, load_settings
+from .orchestration.project import Report
+from .orchestration.projects import Projects, analyze_projects, by_project, merged
 from .rules import parse_codes
 from .workspace.discovery import find_root
 

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from ..config import Settings
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding, LocalBinding
-from ..migrate import policy
 from ..rules import RULES
+from . import policy
 from .classify import Classifier, Verdict
 from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, Literal

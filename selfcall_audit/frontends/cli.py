@@ -192,7 +192,7 @@ def scan(common: Common, **options: Any) -> None:
 def agents(common: Common, output_format: str | None) -> None:
     """List the agent classes in PATHS (default: the project): file, bases, YAML instance names, and
     the self-calls in each class (counted over the whole project, whatever PATHS)."""
-    from ..analysis.projects import merged
+    from ..orchestration.projects import merged
     from ..report import inventory
 
     root, _, projects = common.prepare(whole=True)

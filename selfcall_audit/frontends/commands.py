@@ -17,8 +17,8 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..analysis.project import Report
-    from ..analysis.projects import Part, Projects
+    from ..orchestration.project import Report
+    from ..orchestration.projects import Part, Projects
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 COLOR_CHOICES = ("auto", "always", "never")
@@ -114,7 +114,7 @@ class Common:
         """The folder the report's paths are relative to (the project root, or the outermost of
         several) and its settings, and the projects to analyse, each with these options applied
         to its own settings; `whole`: each project entire, whatever the paths."""
-        from ..analysis.projects import Projects, by_project
+        from ..orchestration.projects import Projects, by_project
 
         for path in self.paths:  # a broken link or an unreadable file is reported by the scan
             if not os.path.lexists(path):
@@ -226,7 +226,7 @@ class LazyProgress:
 
 
 def run_analysis(common: Common, projects: Projects, inventory: bool = False) -> list[Part]:
-    from ..analysis.projects import analyze_projects
+    from ..orchestration.projects import analyze_projects
 
     progress = common.progress()
     try:
@@ -248,7 +248,7 @@ def scan(
     baseline_file: Path | None,
     write_baseline: Path | None,
 ) -> int:
-    from ..analysis.projects import failed_strictly, merged
+    from ..orchestration.projects import failed_strictly, merged
 
     output = Output.choose(output_file, common.color)
     root, settings, projects = common.prepare(

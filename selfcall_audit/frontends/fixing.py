@@ -17,9 +17,9 @@ from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
 
 if TYPE_CHECKING:
-    from ..analysis.projects import Projects
     from ..config import Settings
     from ..migrate.codemod import FixPlan, Helper
+    from ..orchestration.projects import Projects
 
 
 def _end_run(code: int) -> None:

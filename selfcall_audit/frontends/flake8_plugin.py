@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from .. import __version__
-from ..analysis.project import Project, Report
 from ..config import ConfigError, Settings, load_settings
+from ..orchestration.project import Project, Report
 from ..rules import RULES
 from ..workspace.discovery import find_root
 

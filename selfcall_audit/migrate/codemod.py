@@ -12,14 +12,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.project import Progress, Project, Report
 from ..config import Settings
 from ..ftypes import Finding
+from ..orchestration.project import Progress, Project, Report
 from ..report.escape import git_quoted
+from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 from .vendor import DEFAULT_HELPER
-from .write import resolved_inside, write_all
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_fix"]
 

@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 import libcst as cst
 import libcst.matchers as m
 
+from ..analysis.policy import Definition, Reach
 from .imports import ident
-from .policy import Definition, Reach
 from .scope import COMPREHENSIONS, bindings, binds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .policy import DefinitionForm
+    from ..analysis.policy import DefinitionForm
 
 State = frozenset[cst.CSTNode]
 _UNBOUND = cst.Name("unbound")  # stands for "no binding yet" in a state
@@ -56,7 +56,9 @@ def _own_bindings(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
     return [found for found in bindings(node, name, own_scope=True) if found is not node]
 
 
-def _declares(function: cst.CSTNode, name: str, kind: type[cst.Global] | type[cst.Nonlocal]) -> cst.CSTNode | None:
+def _declares(
+    function: cst.CSTNode, name: str, kind: type[cst.Global] | type[cst.Nonlocal]
+) -> cst.CSTNode | None:
     for node in bindings(function, name, own_scope=True):
         if isinstance(node, kind):
             return node
@@ -221,7 +223,12 @@ def reach(
     parents = _parents(owner)
     start = line(point)
     definitions = sorted(
-        {Definition(_form(d, parents), 0 if d is _UNBOUND else line(d), d is not _UNBOUND and line(d) > start) for d in found},
+        {
+            Definition(
+                _form(d, parents), 0 if d is _UNBOUND else line(d), d is not _UNBOUND and line(d) > start
+            )
+            for d in found
+        },
         key=lambda d: (d.line, d.form),
     )
     writer = next(
@@ -262,7 +269,9 @@ def global_reach(module: cst.Module, name: str, line: Callable[[cst.CSTNode], in
 
 
 def _declares_name(node: cst.CSTNode, name: str) -> bool:
-    return isinstance(node, (cst.Global, cst.Nonlocal)) and any(ident(i.name.value) == name for i in node.names)
+    return isinstance(node, (cst.Global, cst.Nonlocal)) and any(
+        ident(i.name.value) == name for i in node.names
+    )
 
 
 def read_names(parts: Sequence[cst.CSTNode]) -> list[str]:

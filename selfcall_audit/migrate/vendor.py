@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 
 from .. import __version__
 from ..ftypes import Finding
+from ..orchestration.cache import blake2b
 from ..rules import RULES
-from ..workspace.cache import blake2b
 from ..workspace.discovery import find_root
 
 HELPER_NAME = "responses_in_process"
@@ -84,7 +84,7 @@ def staleness(data: bytes) -> str | None:
 
 def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
     """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
-    from .write import atomic_write, new_file_mode
+    from ..workspace.write import atomic_write, new_file_mode
 
     path = target / FILE_NAME if target.is_dir() or not target.suffix else target
     if path.suffix != ".py":
@@ -216,7 +216,7 @@ def _placed(root: Path, rel: str) -> Placement:
 def check_place(root: Path, rel: str) -> None:
     """Can the copy go to `rel`? Not through a folder linked out of the project, nor below a
     file: refused when `fix` plans (so that nothing is written), and again just before it writes."""
-    from .write import resolved_inside
+    from ..workspace.write import resolved_inside
 
     if resolved_inside(root, rel) is None:
         raise VendorError(

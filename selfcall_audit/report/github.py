@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..analysis.project import Report
 from ..ftypes import Finding
+from ..orchestration.project import Report
 from ..rules import RULES
 from .escape import neutralise
 

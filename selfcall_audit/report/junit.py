@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
-from ..analysis.project import Report
+from ..orchestration.project import Report
 from .escape import neutralise
 
 

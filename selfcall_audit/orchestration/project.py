@@ -16,21 +16,21 @@ from pathlib import Path
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError
-from ..workspace.cache import FactsCache
 from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
-from ..workspace.fingerprint import Fingerprints
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
+from .cache import FactsCache
+from .fingerprint import Fingerprints
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
+    from ..analysis.facts import ModuleFacts
+    from ..analysis.hierarchy import Hierarchy
+    from ..analysis.resolve import Resolver
     from ..workspace.listing import GitListing
-    from ..workspace.reuse import Observed
-    from ..workspace.store import FactsStore
     from ..workspace.workers import Workers
-    from .facts import ModuleFacts
-    from .hierarchy import Hierarchy
-    from .resolve import Resolver
+    from .reuse import Observed
+    from .store import FactsStore
 
 
 Progress = Callable[[str, int, int], None]
@@ -135,7 +135,7 @@ class Project:
 
     def _facts_store(self) -> FactsStore:
         if self._store is None:
-            from ..workspace.store import FactsStore
+            from .store import FactsStore
 
             self._store = FactsStore(self.read, self.cache, self._pool(), self.errors, self.progress)
         return self._store
@@ -220,7 +220,7 @@ class Project:
         then = stored.pop("fingerprint")
         if then == fingerprint:
             return Analysis(**stored)
-        from ..workspace.reuse import still_holds
+        from .reuse import still_holds
 
         observed = still_holds(
             self.cache.observed(then),
@@ -248,10 +248,10 @@ class Project:
         whole: bool,
         inventory: bool,
     ) -> Analysis:
-        from ..workspace.indexes import Indexes
-        from .hierarchy import Hierarchy
-        from .index import ClassRef, Index
-        from .resolve import Resolver
+        from ..analysis.hierarchy import Hierarchy
+        from ..analysis.index import ClassRef, Index
+        from ..analysis.resolve import Resolver
+        from .indexes import Indexes
         from .targets import Targets
 
         settings = self.settings
@@ -298,7 +298,7 @@ class Project:
         if indexed is not None:
             indexed()
         if fingerprints and whole:
-            from ..workspace.reuse import observe
+            from .reuse import observe
 
             self._observed = observe(
                 fingerprints.setup,
@@ -324,7 +324,7 @@ class Project:
         )
 
     def _inventory(self, hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
-        from .index import ClassRef
+        from ..analysis.index import ClassRef
 
         index = hierarchy.index
         agents = []

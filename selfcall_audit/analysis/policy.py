@@ -19,7 +19,17 @@ if TYPE_CHECKING:
     from ..ftypes import ArgumentRole
 
     DefinitionForm = Literal[
-        "param", "assign", "import", "augmented", "walrus", "for", "except", "with", "delete", "other", "unbound"
+        "param",
+        "assign",
+        "import",
+        "augmented",
+        "walrus",
+        "for",
+        "except",
+        "with",
+        "delete",
+        "other",
+        "unbound",
     ]
     BlockerKind = Literal[
         "self_shadowed",
