@@ -113,7 +113,7 @@ class FixPlan:
 
 def _blocker(finding: Finding, helper: Helper) -> str:
     reason = finding.fix_blocker or "it cannot be rewritten safely"
-    if finding.call is not None and finding.call.receiver.kind == "helper":  # a method that forwards to the client
+    if finding.call is not None and finding.call.receiver.kind == "helper":  # forwards to the client
         reason += f"; rewrite this call by hand to call `{helper.name}(self, url_path=..., ...)` directly"
     return reason
 
