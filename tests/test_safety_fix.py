@@ -4,6 +4,7 @@ after signals; worker processes never outlive the run. All as real commands and 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -16,6 +17,7 @@ from safety_support import (
     AFTER,
     APP,
     BEFORE,
+    CASES,
     as_in_a_terminal,
     children,
     command_line,
@@ -242,3 +244,22 @@ def test_no_worker_process_outlives_a_scan_stopped_by_a_signal(signum: int, tmp_
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         process.stderr.close()
+
+
+def test_a_script_that_puts_the_repo_on_sys_path_still_runs_after_fix(tmp_path: Path) -> None:
+    """The helper's import goes below the `sys.path` change the file's own imports need."""
+    root = tmp_path / "repo"
+    shutil.copytree(CASES.parents[2] / "fixtures" / "demo-gym" / "nemo_gym", root / "nemo_gym")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored into nemo_gym
+    app = root / APP
+    app.parent.mkdir(parents=True)
+    app.write_bytes((CASES / "sys_path_script" / "before.py").read_bytes())
+    script = [sys.executable, str(app)]
+    assert subprocess.run(script, capture_output=True, text=True, cwd=tmp_path).stdout == "ScriptAgent\n"
+
+    done = run("fix", "--no-cache", root)
+    ran = subprocess.run(script, capture_output=True, text=True, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "responses_in_process(self" in app.read_text()
+    assert (ran.returncode, ran.stdout) == (0, "ScriptAgent\n"), ran.stderr

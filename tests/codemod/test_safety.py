@@ -347,3 +347,28 @@ def test_a_comprehension_target_at_the_call_is_refused() -> None:
 
     assert outcome.blocker is not None and outcome.blocker.kind == "bound_around_the_call"
     assert after == source.encode()
+
+
+@pytest.mark.parametrize(
+    ("written", "merged"),
+    [
+        ("(\n    Alpha,\n    Beta\n)", "(\n    Alpha,\n    Beta,\n    responses_in_process\n)"),
+        ("(\n    Alpha\n)", "(\n    Alpha,\n    responses_in_process\n)"),
+        (
+            "(Alpha,\n                             Beta)",
+            "(Alpha,\n                             Beta,\n                             responses_in_process)",
+        ),
+        ("Alpha, \\\n    Beta", "Alpha, \\\n    Beta, \\\n    responses_in_process"),
+    ],
+    ids=["one-per-line", "one-name", "hanging", "backslash"],
+)
+def test_a_name_added_after_the_last_one_keeps_its_lines_indentation(written: str, merged: str) -> None:
+    """Without a trailing comma too: the new name takes a line of its own, indented as the one before."""
+    module = f"from {HELPER.module} import {written}\n"
+    source = AGENT.format(module=module, before="")
+    finding = finding_at(source, "self.server_client.post(")
+
+    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert outcome.reason is None
+    assert f"from {HELPER.module} import {merged}\n" in after.decode()
