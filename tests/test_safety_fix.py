@@ -263,3 +263,21 @@ def test_a_script_that_puts_the_repo_on_sys_path_still_runs_after_fix(tmp_path: 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "responses_in_process(self" in app.read_text()
     assert (ran.returncode, ran.stdout) == (0, "ScriptAgent\n"), ran.stderr
+
+
+def test_fix_rewrites_no_call_whose_server_name_changed_since_the_analysis_was_cached(tmp_path: Path) -> None:
+    """A same-size edit with the modification time put back (as `cp -p` or `rsync -t` leave it):
+    whatever the cache believes, the call is rewritten only if it still names the agent itself."""
+    root = make_project(tmp_path / "repo")
+    app = root / APP
+    assert run("scan", root).returncode == 1  # the self-call, now in the cache
+    before = app.stat()
+    edited = BEFORE.replace(b"server_name=self.config.name,", b"server_name=self.judge1.name,")
+    assert len(edited) == len(BEFORE) and edited != BEFORE
+    app.write_bytes(edited)
+    os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    done = run("fix", root)
+
+    assert app.read_bytes() == edited, done.stdout
+    assert "rewrote" not in done.stdout.lower()

@@ -59,6 +59,8 @@ SIGNATURES: dict[str, tuple[ArgumentRole, ...]] = {
 KEPT_ROLES: frozenset[str] = frozenset({"url_path", "json", "cookies", "headers"})
 DROPPED_ROLES: frozenset[str] = frozenset({"server_name", "method"})
 _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES
+# What says where the call goes: `fix` checks that the call it rewrites still says what was analysed.
+ROUTING_ROLES: frozenset[str] = frozenset({"server_name", "url_path", "method"})
 
 
 def role_of(client_method: str, index: int, keyword: str | None) -> ArgumentRole:
