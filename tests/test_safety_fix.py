@@ -281,3 +281,64 @@ def test_fix_rewrites_no_call_whose_server_name_changed_since_the_analysis_was_c
 
     assert app.read_bytes() == edited, done.stdout
     assert "rewrote" not in done.stdout.lower()
+
+
+# two runs at once -------------------------------------------------------------------------------
+
+# Runs the command with the helper's vendoring followed by a pause: once the copy is written, the
+# run says so (the first file) and waits until told to go on (the second one), a minute at most.
+_PAUSE_AFTER_VENDORING = """
+import sys, time
+from pathlib import Path
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+sys.argv = ["selfcall-audit", *sys.argv[3:]]
+from selfcall_audit.migrate import vendor
+real = vendor.vendor_helper
+
+def pausing(*args, **kwargs):
+    result = real(*args, **kwargs)
+    ready.touch()
+    deadline = time.monotonic() + 60
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return result
+
+vendor.vendor_helper = pausing
+from selfcall_audit.__main__ import run as main
+main()
+"""
+
+
+def _waits_on_a_lock(pid: int) -> bool:
+    """Is the process blocked on a file lock (a `->` line of /proc/locks names the waiters)?"""
+    with open("/proc/locks") as locks:
+        return any(line.split()[1] == "->" and str(pid) in line.split()[2:7] for line in locks)
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="tells a blocked process from /proc/locks")
+def test_two_fix_runs_at_once_leave_the_helper_the_rewritten_file_imports(tmp_path: Path) -> None:
+    """The first run pauses once it has written the helper; the second runs meanwhile; then the
+    first one's rewrite is refused (the file changed under it): the helper must stay."""
+    root = make_project(tmp_path / "repo")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored into nemo_gym
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    first = subprocess.Popen(
+        [sys.executable, "-c", _PAUSE_AFTER_VENDORING, ready, go, "fix", "--no-cache", root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready.exists(), first.communicate()
+    second = subprocess.Popen(command_line("fix", "--no-cache", root), stdout=subprocess.PIPE, text=True)
+    while second.poll() is None and not _waits_on_a_lock(second.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    first_out, first_err = first.communicate(timeout=120)
+    second_out, _ = second.communicate(timeout=120)
+
+    assert first.returncode in (0, 1) and second.returncode in (0, 1), first_err
+    assert b"from nemo_gym.inprocess import responses_in_process" in (root / APP).read_bytes()
+    assert (root / "nemo_gym" / "inprocess.py").is_file(), first_out + second_out
