@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         "maybe_unbound",
         "several_bindings",
         "not_a_plain_binding",
+        "unreachable",
     ]
 
 # Positional parameters of the server client's methods, in order.
@@ -132,6 +133,7 @@ _REASONS: dict[BlockerKind, str] = {
     "maybe_unbound": "`{name}` may be unbound when the call runs (line {line})",
     "several_bindings": "more than one binding of `{name}` can reach the call (line {line} too)",
     "not_a_plain_binding": "`{name}` is not bound by a plain assignment (line {line})",
+    "unreachable": "no path from the start of the function reaches the call",
 }
 
 
@@ -187,6 +189,8 @@ def name_blocker(reach: Reach, is_self: bool) -> Blocker | None:
     if reach.global_line is not None:
         return Blocker("rebound_by_global", name, reach.global_line)
     definitions = reach.definitions
+    if not definitions:
+        return Blocker("unreachable", name)
     plain = ("param",) if is_self else ("assign", "import")
     if len(definitions) == 1 and definitions[0].form in plain:
         return None

@@ -51,30 +51,19 @@ def _form(node: cst.CSTNode, parents: dict[cst.CSTNode, cst.CSTNode]) -> Definit
     return next((form for kind, form in _FORMS if isinstance(node, kind)), "other")
 
 
-def _own_bindings(node: cst.CSTNode, name: str) -> list[cst.CSTNode]:
-    """What binds `name` in `node`, itself excluded (a function binds its name outside itself)."""
-    return [found for found in bindings(node, name, own_scope=True) if found is not node]
-
-
-def _declares(
-    function: cst.CSTNode, name: str, kind: type[cst.Global] | type[cst.Nonlocal]
-) -> cst.CSTNode | None:
-    for node in bindings(function, name, own_scope=True):
-        if isinstance(node, kind):
-            return node
-    return None
-
-
 class _Flow:
-    """Reaching definitions of one name through one function's statements, recording the state
-    wherever the walk passes a node on the path to the call (`on_path`)."""
+    """Reaching definitions of one name through one function's statements: for each statement,
+    header expression and nested definition, the bindings that can be current when it runs
+    (`states`; a `:=` inside it counts, since it may run before a call beside it)."""
 
-    def __init__(self, name: str, on_path: set[cst.CSTNode]):
+    def __init__(self, name: str):
         self.name = name
-        self.on_path = on_path
-        self.seen: set[cst.CSTNode] = set()
+        self.states: dict[cst.CSTNode, State] = {}
         self.breaks: list[State] = []
         self.continues: list[State] = []
+
+    def _record(self, node: cst.CSTNode, state: State) -> None:
+        self.states[node] = self.states.get(node, frozenset()) | state
 
     def _defs(self, node: cst.CSTNode | None) -> list[cst.CSTNode]:
         return [] if node is None else bindings(node, self.name, own_scope=True)
@@ -82,8 +71,8 @@ class _Flow:
     def _at(self, node: cst.CSTNode | None, state: State) -> State:
         """The state after evaluating `node` (an expression or header part), recorded if the call is in it."""
         defs = self._defs(node)
-        if node is not None and node in self.on_path:
-            self.seen |= state | set(defs)  # a `:=` in the same expression may run first
+        if node is not None:
+            self._record(node, state.union(defs))  # a `:=` in the same expression may run first
         if not defs:
             return state
         if all(isinstance(d, cst.NamedExpr) for d in defs):
@@ -134,8 +123,7 @@ class _Flow:
             case cst.FunctionDef() | cst.ClassDef():
                 for decorator in node.decorators:
                     state = self._at(decorator, state)
-                if node in self.on_path:
-                    self.seen |= state
+                self._record(node, state)
                 own = ident(node.name.value) == self.name
                 return frozenset({node}) if own else state
         return self._at(node, state)  # a small statement
@@ -185,72 +173,97 @@ def _parents(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
     return parents
 
 
-def reach(
-    scopes: Sequence[cst.CSTNode],
-    ancestors: Sequence[cst.CSTNode],
-    call: cst.Call,
-    name: str,
-    line: Callable[[cst.CSTNode], int],
-) -> Reach | None:
-    """Every binding of `name` that can reach `call`, or None for a global (see `global_reach`).
-    `scopes`: the method, then each function, lambda and comprehension between it and the call,
-    outermost first; `ancestors`: the path from the module down to the call."""
-    name = ident(name)
-    owner = None
-    for scope in reversed(scopes):
-        if isinstance(scope, (*COMPREHENSIONS, cst.Lambda)):
-            if bindings(scope, name, own_scope=False) and not _only_walrus_in(scope, name):
-                return Reach(name, "nested", ())
-            continue
-        if _declares(scope, name, cst.Global) is not None:
-            break
-        if _declares(scope, name, cst.Nonlocal) is None and _own_bindings(scope, name):
-            owner = scope
-            break
-    if owner is None:
-        return None
-    assert isinstance(owner, cst.FunctionDef)
-    path = [*ancestors, call]
-    inner = path[path.index(owner) + 1 :]
-    closure = next((n for n in inner if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
-    point = closure or call
-    flow = _Flow(name, set(path[: path.index(point) + 1]))
-    params = [p for p in bindings(owner.params, name) if isinstance(p, cst.Param)]
-    flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
-    found = set(flow.seen)
-    if closure is not None:
-        found |= set(_own_bindings(owner, name))
-    parents = _parents(owner)
-    start = line(point)
-    definitions = sorted(
-        {
-            Definition(
-                _form(d, parents), 0 if d is _UNBOUND else line(d), d is not _UNBOUND and line(d) > start
-            )
+class Flows:
+    """Reaching definitions in one module, each function's computed once per name however many
+    calls ask (a file with hundreds of self-calls in one method stays linear)."""
+
+    def __init__(self, module: cst.Module, line: Callable[[cst.CSTNode], int]):
+        self.module = module
+        self.line = line
+        self._own: dict[tuple[cst.CSTNode, str], list[cst.CSTNode]] = {}
+        self._flows: dict[tuple[cst.CSTNode, str], tuple[dict[cst.CSTNode, State], int | None]] = {}
+        self._globals: dict[str, Reach] = {}
+
+    def _bindings(self, scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+        """What binds `name` in `scope`'s own scope (`global` and `nonlocal` statements included)."""
+        key = (scope, name)
+        if key not in self._own:
+            self._own[key] = [node for node in bindings(scope, name, own_scope=True) if node is not scope]
+        return self._own[key]
+
+    def reach(
+        self, scopes: Sequence[cst.CSTNode], ancestors: Sequence[cst.CSTNode], call: cst.Call, name: str
+    ) -> Reach:
+        """Every binding of `name` that can reach `call`. `scopes`: the method, then each function,
+        lambda and comprehension between it and the call, outermost first; `ancestors`: the path
+        from the module down to the call."""
+        name = ident(name)
+        owner = None
+        for scope in reversed(scopes):
+            if isinstance(scope, (*COMPREHENSIONS, cst.Lambda)):
+                found = bindings(scope, name)
+                if found and not all(isinstance(node, cst.NamedExpr) for node in found):
+                    return Reach(name, "nested", ())  # a `:=` binds in the function around it
+                continue
+            own = self._bindings(scope, name)
+            if any(isinstance(node, cst.Global) for node in own):
+                break
+            if own and not any(isinstance(node, cst.Nonlocal) for node in own):
+                owner = scope
+                break
+        if owner is None:
+            if name not in self._globals:
+                self._globals[name] = global_reach(self.module, name, self.line)
+            return self._globals[name]
+        assert isinstance(owner, cst.FunctionDef)
+        states, writer = self._flow(owner, name)
+        path = [*ancestors, call]
+        inner = path[path.index(owner) + 1 :]
+        closure = next((n for n in inner if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
+        point = closure or call
+        at = path.index(point)
+        found = set(next((states[n] for n in reversed(path[: at + 1]) if n in states), frozenset()))
+        if closure is not None:  # it runs later: any binding of the name can be current then
+            found |= set(self._bindings(owner, name))
+        start = self.line(point)
+        parents = _parents(owner) if any(isinstance(d, cst.AsName) for d in found) else {}
+        definitions = {
+            Definition(_form(d, parents), 0, False)
+            if d is _UNBOUND
+            else Definition(_form(d, parents), self.line(d), self.line(d) > start)
             for d in found
-        },
-        key=lambda d: (d.line, d.form),
-    )
-    writer = next(
-        (
-            n
-            for n in m.findall(owner.body, m.FunctionDef() | m.Lambda())
-            if _declares(n, name, cst.Nonlocal) is not None and len(_own_bindings(n, name)) > 1
-        ),
-        None,
-    )
-    return Reach(
-        name,
-        "function",
-        tuple(definitions),
-        closure=closure is not None,
-        nonlocal_line=None if writer is None else line(writer),
-    )
+        }
+        return Reach(
+            name,
+            "function",
+            tuple(sorted(definitions, key=lambda d: (d.line, d.form))),
+            closure=closure is not None,
+            nonlocal_line=writer,
+        )
 
+    def _rebinds(self, function: cst.CSTNode, name: str) -> bool:
+        """Does `function` declare `name` nonlocal and bind it?"""
+        own = self._bindings(function, name)
+        return len(own) > 1 and any(isinstance(node, cst.Nonlocal) for node in own)
 
-def _only_walrus_in(scope: cst.CSTNode, name: str) -> bool:
-    """A comprehension's `:=` binds in the function around it, not in the comprehension."""
-    return all(isinstance(node, cst.NamedExpr) for node in bindings(scope, name, own_scope=False))
+    def _flow(self, owner: cst.FunctionDef, name: str) -> tuple[dict[cst.CSTNode, State], int | None]:
+        """The states through `owner` for `name`, and the line of a nested function that rebinds
+        it through `nonlocal`."""
+        key = (owner, name)
+        if key not in self._flows:
+            flow = _Flow(name)
+            params = [p for p in bindings(owner.params, name) if isinstance(p, cst.Param)]
+            flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
+            writer = next(
+                (
+                    self.line(n)
+                    for n in m.findall(owner.body, m.FunctionDef() | m.Lambda())
+                    if self._rebinds(n, name)
+                ),
+                None,
+            )
+            self._flows[key] = (flow.states, writer)
+        return self._flows[key]
 
 
 def global_reach(module: cst.Module, name: str, line: Callable[[cst.CSTNode], int]) -> Reach:

@@ -66,7 +66,7 @@ class _Rewriter:
         self.imported_as = imported_name(module, helper)
         self.callee = self.imported_as or helper.name
         self.clash = scope.helper_binding(module, helper, self.callee)
-        self.globals: dict[str, policy.Reach] = {}
+        self.flows = flow.Flows(module, self._line)
 
     def run(self, findings: Sequence[Finding]) -> tuple[cst.Module, list[Outcome], list[tuple[int, str]]]:
         sites = locate(self.module, self.positions, findings, self.source_lines)
@@ -122,7 +122,7 @@ class _Rewriter:
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
             streamed=scope.streamed_response(site.ancestors, method),
-            reaches=tuple(self._reach(scopes, site, name) for name in names),
+            reaches=tuple(self.flows.reach(scopes, site.ancestors, site.call, name) for name in names),
         )
         blocker = policy.site_blocker(site_facts)
         if blocker is not None:
@@ -142,13 +142,6 @@ class _Rewriter:
             ),
             ancestors=site.ancestors,
         )
-
-    def _reach(self, scopes: Sequence[cst.CSTNode], site: Site, name: str) -> policy.Reach:
-        found = flow.reach(scopes, site.ancestors, site.call, name, self._line)
-        if found is None:
-            found = self.globals.get(name) or flow.global_reach(self.module, name, self._line)
-            self.globals[name] = found
-        return found
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
