@@ -7,7 +7,7 @@ import json
 from urllib.parse import quote
 
 from .. import __version__
-from ..orchestration.project import Report
+from ..ftypes import Report
 from ..rules import FINDING_CODES, RULES, Rule
 from .baseline import fingerprints
 

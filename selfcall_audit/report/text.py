@@ -10,7 +10,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ..orchestration.project import Report
+from ..ftypes import Report
 from .escape import neutralise
 
 _CONTEXT = 1
