@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import DEFAULT_HELPER
 from ..ftypes import Finding, Report
 from ..report.escape import neutralise
 from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
-from .vendor import DEFAULT_HELPER
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites"]
 
