@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
 
-from .rules import UnknownCode, check_codes, code_selected
+from .rules import POSSIBLE_SELF_CALL, UnknownCode, check_codes, code_selected
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class Settings:
 
     def selects(self, code: str) -> bool:
         """Is `code` reported? As ruff selects, and `strict` adds SCA003 unless it is ignored."""
-        if self.strict and code == "SCA003" and not code.startswith(self.ignore):
+        if self.strict and code == POSSIBLE_SELF_CALL and not code.startswith(self.ignore):
             return True
         return code_selected(code, self.select, self.ignore, self.extend_select)
 

@@ -18,7 +18,7 @@ from .. import __version__
 from ..config import HELPER_NAME, is_dotted
 from ..ftypes import Finding
 from ..orchestration.cache import blake2b
-from ..rules import RULES
+from ..rules import RULES, STALE_HELPER
 from ..workspace.discovery import find_root
 
 FILE_NAME = "inprocess.py"
@@ -240,13 +240,13 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
         if why is not None:
             findings.append(
                 Finding(
-                    code="SCA004",
+                    code=STALE_HELPER,
                     path=rel,
                     line=1,
                     column=1,
                     end_line=1,
                     end_column=1,
-                    message=RULES["SCA004"].message.format(why=why, command=refresh_command(rel)),
+                    message=RULES[STALE_HELPER].message.format(why=why, command=refresh_command(rel)),
                     agent="",
                     method="",
                 )
