@@ -19,13 +19,16 @@ from pathlib import Path
 
 from .config import Settings, load_settings
 from .ftypes import Progress, Report
-from .migrate.codemod import FixPlan, plan_rewrites
-from .migrate.imports import Helper
 from .migrate.vendor import stale_copies
 from .orchestration.project import Project
 from .orchestration.projects import Projects, by_project, merged
 from .rules import STALE_HELPER
 from .workspace.listing import GitListing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .migrate.codemod import FixPlan
+    from .migrate.imports import Helper
 
 __all__ = ["Projects", "Report", "analyze", "analyze_projects", "by_project", "grouped", "plan_fix"]
 
@@ -100,6 +103,10 @@ def plan_fix(
 ) -> FixPlan:
     """Analyse one project and compute the new text of every file with fixable self-calls, from
     the very bytes the analysis read; nothing is written."""
+    # The codemod is libcst's, which takes longer to import than a warm scan takes to run: it loads
+    # for a fix only (tests/test_cache.py checks that a scan never loads it).
+    from .migrate.codemod import plan_rewrites
+
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths)
     return plan_rewrites(root, report, project.read, helper)
