@@ -1,9 +1,28 @@
-"""The README's rules section is generated from the rules registry and must match it."""
+"""The documentation says what the code does: every console example runs, the rules page is
+generated from the registry, and every link between pages resolves.
+
+A ```console block runs line by line: each `$ ` line is a shell command, the lines under it the
+output it must print (in order; a line `...` stands for lines left out, and `...` inside a line
+for any text; a duration such as `(40 ms)` matches any duration). An HTML comment just above the
+block says where it runs and the exit status of each command:
+
+    <!-- docs-test: in=demo exit=1,0 -->        one status per command, or one for all
+    <!-- docs-test: skip="installs packages" --> not run, with the reason (keep these few)
+
+`in=` names one of the WORKSPACES below; each block gets a fresh one in a temporary folder, and
+its commands run in one shell, so `cd` carries over to the next command of the block.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -11,13 +30,246 @@ import pytest
 from selfcall_audit.report.docs import END, START, render_rules, sync
 from selfcall_audit.rules import RULES
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+REPO = Path(__file__).resolve().parent.parent
+DEMO = REPO / "fixtures" / "demo-gym"
+PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
+RULES_PAGE = REPO / "docs" / "rules.md"
+
+DIRECTIVE = re.compile(r"<!-- docs-test: (.*?) -->")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
+DURATION = re.compile(r"\((?:\d[\d.,]*\s?m?s)\)")
+EXIT_MARK = "@@docs-test exit "
 
 
-def test_readme_rules_section_is_in_sync_with_the_registry() -> None:
-    text = README.read_text(encoding="utf-8")
+def _git_init(folder: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
 
-    assert sync(text) == text, "run: python -m selfcall_audit.report.docs --write README.md"
+
+def _checkout(tmp: Path) -> Path:
+    """The top of a checkout of this repository, as far as the examples read it."""
+    top = tmp / "checkout"
+    shutil.copytree(DEMO, top / "fixtures" / "demo-gym")
+    _git_init(top)
+    return top
+
+
+def _demo(tmp: Path) -> Path:
+    """A NeMo Gym-style repository: a git copy of the demo."""
+    top = tmp / "demo-gym"
+    shutil.copytree(DEMO, top)
+    _git_init(top)
+    return top
+
+
+def _monorepo(tmp: Path) -> Path:
+    """A repository whose own project holds the demo as a nested project in gym/."""
+    top = tmp / "monorepo"
+    shutil.copytree(DEMO, top / "gym")
+    (top / "pyproject.toml").write_text('[project]\nname = "mono"\nversion = "0"\n\n[tool.selfcall-audit]\n')
+    _git_init(top)
+    return top
+
+
+WORKSPACES: dict[str, Callable[[Path], Path]] = {"checkout": _checkout, "demo": _demo, "monorepo": _monorepo}
+
+
+@dataclass(frozen=True)
+class Command:
+    line: str
+    expected: list[str]
+
+
+@dataclass(frozen=True)
+class Block:
+    page: Path
+    lineno: int
+    options: dict[str, str]
+    commands: list[Command]
+
+    @property
+    def id(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.lineno}"
+
+
+def _options(text: str) -> dict[str, str]:
+    return dict(item.split("=", 1) if "=" in item else (item, "") for item in shlex.split(text))
+
+
+def console_blocks(page: Path) -> Iterator[Block]:
+    text = page.read_text(encoding="utf-8")
+    for match in FENCE.finditer(text):
+        if match.group(1) != "console":
+            continue
+        lineno = text.count("\n", 0, match.start()) + 1
+        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        directive = DIRECTIVE.fullmatch(before.strip())
+        commands: list[Command] = []
+        for line in match.group(2).splitlines():
+            if line.startswith("$ "):
+                commands.append(Command(line[2:], []))
+            elif commands:
+                commands[-1].expected.append(line)
+            else:
+                raise AssertionError(f"{page.name}:{lineno}: a console block starts with a `$ ` command")
+        yield Block(page, lineno, _options(directive.group(1)) if directive else {}, commands)
+
+
+ALL_BLOCKS = [block for page in PAGES if page.exists() for block in console_blocks(page)]
+
+
+def _pattern(line: str) -> re.Pattern[str]:
+    """`line` as a regular expression: `...` matches any text, a duration any duration."""
+    pieces = [
+        ".*".join(re.escape(part) for part in piece.split("...")) for piece in DURATION.split(line.rstrip())
+    ]
+    return re.compile(DURATION.pattern.join(pieces) + r"\Z")
+
+
+def _missing(expected: list[str], actual: list[str]) -> list[str]:
+    """The expected lines not found in `actual` in order (empty when all are)."""
+    position = 0
+    for line in expected:
+        if line.strip() in ("", "..."):
+            continue
+        pattern = _pattern(line)
+        for index in range(position, len(actual)):
+            if pattern.match(actual[index].rstrip()):
+                position = index + 1
+                break
+        else:
+            return [line]
+    return []
+
+
+def _environment(home: Path) -> dict[str, str]:
+    bin_dir = str(Path(sys.executable).parent)
+    return {
+        **os.environ,
+        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
+        "PYTHONPATH": str(REPO),
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+        "COLUMNS": "100",
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "HOME": str(home),
+    }
+
+
+def run_block(block: Block, tmp: Path) -> list[tuple[int, list[str]]]:
+    """Each command's exit status and output lines (stdout and stderr as they were written)."""
+    cwd = WORKSPACES[block.options["in"]](tmp)
+    script = "".join(f"{command.line}\necho '{EXIT_MARK}'$?\n" for command in block.commands)
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=_environment(tmp),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    results: list[tuple[int, list[str]]] = []
+    lines: list[str] = []
+    for line in done.stdout.splitlines():
+        if line.startswith(EXIT_MARK):
+            results.append((int(line[len(EXIT_MARK) :]), lines))
+            lines = []
+        else:
+            lines.append(line)
+    return results
+
+
+def test_every_console_block_says_how_it_runs() -> None:
+    unmarked = [block.id for block in ALL_BLOCKS if not ("in" in block.options or "skip" in block.options)]
+    unknown = [block.id for block in ALL_BLOCKS if block.options.get("in", "checkout") not in WORKSPACES]
+    skipped = [block.id for block in ALL_BLOCKS if "skip" in block.options]
+
+    assert unmarked == [], "add <!-- docs-test: in=WORKSPACE exit=N --> above these blocks"
+    assert unknown == []
+    assert all(block.options["skip"] for block in ALL_BLOCKS if "skip" in block.options), "give the reason"
+    assert len(skipped) <= 3, f"blocks not run: {skipped}"
+    assert len(ALL_BLOCKS) - len(skipped) >= 10
+
+
+@pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if "in" in b.options], ids=lambda block: block.id)
+def test_console_example(block: Block, tmp_path: Path) -> None:
+    statuses = [int(status) for status in block.options["exit"].split(",")]
+    if len(statuses) == 1:
+        statuses *= len(block.commands)
+    assert len(statuses) == len(block.commands), "one exit status per command"
+
+    results = run_block(block, tmp_path)
+
+    assert len(results) == len(block.commands), f"the block stopped early:\n{results}"
+    for command, status, (actual_status, output) in zip(block.commands, statuses, results):
+        shown = "\n".join(output)
+        assert actual_status == status, f"$ {command.line}\nexited {actual_status}:\n{shown}"
+        assert _missing(command.expected, output) == [], f"$ {command.line}\nprinted:\n{shown}"
+        assert "Traceback" not in shown
+
+
+def test_the_output_matcher_reads_the_examples_strictly() -> None:
+    actual = ["a", "Found 6 self-calls (47 ms).", "b c d"]
+
+    assert _missing(["a", "...", "b ... d"], actual) == []
+    assert _missing(["Found 6 self-calls (0.21s)."], actual) == []
+    assert _missing(["b c d", "a"], actual) == ["a"]
+    assert _missing(["Found 7 self-calls (47 ms)."], actual) == ["Found 7 self-calls (47 ms)."]
+    assert _missing(["b c"], actual) == ["b c"]
+
+
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors for the page's headings."""
+    anchors = set()
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") and not line.startswith("#!"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def _outside_code(text: str) -> str:
+    return FENCE.sub("", text)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.exists()], ids=lambda page: page.name)
+def test_relative_links_resolve(page: Path) -> None:
+    broken = []
+    for target in LINK.findall(_outside_code(page.read_text(encoding="utf-8"))):
+        if re.match(r"[a-z]+:", target):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in _anchors(linked)):
+            broken.append(target)
+
+    assert broken == []
+
+
+def test_the_docs_folder_is_linked_from_the_readme() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+
+    for page in sorted((REPO / "docs").glob("*.md")):
+        assert f"(docs/{page.name})" in readme, f"README.md does not link docs/{page.name}"
+    assert len(readme.splitlines()) <= 250
+
+
+def test_install_instructions_name_no_package_index_nor_a_placeholder_owner() -> None:
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert "pip install selfcall-audit" not in text, page.name
+        assert "pip install 'selfcall-audit[" not in text, page.name
+        assert "OWNER" not in text, page.name
+
+
+def test_rules_page_is_generated_from_the_registry() -> None:
+    text = RULES_PAGE.read_text(encoding="utf-8")
+
+    assert sync(text) == text, "run: python -m selfcall_audit.report.docs --write docs/rules.md"
+    assert "python -m selfcall_audit.report.docs --write docs/rules.md" in text
 
 
 def test_every_rule_has_a_table_row_and_a_before_after_example() -> None:
@@ -25,7 +277,7 @@ def test_every_rule_has_a_table_row_and_a_before_after_example() -> None:
 
     for code, rule in RULES.items():
         assert f"| {code} | `{rule.name}` | {rule.summary} |" in rendered
-        section = rendered.split(f"#### {code} ")[1].split("#### ")[0]
+        section = rendered.split(f"## {code} ")[1].split("\n## ")[0]
         assert f"Before:\n\n```python\n{rule.bad}\n```" in section
         assert f"After:\n\n```python\n{rule.good}\n```" in section
     assert "| SCA003 | `possible-agent-self-call` |" in rendered
@@ -44,11 +296,11 @@ def test_sync_replaces_only_between_the_markers() -> None:
 
 
 def test_write_and_check_from_the_command_line(tmp_path: Path) -> None:
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{START}\nold\n{END}\n")
+    page = tmp_path / "rules.md"
+    page.write_text(f"# x\n{START}\nold\n{END}\n")
 
     def docs(*args: str) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "selfcall_audit.report.docs", *args, str(readme)]
+        command = [sys.executable, "-m", "selfcall_audit.report.docs", *args, str(page)]
         return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
     stale = docs("--check")
@@ -59,4 +311,4 @@ def test_write_and_check_from_the_command_line(tmp_path: Path) -> None:
     assert "out of date" in stale.stdout
     assert written.returncode == 0
     assert fresh.returncode == 0
-    assert "| SCA001 |" in readme.read_text()
+    assert "| SCA001 |" in page.read_text()
