@@ -15,6 +15,7 @@ its commands run in one shell, so `cd` carries over to the next command of the b
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 from selfcall_audit.report.docs import END, START, render_rules, sync
 from selfcall_audit.rules import RULES
@@ -34,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "fixtures" / "demo-gym"
 PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
 RULES_PAGE = REPO / "docs" / "rules.md"
+INTEGRATION = REPO / "docs" / "integration.md"
 
 DIRECTIVE = re.compile(r"<!-- docs-test: (.*?) -->")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
@@ -312,3 +315,101 @@ def test_write_and_check_from_the_command_line(tmp_path: Path) -> None:
     assert written.returncode == 0
     assert fresh.returncode == 0
     assert "| SCA001 |" in page.read_text()
+
+
+def _yaml_blocks(page: Path) -> list[str]:
+    return [m.group(2) for m in FENCE.finditer(page.read_text(encoding="utf-8")) if m.group(1) == "yaml"]
+
+
+def _run_lines(lines: list[str], cwd: Path, tmp: Path) -> list[int]:
+    """Each CI line's exit status, run as the CI's shell runs it, in the demo repository."""
+    statuses = []
+    for line in lines:
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=cwd, env=_environment(tmp), capture_output=True, text=True, timeout=300
+        )
+        assert "Traceback" not in done.stderr, done.stderr
+        statuses.append(done.returncode)
+    return statuses
+
+
+def _split_install(lines: list[str]) -> list[str]:
+    """The lines after the install step, which must carry the placeholder the reader replaces."""
+    installs = [line for line in lines if line.startswith("pip install")]
+    assert len(installs) == 1 and "<git-host>/<org>" in installs[0], installs
+    return [line for line in lines if not line.startswith("pip install")]
+
+
+def test_the_github_actions_workflow_runs_on_the_demo(tmp_path: Path) -> None:
+    (workflow,) = [yaml.safe_load(b) for b in _yaml_blocks(INTEGRATION) if "runs-on:" in b]
+    steps = [step["run"] for step in workflow["jobs"]["audit"]["steps"] if "run" in step]
+    demo = _demo(tmp_path)
+
+    statuses = _run_lines(_split_install(steps), demo, tmp_path)
+
+    assert statuses == [0, 1]  # the SARIF step passes with findings; the gate fails the job
+    sarif = json.loads((demo / "selfcall-audit.sarif").read_text())
+    assert len(sarif["runs"][0]["results"]) == 6
+
+
+def test_the_gitlab_job_runs_on_the_demo(tmp_path: Path) -> None:
+    (job,) = [yaml.safe_load(b)["selfcall-audit"] for b in _yaml_blocks(INTEGRATION) if "script:" in b]
+    demo = _demo(tmp_path)
+
+    statuses = _run_lines(_split_install(job["script"]), demo, tmp_path)
+
+    assert statuses == [0, 1]  # --exit-zero for the report, then the JUnit step gates
+    for report in job["artifacts"]["reports"].values():
+        assert (demo / report).stat().st_size > 0
+
+
+def test_the_pytest_helper_example_fails_on_the_demo_naming_what_to_allow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (example,) = [
+        m.group(2)
+        for m in FENCE.finditer(INTEGRATION.read_text(encoding="utf-8"))
+        if m.group(1) == "python" and "assert_no_self_calls" in m.group(2)
+    ]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.chdir(_demo(tmp_path))
+    namespace: dict[str, object] = {}
+    exec(example, namespace)
+
+    with pytest.raises(AssertionError) as failed:
+        namespace["test_agents_do_not_call_themselves"]()  # type: ignore[operator]
+
+    message = str(failed.value)
+    assert "5 agent self-calls found by selfcall-audit:" in message
+    assert "responses_api_agents/simple_agent/app.py:62:26: SCA001" in message
+    assert "/aggregate_metrics" not in message
+
+
+@pytest.mark.slow
+def test_the_local_pre_commit_hook_runs_from_a_checkout(tmp_path: Path) -> None:
+    """The `repo: local` example, its checkout path replaced by a copy of this one."""
+    (config,) = [b for b in _yaml_blocks(INTEGRATION) if "repo: local" in b]
+    assert config.count("/path/to/selfcall-audit") == 1
+    checkout = tmp_path / "selfcall-audit"
+    shutil.copytree(
+        REPO / "selfcall_audit", checkout / "selfcall_audit", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, checkout / name)
+    demo = _demo(tmp_path)
+    (demo / ".pre-commit-config.yaml").write_text(config.replace("/path/to/selfcall-audit", str(checkout)))
+    subprocess.run(["git", "add", "-A"], cwd=demo, check=True)
+    env = {**_environment(tmp_path), "PRE_COMMIT_HOME": str(tmp_path / "pre-commit")}
+    env.pop("PYTHONPATH")  # the hook runs the copy pre-commit installed
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"],
+        cwd=demo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "responses_api_agents/simple_agent/app.py:62:26: SCA001" in done.stdout
