@@ -15,6 +15,7 @@ its commands run in one shell, so `cd` carries over to the next command of the b
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -29,6 +30,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from selfcall_audit.config import Settings, load_settings
 from selfcall_audit.report.docs import END, START, render_rules, sync
 from selfcall_audit.rules import RULES
 
@@ -37,6 +39,7 @@ DEMO = REPO / "fixtures" / "demo-gym"
 PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
 RULES_PAGE = REPO / "docs" / "rules.md"
 INTEGRATION = REPO / "docs" / "integration.md"
+USAGE = REPO / "docs" / "usage.md"
 
 DIRECTIVE = re.compile(r"<!-- docs-test: (.*?) -->")
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
@@ -413,3 +416,30 @@ def test_the_local_pre_commit_hook_runs_from_a_checkout(tmp_path: Path) -> None:
 
     assert done.returncode == 1, done.stdout + done.stderr
     assert "responses_api_agents/simple_agent/app.py:62:26: SCA001" in done.stdout
+
+
+def test_the_configuration_example_names_every_setting_and_is_accepted(tmp_path: Path) -> None:
+    (example,) = [
+        m.group(2) for m in FENCE.finditer(USAGE.read_text(encoding="utf-8")) if m.group(1) == "toml"
+    ]
+    (tmp_path / "pyproject.toml").write_text(example)
+    keys = set(re.findall(r"(?m)^([a-z-]+) = ", example))
+    internal = {"config_file", "nested_projects"}  # set by the run, not by a user
+    settings_keys = {f.name.replace("_", "-") for f in dataclasses.fields(Settings) if f.name not in internal}
+
+    settings = load_settings(tmp_path)
+
+    assert keys == settings_keys | {"extend-exclude"}
+    defaults = Settings()
+    assert settings.agent_bases == defaults.agent_bases
+    assert (settings.route, settings.own_routes, settings.route_wrappers) == (
+        defaults.route,
+        defaults.own_routes,
+        defaults.route_wrappers,
+    )
+    assert (settings.max_file_size, settings.cache_dir, settings.jobs) == (
+        2_000_000,
+        ".selfcall_audit_cache",
+        0,
+    )
+    assert settings.exclude == ("scratch/",)
