@@ -1,188 +1,40 @@
-"""The documentation says what the code does: every console example runs, the rules page is
-generated from the registry, and every link between pages resolves.
-
-A ```console block runs line by line: each `$ ` line is a shell command, the lines under it the
-output it must print (in order; a line `...` stands for lines left out, and `...` inside a line
-for any text; a duration such as `(40 ms)` matches any duration). An HTML comment just above the
-block says where it runs and the exit status of each command:
-
-    <!-- docs-test: in=demo exit=1,0 -->        one status per command, or one for all
-    <!-- docs-test: skip="installs packages" --> not run, with the reason (keep these few)
-
-`in=` names one of the WORKSPACES below; each block gets a fresh one in a temporary folder, and
-its commands run in one shell, so `cd` carries over to the next command of the block.
+"""The documentation says what the code does: every console example runs (as docs_support.py
+describes), the CI, pre-commit, pytest-helper and configuration examples work on the demo
+repository, the rules page is generated from the registry, and every link between pages resolves.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import yaml
+from docs_support import (
+    ALL_BLOCKS,
+    FENCE,
+    INTEGRATION,
+    PAGES,
+    REPO,
+    RULES_PAGE,
+    USAGE,
+    WORKSPACES,
+    Block,
+    demo_repo,
+    environment,
+    fenced,
+    missing,
+    run_block,
+)
 
 from selfcall_audit.config import Settings, load_settings
 from selfcall_audit.report.docs import END, START, render_rules, sync
 from selfcall_audit.rules import RULES
-
-REPO = Path(__file__).resolve().parent.parent
-DEMO = REPO / "fixtures" / "demo-gym"
-PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
-RULES_PAGE = REPO / "docs" / "rules.md"
-INTEGRATION = REPO / "docs" / "integration.md"
-USAGE = REPO / "docs" / "usage.md"
-
-DIRECTIVE = re.compile(r"<!-- docs-test: (.*?) -->")
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
-DURATION = re.compile(r"\((?:\d[\d.,]*\s?m?s)\)")
-EXIT_MARK = "@@docs-test exit "
-
-
-def _git_init(folder: Path) -> None:
-    subprocess.run(["git", "init", "-q", str(folder)], check=True)
-
-
-def _checkout(tmp: Path) -> Path:
-    """The top of a checkout of this repository, as far as the examples read it."""
-    top = tmp / "checkout"
-    shutil.copytree(DEMO, top / "fixtures" / "demo-gym")
-    _git_init(top)
-    return top
-
-
-def _demo(tmp: Path) -> Path:
-    """A NeMo Gym-style repository: a git copy of the demo."""
-    top = tmp / "demo-gym"
-    shutil.copytree(DEMO, top)
-    _git_init(top)
-    return top
-
-
-def _monorepo(tmp: Path) -> Path:
-    """A repository whose own project holds the demo as a nested project in gym/."""
-    top = tmp / "monorepo"
-    shutil.copytree(DEMO, top / "gym")
-    (top / "pyproject.toml").write_text('[project]\nname = "mono"\nversion = "0"\n\n[tool.selfcall-audit]\n')
-    _git_init(top)
-    return top
-
-
-WORKSPACES: dict[str, Callable[[Path], Path]] = {"checkout": _checkout, "demo": _demo, "monorepo": _monorepo}
-
-
-@dataclass(frozen=True)
-class Command:
-    line: str
-    expected: list[str]
-
-
-@dataclass(frozen=True)
-class Block:
-    page: Path
-    lineno: int
-    options: dict[str, str]
-    commands: list[Command]
-
-    @property
-    def id(self) -> str:
-        return f"{self.page.relative_to(REPO)}:{self.lineno}"
-
-
-def _options(text: str) -> dict[str, str]:
-    return dict(item.split("=", 1) if "=" in item else (item, "") for item in shlex.split(text))
-
-
-def console_blocks(page: Path) -> Iterator[Block]:
-    text = page.read_text(encoding="utf-8")
-    for match in FENCE.finditer(text):
-        if match.group(1) != "console":
-            continue
-        lineno = text.count("\n", 0, match.start()) + 1
-        before = text[: match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        directive = DIRECTIVE.fullmatch(before.strip())
-        commands: list[Command] = []
-        for line in match.group(2).splitlines():
-            if line.startswith("$ "):
-                commands.append(Command(line[2:], []))
-            elif commands:
-                commands[-1].expected.append(line)
-            else:
-                raise AssertionError(f"{page.name}:{lineno}: a console block starts with a `$ ` command")
-        yield Block(page, lineno, _options(directive.group(1)) if directive else {}, commands)
-
-
-ALL_BLOCKS = [block for page in PAGES if page.exists() for block in console_blocks(page)]
-
-
-def _pattern(line: str) -> re.Pattern[str]:
-    """`line` as a regular expression: `...` matches any text, a duration any duration."""
-    pieces = [
-        ".*".join(re.escape(part) for part in piece.split("...")) for piece in DURATION.split(line.rstrip())
-    ]
-    return re.compile(DURATION.pattern.join(pieces) + r"\Z")
-
-
-def _missing(expected: list[str], actual: list[str]) -> list[str]:
-    """The expected lines not found in `actual` in order (empty when all are)."""
-    position = 0
-    for line in expected:
-        if line.strip() in ("", "..."):
-            continue
-        pattern = _pattern(line)
-        for index in range(position, len(actual)):
-            if pattern.match(actual[index].rstrip()):
-                position = index + 1
-                break
-        else:
-            return [line]
-    return []
-
-
-def _environment(home: Path) -> dict[str, str]:
-    bin_dir = str(Path(sys.executable).parent)
-    return {
-        **os.environ,
-        "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")]),
-        "PYTHONPATH": str(REPO),
-        "PYTHONUNBUFFERED": "1",
-        "NO_COLOR": "1",
-        "COLUMNS": "100",
-        "XDG_CACHE_HOME": str(home / "cache"),
-        "HOME": str(home),
-    }
-
-
-def run_block(block: Block, tmp: Path) -> list[tuple[int, list[str]]]:
-    """Each command's exit status and output lines (stdout and stderr as they were written)."""
-    cwd = WORKSPACES[block.options["in"]](tmp)
-    script = "".join(f"{command.line}\necho '{EXIT_MARK}'$?\n" for command in block.commands)
-    done = subprocess.run(
-        ["bash", "-c", script],
-        cwd=cwd,
-        env=_environment(tmp),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-    )
-    results: list[tuple[int, list[str]]] = []
-    lines: list[str] = []
-    for line in done.stdout.splitlines():
-        if line.startswith(EXIT_MARK):
-            results.append((int(line[len(EXIT_MARK) :]), lines))
-            lines = []
-        else:
-            lines.append(line)
-    return results
 
 
 def test_every_console_block_says_how_it_runs() -> None:
@@ -210,18 +62,18 @@ def test_console_example(block: Block, tmp_path: Path) -> None:
     for command, status, (actual_status, output) in zip(block.commands, statuses, results):
         shown = "\n".join(output)
         assert actual_status == status, f"$ {command.line}\nexited {actual_status}:\n{shown}"
-        assert _missing(command.expected, output) == [], f"$ {command.line}\nprinted:\n{shown}"
+        assert missing(command.expected, output) == [], f"$ {command.line}\nprinted:\n{shown}"
         assert "Traceback" not in shown
 
 
 def test_the_output_matcher_reads_the_examples_strictly() -> None:
     actual = ["a", "Found 6 self-calls (47 ms).", "b c d"]
 
-    assert _missing(["a", "...", "b ... d"], actual) == []
-    assert _missing(["Found 6 self-calls (0.21s)."], actual) == []
-    assert _missing(["b c d", "a"], actual) == ["a"]
-    assert _missing(["Found 7 self-calls (47 ms)."], actual) == ["Found 7 self-calls (47 ms)."]
-    assert _missing(["b c"], actual) == ["b c"]
+    assert missing(["a", "...", "b ... d"], actual) == []
+    assert missing(["Found 6 self-calls (0.21s)."], actual) == []
+    assert missing(["b c d", "a"], actual) == ["a"]
+    assert missing(["Found 7 self-calls (47 ms)."], actual) == ["Found 7 self-calls (47 ms)."]
+    assert missing(["b c"], actual) == ["b c"]
 
 
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
@@ -320,16 +172,12 @@ def test_write_and_check_from_the_command_line(tmp_path: Path) -> None:
     assert "| SCA001 |" in page.read_text()
 
 
-def _yaml_blocks(page: Path) -> list[str]:
-    return [m.group(2) for m in FENCE.finditer(page.read_text(encoding="utf-8")) if m.group(1) == "yaml"]
-
-
 def _run_lines(lines: list[str], cwd: Path, tmp: Path) -> list[int]:
     """Each CI line's exit status, run as the CI's shell runs it, in the demo repository."""
     statuses = []
     for line in lines:
         done = subprocess.run(
-            ["bash", "-c", line], cwd=cwd, env=_environment(tmp), capture_output=True, text=True, timeout=300
+            ["bash", "-c", line], cwd=cwd, env=environment(tmp), capture_output=True, text=True, timeout=300
         )
         assert "Traceback" not in done.stderr, done.stderr
         statuses.append(done.returncode)
@@ -344,9 +192,9 @@ def _split_install(lines: list[str]) -> list[str]:
 
 
 def test_the_github_actions_workflow_runs_on_the_demo(tmp_path: Path) -> None:
-    (workflow,) = [yaml.safe_load(b) for b in _yaml_blocks(INTEGRATION) if "runs-on:" in b]
+    (workflow,) = [yaml.safe_load(b) for b in fenced(INTEGRATION, "yaml") if "runs-on:" in b]
     steps = [step["run"] for step in workflow["jobs"]["audit"]["steps"] if "run" in step]
-    demo = _demo(tmp_path)
+    demo = demo_repo(tmp_path)
 
     statuses = _run_lines(_split_install(steps), demo, tmp_path)
 
@@ -356,8 +204,8 @@ def test_the_github_actions_workflow_runs_on_the_demo(tmp_path: Path) -> None:
 
 
 def test_the_gitlab_job_runs_on_the_demo(tmp_path: Path) -> None:
-    (job,) = [yaml.safe_load(b)["selfcall-audit"] for b in _yaml_blocks(INTEGRATION) if "script:" in b]
-    demo = _demo(tmp_path)
+    (job,) = [yaml.safe_load(b)["selfcall-audit"] for b in fenced(INTEGRATION, "yaml") if "script:" in b]
+    demo = demo_repo(tmp_path)
 
     statuses = _run_lines(_split_install(job["script"]), demo, tmp_path)
 
@@ -375,7 +223,7 @@ def test_the_pytest_helper_example_fails_on_the_demo_naming_what_to_allow(
         if m.group(1) == "python" and "assert_no_self_calls" in m.group(2)
     ]
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(_demo(tmp_path))
+    monkeypatch.chdir(demo_repo(tmp_path))
     namespace: dict[str, object] = {}
     exec(example, namespace)
 
@@ -391,7 +239,7 @@ def test_the_pytest_helper_example_fails_on_the_demo_naming_what_to_allow(
 @pytest.mark.slow
 def test_the_local_pre_commit_hook_runs_from_a_checkout(tmp_path: Path) -> None:
     """The `repo: local` example, its checkout path replaced by a copy of this one."""
-    (config,) = [b for b in _yaml_blocks(INTEGRATION) if "repo: local" in b]
+    (config,) = [b for b in fenced(INTEGRATION, "yaml") if "repo: local" in b]
     assert config.count("/path/to/selfcall-audit") == 1
     checkout = tmp_path / "selfcall-audit"
     shutil.copytree(
@@ -399,10 +247,10 @@ def test_the_local_pre_commit_hook_runs_from_a_checkout(tmp_path: Path) -> None:
     )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, checkout / name)
-    demo = _demo(tmp_path)
+    demo = demo_repo(tmp_path)
     (demo / ".pre-commit-config.yaml").write_text(config.replace("/path/to/selfcall-audit", str(checkout)))
     subprocess.run(["git", "add", "-A"], cwd=demo, check=True)
-    env = {**_environment(tmp_path), "PRE_COMMIT_HOME": str(tmp_path / "pre-commit")}
+    env = {**environment(tmp_path), "PRE_COMMIT_HOME": str(tmp_path / "pre-commit")}
     env.pop("PYTHONPATH")  # the hook runs the copy pre-commit installed
 
     done = subprocess.run(
