@@ -1111,7 +1111,7 @@ import concurrent.futures, json, sys, threading
 from pathlib import Path
 
 from selfcall_audit.config import Settings
-from selfcall_audit.analysis.project import Project
+from selfcall_audit.orchestration.project import Project
 
 pools = []
 real = concurrent.futures.ProcessPoolExecutor
