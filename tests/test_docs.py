@@ -291,3 +291,17 @@ def test_the_configuration_example_names_every_setting_and_is_accepted(tmp_path:
         0,
     )
     assert settings.exclude == ("scratch/",)
+
+
+def test_every_module_the_docs_name_exists() -> None:
+    """Modules move; the pages that name them (`analysis/facts.py`, `report/`) follow."""
+    package = REPO / "selfcall_audit"
+    top_folders = "|".join(p.name for p in package.iterdir() if p.is_dir() and not p.name.startswith("_"))
+    named = re.compile(rf"`((?:{top_folders})/[\w/]*(?:\.py)?)`")
+    missing_modules = []
+    for page in PAGES:
+        for name in named.findall(page.read_text(encoding="utf-8")):
+            if not (package / name).exists():
+                missing_modules.append(f"{page.name}: {name}")
+
+    assert missing_modules == []
