@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
+from ..config import helper_parts
 from .arguments import uncommented
-from .vendor import helper_parts
 
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
 _E402 = re.compile(r"#\s*noqa\b.*\bE402\b")

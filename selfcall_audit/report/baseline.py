@@ -19,8 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings
-from ..ftypes import Finding
-from ..orchestration.project import Report
+from ..ftypes import Finding, Report
 from ..rules import FINDING_CODES
 from ..workspace.discovery import in_scope
 
