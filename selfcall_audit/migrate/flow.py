@@ -60,7 +60,6 @@ class _Flow:
         self.name = name
         self.states: dict[cst.CSTNode, State] = {}
         self.breaks: list[State] = []
-        self.continues: list[State] = []
 
     def _record(self, node: cst.CSTNode, state: State) -> None:
         self.states[node] = self.states.get(node, frozenset()) | state
@@ -95,8 +94,7 @@ class _Flow:
             case cst.Break():
                 self.breaks.append(state)
                 return frozenset()
-            case cst.Continue():
-                self.continues.append(state)
+            case cst.Continue():  # back to the loop's head, which holds every binding of the body
                 return frozenset()
             case cst.If(test=test, body=body, orelse=orelse):
                 state = self._at(test, state)
@@ -129,25 +127,20 @@ class _Flow:
         return self._at(node, state)  # a small statement
 
     def _loop(self, node: cst.For | cst.While, state: State) -> State:
-        outer = self.breaks, self.continues
-        self.breaks, self.continues = [], []
+        """At the loop's head, any binding in its body can be current (from an earlier pass): one
+        walk of the body, however deeply loops nest (a fixpoint would grow with the nesting)."""
+        outer, self.breaks = self.breaks, []
         if isinstance(node, cst.For):
             state = self._at(node.iter, state)
-        head = state
-        while True:
-            if isinstance(node, cst.While):
-                entry = self._at(node.test, head)
-            else:
-                entry = frozenset({node}) if binds(node.target, self.name) else head
-            end = self.block(node.body, entry)
-            widened = head.union(end, *self.continues)
-            if widened == head:
-                break
-            head = widened
-        done = self._at(node.test, head) if isinstance(node, cst.While) else head
-        after = frozenset().union(*self.breaks)
-        self.breaks, self.continues = outer
-        return after | (self.statement(node.orelse, done) if node.orelse else done)
+        target = isinstance(node, cst.For) and binds(node.target, self.name)
+        head = state.union(self._defs(node.body), (node,) if target else ())
+        if isinstance(node, cst.While):
+            head = self._at(node.test, head)
+        self.block(node.body, frozenset({node}) if target else head)
+        broken = frozenset().union(*self.breaks)
+        self.breaks = outer
+        finished = self.statement(node.orelse, head) if node.orelse is not None else head
+        return finished | broken
 
     def _try(self, node: cst.Try | cst.TryStar, state: State) -> State:
         raised = state | set(self._defs(node.body))  # an error may come after any binding in the body
