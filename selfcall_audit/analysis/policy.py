@@ -2,7 +2,9 @@
 
 The one place these rules live. The analysis asks `blocker(description)` to tell whether a
 finding is fixable; `fix` asks the same question, then `site_blocker(site)` for what only the
-syntax tree around the call shows (a rebound `self`, a name the helper would collide with).
+syntax tree around the call shows (a rebound `self`, a name the helper would collide with, and,
+through `name_blocker`, whether `self` and the names the rewrite removes are bound on every path
+to the call as the analysis read them). A refusal is a `Blocker`: a kind, and the words for it.
 This module imports nothing but the value types: a scan can use it without libcst.
 """
 
