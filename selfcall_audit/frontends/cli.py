@@ -165,6 +165,11 @@ def group() -> None:
     metavar="FILE",
     help="Record the current findings in FILE as the baseline, and exit 0.",
 )
+@click.option(
+    "--diff-base",
+    metavar="REF",
+    help="Report only findings that are new against the git commit REF (e.g. origin/main).",
+)
 def scan(common: Common, **options: Any) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
