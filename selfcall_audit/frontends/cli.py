@@ -299,6 +299,19 @@ def helper(target: Path, force: bool) -> None:
         click.echo(f'  or set helper = "{spec}" under [tool.selfcall-audit] in pyproject.toml')
 
 
+@group.command(short_help="Run the language server (LSP over stdio) for editors.")
+def server() -> None:
+    """Run the language server over stdin and stdout: diagnostics as you type, the rewrite as a
+    quick fix. Needs the `lsp` extra (pip install 'selfcall-audit[lsp]'); see docs/editors.md."""
+    try:
+        from .lsp import serve  # pygls is an optional dependency
+    except ImportError as exc:
+        raise UsageError(
+            f"the language server needs pygls: pip install 'selfcall-audit[lsp]' ({exc})"
+        ) from None
+    serve()
+
+
 @group.command(short_help="Explain a rule, or every rule with --all.")
 @click.argument("code", required=False)
 @click.option("--all", "show_all", is_flag=True, help="Explain every rule.")

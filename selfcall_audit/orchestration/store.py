@@ -29,8 +29,11 @@ class FactsStore:
         workers: Workers,
         errors: dict[str, str],
         progress: Progress | None = None,
+        memory: dict[str, ModuleFacts | str] | None = None,
     ):
+        """`memory`: facts (or why there are none) by content key, kept by a long-lived process."""
         self.read = read
+        self.memory = memory
         self.cache = cache
         self.workers = workers
         self.errors = errors
@@ -97,6 +100,9 @@ class FactsStore:
                 continue
             key = self._keys[rel] = content_key(rel, data)
             cached = self.cache.facts(rel, key) if self.cache else None
+            if cached is None and self.memory is not None and key in self.memory:
+                self._keep(rel, self.memory[key], None, parsed=False)
+                continue
             if cached is not None:
                 self._facts[rel] = cached
                 continue
@@ -105,8 +111,10 @@ class FactsStore:
             if ahead is None:
                 yield rel, data, self.cache is not None
 
-    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None) -> None:
-        self.parsed += 1
+    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None, parsed: bool = True) -> None:
+        self.parsed += parsed
+        if parsed and self.memory is not None:
+            self.memory[self._keys[rel]] = result
         if isinstance(result, str):
             self.errors[rel] = result
             self._facts[rel] = None

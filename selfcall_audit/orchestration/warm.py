@@ -1,0 +1,70 @@
+"""What a long-lived process (the language server) keeps of a project between runs: what one run
+learns of the files (their listing, bytes, facts, import lines, the words they name, the YAML
+instances) is kept for the next, so that analysing an edited buffer again extracts the facts of
+that one file and resolves the agents it can affect, instead of reading the project anew.
+
+What is kept is keyed by content (facts) or checked against the very bytes it came from (import
+lines, named words), so that an unsaved buffer never serves stale results; what comes from the
+disk is kept until `changed` says the disk moved (an editor's file watcher).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from ..workspace.discovery import FileSet
+from ..workspace.prefilter import import_lines, word_matcher
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..analysis.facts import ModuleFacts
+    from ..analysis.gym_config import AgentInstance
+
+
+@dataclass
+class Warm:
+    """What runs over one project share, each part dropped when what it came from changes."""
+
+    files: FileSet | None = None  # the listing: until files are created or deleted
+    disk: dict[str, bytes] = field(default_factory=dict)  # files as read from the disk
+    facts: dict[str, ModuleFacts | str] = field(default_factory=dict)  # by content key; str: why none
+    instances: tuple[list[AgentInstance], dict[str, str]] | None = None  # and the configs' errors
+    lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
+    named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
+
+    def import_lines(self, rel: str, data: bytes | None) -> bytes:
+        """The file's import lines, worked out again only when its bytes are others."""
+        kept = self.lines.get(rel)
+        if kept is None or kept[0] is not data:
+            kept = self.lines[rel] = (data, import_lines(data))
+        return kept[1]
+
+    def naming(self, name: str, sources: Iterable[str], read: Callable[[str], bytes | None]) -> list[str]:
+        """The files naming `name` as a whole word; each file looked at again only when its bytes
+        are others than last time."""
+        seen = self.named.setdefault(name, {})
+        matcher = None
+        found = []
+        for rel in sources:
+            data = read(rel)
+            kept = seen.get(rel)
+            if kept is None or kept[0] is not data:
+                matcher = matcher or word_matcher([name])
+                kept = seen[rel] = (data, bool(matcher(data)))
+            if kept[1]:
+                found.append(rel)
+        return found
+
+    def changed(self, rels: Iterable[str] | None) -> None:
+        """Files changed on the disk (root-relative); None: anything may have (files created or
+        deleted, settings): everything is read again, but facts of unchanged bytes stay."""
+        if rels is None:
+            self.files = None
+            self.disk.clear()
+            self.instances = None
+            return
+        for rel in rels:
+            self.disk.pop(rel, None)
+            if rel.endswith((".yaml", ".yml")):
+                self.instances = None
