@@ -14,6 +14,7 @@ outermost root.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -135,16 +136,26 @@ class Session:
         self._warm = Warm()
         self._last: Project | None = None
 
-    def analyze(self, paths: Iterable[Path] = (), sources: Mapping[str, bytes] | None = None) -> Report:
+    def analyze(
+        self,
+        paths: Iterable[Path] = (),
+        sources: Mapping[str, bytes] | None = None,
+        located: bool = False,
+    ) -> Report:
         """The report of `paths` (default: the whole project); `sources`: files (root-relative)
-        whose text is read from memory, an editor's unsaved buffers."""
+        whose text is read from memory, an editor's unsaved buffers; `located`: only the findings
+        located in `paths` (an editor's diagnostics of a file), the quickest to have again."""
         self._last = Project(self.root, self.settings, sources=sources, warm=self._warm)
-        return _analyzed(self._last, paths)
+        report = _analyzed(self._last, paths, located=located)
+        # What is kept lives as long as the process and forms no cycles: out of the collector's
+        # sight: full passes over it took a sixth of an edited NeMo Gym agent's re-analysis.
+        gc.freeze()
+        return report
 
     def plan_fix(self, path: Path, sources: Mapping[str, bytes] | None = None) -> FixPlan:
         """What `fix` would write for the file `path`, from the text in `sources` where it is there;
         ValueError or VendorError when the helper cannot be placed."""
-        report = self.analyze([path], sources)
+        report = self.analyze([path], sources, located=True)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
         placement = helper_placement(self.root, self.settings, [rel])
         mine = replace(report, findings=[f for f in report.findings if f.path == rel])

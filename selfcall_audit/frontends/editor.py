@@ -89,7 +89,7 @@ class Editor:
         """The findings and input errors of the open document `path`, from its unsaved text (and
         every other open document's of its project)."""
         session = self.session(path)
-        report = session.analyze([path], self._sources(session.root))
+        report = session.analyze([path], self._sources(session.root), located=True)
         rel = os.path.relpath(path, session.root).replace(os.sep, "/")
         lines = self.documents[path].text.splitlines() if path in self.documents else []
         found = [self._diagnostic(session.root, f, lines) for f in report.findings if f.path == rel]

@@ -7,6 +7,7 @@ Where facts come from (the cache, worker processes) and what a stored result dep
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import time
@@ -153,10 +154,16 @@ class Project:
     # pipeline ----------------------------------------------------------------------------
     @_few_collections()
     def analyze(
-        self, paths: Iterable[Path] = (), inventory: bool = False, early: GitListing | None = None
+        self,
+        paths: Iterable[Path] = (),
+        inventory: bool = False,
+        early: GitListing | None = None,
+        located: bool = False,
     ) -> Report:
         """Findings for `paths` (default: the whole project); `inventory` also lists YAML instances
-        per agent, which needs every entrypoint module; `early`: git's listing, started before."""
+        per agent, which needs every entrypoint module; `early`: git's listing, started before;
+        `located`: only the findings located in `paths` (an editor's diagnostics of a file), not
+        those elsewhere whose evidence is there, so the modules importing them are not searched."""
         started = time.perf_counter()
         scopes = _cut_scopes(self.root, paths)
         whole = not scopes or "" in scopes
@@ -179,7 +186,7 @@ class Project:
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
             if analysed:
-                result = self._analyze(files, fingerprints, scopes, whole, inventory)
+                result = self._analyze(files, fingerprints, scopes, whole, inventory, located)
         finally:
             if self._workers is not None:
                 self._workers.close()
@@ -248,6 +255,7 @@ class Project:
         scopes: tuple[str, ...],
         whole: bool,
         inventory: bool,
+        located: bool = False,
     ) -> Analysis:
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
@@ -278,8 +286,12 @@ class Project:
         indexed: Callable[[], None] | None = None
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
-            resolver = Resolver(hierarchy, settings, instances(), self.read)
-            targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
+            mentions = functools.partial(self.warm.mentions, read=self.read) if self.warm else None
+            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions)
+            if located:
+                targets = chosen.located(scopes)
+            else:
+                targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             targets, rounds, searched = chosen.whole(hierarchy)

@@ -32,6 +32,7 @@ class Warm:
     instances: tuple[list[AgentInstance], dict[str, str]] | None = None  # and the configs' errors
     lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
     named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
+    mentioned: dict[frozenset[str], dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)
 
     def import_lines(self, rel: str, data: bytes | None) -> bytes:
         """The file's import lines, worked out again only when its bytes are others."""
@@ -55,6 +56,15 @@ class Warm:
             if kept[1]:
                 found.append(rel)
         return found
+
+    def mentions(self, names: frozenset[str], rel: str, read: Callable[[str], bytes | None]) -> bool:
+        """Does the file name one of `names` as a word? Searched again only when its bytes are others."""
+        seen = self.mentioned.setdefault(names, {})
+        data = read(rel)
+        kept = seen.get(rel)
+        if kept is None or kept[0] is not data:
+            kept = seen[rel] = (data, word_matcher(names)(data))
+        return kept[1]
 
     def changed(self, rels: Iterable[str] | None) -> None:
         """Files changed on the disk (root-relative); None: anything may have (files created or
