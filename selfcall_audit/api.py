@@ -28,6 +28,7 @@ from .migrate.vendor import Placement, place_beside, place_helper, stale_copies
 from .orchestration.project import Project
 from .orchestration.projects import Projects, by_project, merged
 from .orchestration.warm import Warm
+from .rules import STALE_HELPER
 from .workspace.listing import GitListing
 
 __all__ = [
@@ -84,7 +85,7 @@ def analyze_projects(
 def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Report:
     """The project's report, with the stale copies of the helper (SCA004) whatever the scope."""
     report = project.analyze(paths, **options)
-    if not project.settings.selects("SCA004"):
+    if not project.settings.selects(STALE_HELPER):
         return report
     stale = stale_copies(project.root, project.listed_sources, project.settings.helper)
     return replace(report, findings=sorted(report.findings + stale, key=lambda f: f.sort_key))

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .rules import UNREADABLE
+
 TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
 if TYPE_CHECKING:
     from typing import Literal
@@ -126,7 +128,7 @@ _AT = re.compile(r" at line (\d+)(?:, column (\d+))?")
 class InputError:
     path: str
     message: str
-    code: str = "SCA900"
+    code: str = UNREADABLE
 
     @property
     def position(self) -> tuple[int, int]:

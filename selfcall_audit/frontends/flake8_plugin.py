@@ -18,10 +18,10 @@ from typing import ClassVar
 from .. import __version__, api
 from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
-from ..rules import RULES
+from ..rules import POSSIBLE_SELF_CALL, RULES
 from ..workspace.discovery import find_root
 
-POSSIBLE = "SCA003"
+POSSIBLE = POSSIBLE_SELF_CALL
 
 # flake8 makes one checker per file, and a file's findings come from the whole project: the
 # analysis of a root is kept for the process's other files of that root. Analysing per file

@@ -16,6 +16,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from ..config import ConfigError
+from ..rules import SELF_CALL
 from .editor import FIX_TITLE, SOURCE, Document, Editor
 
 # What the server asks the editor to watch: the configs that bind agent instances, the settings,
@@ -116,7 +117,7 @@ def make_server() -> SelfCallServer:
             d
             for d in params.context.diagnostics
             if d.source == SOURCE
-            and d.code == "SCA001"
+            and d.code == SELF_CALL
             and isinstance(d.data, dict)
             and d.data.get("fixable")
         ]

@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..config import DEFAULT_HELPER
 from ..ftypes import Finding, Report
 from ..report.escape import neutralise
+from ..rules import SELF_CALL
 from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
-from .vendor import DEFAULT_HELPER
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites"]
 
@@ -130,7 +131,7 @@ def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None
     (those the analysis read)."""
     by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
-        if finding.code == "SCA001":
+        if finding.code == SELF_CALL:
             by_path.setdefault(_written_as(root, finding.path), {}).setdefault(
                 (finding.path, finding.line, finding.column), finding
             )

@@ -18,7 +18,7 @@ START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 def _default(rule: Rule) -> str:
     if rule.code not in FINDING_CODES:
         return "always (an error entry, not a finding)"
-    return "on" if rule.default_on else "off (`--select SCA003` or `--strict`)"
+    return "on" if rule.default_on else f"off (`--select {rule.code}` or `--strict`)"
 
 
 def _example(rule: Rule) -> list[str]:
