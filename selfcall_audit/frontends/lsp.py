@@ -62,7 +62,9 @@ def make_server() -> SelfCallServer:
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: SelfCallServer, _params: lsp.InitializedParams) -> None:
-        """Ask the editor to watch the files whose changes the analysis depends on, when it can."""
+        """Count columns as the client and the server agreed; ask the editor to watch the files
+        whose changes the analysis depends on, when it can."""
+        ls.editor.units = ls.workspace.position_codec.client_num_units
         capabilities = ls.client_capabilities.workspace
         watching = capabilities and capabilities.did_change_watched_files
         if not (watching and watching.dynamic_registration):
