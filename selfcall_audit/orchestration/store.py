@@ -29,9 +29,10 @@ class FactsStore:
         workers: Workers,
         errors: dict[str, str],
         progress: Progress | None = None,
-        memory: dict[str, ModuleFacts | str] | None = None,
+        memory: dict[str, tuple[str, ModuleFacts | str]] | None = None,
     ):
-        """`memory`: facts (or why there are none) by content key, kept by a long-lived process."""
+        """`memory`: each file's last facts (or why there are none) with their content key, kept
+        by a long-lived process (one version a file: an editor's every keystroke is another)."""
         self.read = read
         self.memory = memory
         self.cache = cache
@@ -100,8 +101,9 @@ class FactsStore:
                 continue
             key = self._keys[rel] = content_key(rel, data)
             cached = self.cache.facts(rel, key) if self.cache else None
-            if cached is None and self.memory is not None and key in self.memory:
-                self._keep(rel, self.memory[key], None, parsed=False)
+            kept = self.memory.get(rel) if self.memory is not None and cached is None else None
+            if kept is not None and kept[0] == key:
+                self._keep(rel, kept[1], None, parsed=False)
                 continue
             if cached is not None:
                 self._facts[rel] = cached
@@ -114,7 +116,7 @@ class FactsStore:
     def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None, parsed: bool = True) -> None:
         self.parsed += parsed
         if parsed and self.memory is not None:
-            self.memory[self._keys[rel]] = result
+            self.memory[rel] = (self._keys[rel], result)
         if isinstance(result, str):
             self.errors[rel] = result
             self._facts[rel] = None

@@ -28,7 +28,7 @@ class Warm:
 
     files: FileSet | None = None  # the listing: until files are created or deleted
     disk: dict[str, bytes] = field(default_factory=dict)  # files as read from the disk
-    facts: dict[str, ModuleFacts | str] = field(default_factory=dict)  # by content key; str: why none
+    facts: dict[str, tuple[str, ModuleFacts | str]] = field(default_factory=dict)  # content key, facts
     instances: tuple[list[AgentInstance], dict[str, str]] | None = None  # and the configs' errors
     lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
     named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
