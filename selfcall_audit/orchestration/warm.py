@@ -3,8 +3,8 @@ learns of the files (their listing, bytes, facts, import lines, the words they n
 instances) is kept for the next, so that analysing an edited buffer again extracts the facts of
 that one file and resolves the agents it can affect, instead of reading the project anew.
 
-What is kept is keyed by content (facts) or checked against the very bytes it came from (import
-lines, named words), so that an unsaved buffer never serves stale results; what comes from the
+What is kept is checked against the content it came from (facts: its content key; import lines,
+named words: the very bytes), so that an unsaved buffer never serves stale results; what comes from the
 disk is kept until `changed` says the disk moved (an editor's file watcher).
 """
 
