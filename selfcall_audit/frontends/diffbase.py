@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tarfile
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -22,9 +21,11 @@ from .. import api
 from ..config import Settings, load_settings
 from ..ftypes import Report
 from ..report.baseline import fingerprints
+from ..workspace.discovery import PYPROJECT
 
 # A repository's own configuration must not run code while we read it (a hook, an fsmonitor).
 _GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_READ = (".py", ".yaml", ".yml")  # what discovery lists, with pyproject.toml: the rest is not extracted
 
 
 class DiffBaseError(Exception):
@@ -59,27 +60,43 @@ def _toplevel(root: Path) -> Path:
     return Path(os.path.realpath(found.stdout.decode().strip()))
 
 
-def _extract(top: Path, commit: str, into: Path) -> None:
-    """The commit's files under `into`, streamed from `git archive` (nothing lands in the checkout)."""
-    with subprocess.Popen(
-        [*_GIT, "-C", os.fspath(top), "archive", "--format=tar", commit],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    ) as git:
-        try:
-            with tarfile.open(fileobj=git.stdout, mode="r|") as archive:
-                if hasattr(tarfile, "data_filter"):  # no member may land outside `into`
-                    archive.extractall(into, filter="data")
-                else:  # pragma: no cover - Python releases before the filters
-                    archive.extractall(into)
-        except tarfile.TarError:
-            pass  # git stopped; its own message says why
-        error = git.stderr.read() if git.stderr else b""
-    if git.returncode != 0:
-        message = error.decode("utf-8", "replace").strip().splitlines()
-        raise DiffBaseError(
-            f"--diff-base: git archive {commit[:12]} failed: {message[0] if message else git.returncode}"
-        )
+def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str]]:
+    """The object id and path of each file of the commit the analysis reads (Python, YAML,
+    pyproject.toml) below `under` ("" for all of it): plain files only, not links or submodules."""
+    listed = _git(top, "ls-tree", "-r", "-z", "--full-tree", commit, "--", under or ".")
+    if listed.returncode != 0:
+        raise DiffBaseError(f"--diff-base: cannot list {commit[:12]}: {_said(listed)}")
+    wanted = []
+    for entry in listed.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        path = os.fsdecode(name)
+        if meta.split()[:2] in ([b"100644", b"blob"], [b"100755", b"blob"]) and (
+            path.endswith(_READ) or path.rsplit("/", 1)[-1] == PYPROJECT
+        ):
+            wanted.append((meta.split()[2].decode(), path))
+    return wanted
+
+
+def _extract(top: Path, commit: str, under: str, into: Path) -> None:
+    """Those files of the commit, written below `into` from git's object store (`cat-file --batch`)."""
+    wanted = _wanted(commit, top, under)
+    request = b"".join(f"{oid}\n".encode() for oid, _ in wanted)
+    found = subprocess.run(
+        [*_GIT, "-C", os.fspath(top), "cat-file", "--batch"], input=request, capture_output=True, check=False
+    )
+    if found.returncode != 0:
+        raise DiffBaseError(f"--diff-base: cannot read {commit[:12]}: {_said(found)}")
+    stream, at = found.stdout, 0
+    for _, path in wanted:
+        header_end = stream.index(b"\n", at)
+        header = stream[at:header_end].split()
+        if len(header) < 3 or header[1] != b"blob":  # `<oid> missing`: a partial clone lacks it
+            raise DiffBaseError(f"--diff-base: {path} of {commit[:12]} is not in the clone (git fetch it)")
+        size = int(header[2])
+        target = into / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(stream[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1  # the blob, then a newline
 
 
 def commit_of(root: Path, ref: str) -> tuple[Path, str]:
@@ -98,8 +115,9 @@ def known_at(
     top, commit = base
     with tempfile.TemporaryDirectory(prefix="selfcall-audit-base-") as folder:
         tree = Path(os.path.realpath(folder))
-        _extract(top, commit, tree)
-        base_root = tree / os.path.relpath(root, top)
+        under = os.path.relpath(root, top).replace(os.sep, "/")
+        _extract(top, commit, "" if under == "." else under, tree)
+        base_root = tree / under
 
         def settings_then(project: Path) -> Settings:
             now = root / os.path.relpath(project, base_root)
