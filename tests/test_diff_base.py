@@ -165,3 +165,19 @@ def test_it_cannot_be_combined_with_write_baseline(cli: Callable[..., Result], r
 
     assert result.exit_code == 2
     assert not (repo / "b.json").exists()
+
+
+def test_a_project_below_the_top_of_the_checkout(cli: Callable[..., Result], tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    project = top / "services" / "gym"
+    project.mkdir(parents=True)
+    git(top, "init", "-q")
+    write(project, "pyproject.toml", '[project]\nname = "fake-gym"\nversion = "0"\n[tool.selfcall-audit]\n')
+    write(project, ECHO, HEADER + RUN)
+    write(top, "other/app.py", HEADER + RUN)  # another project's self-call, not this one's
+    commit(top, "first")
+    write(project, ECHO, HEADER + RUN + "\n" + RETRY)
+
+    result = scan(cli, project, "--format", "concise", "--diff-base", "HEAD")
+
+    assert (result.exit_code, reported(result)) == (1, [(ECHO, 10, "SCA001")])
