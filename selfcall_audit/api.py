@@ -22,14 +22,18 @@ from pathlib import Path
 
 from .config import Settings, load_settings
 from .ftypes import Progress, Report
-from .migrate.codemod import FixPlan, plan_rewrites
-from .migrate.imports import Helper
-from .migrate.vendor import Placement, place_beside, place_helper, stale_copies
+from .migrate.vendor import place_beside, place_helper, stale_copies
 from .orchestration.project import Project
 from .orchestration.projects import Projects, by_project, merged
 from .orchestration.warm import Warm
 from .rules import STALE_HELPER
 from .workspace.listing import GitListing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .migrate.codemod import FixPlan
+    from .migrate.imports import Helper
+    from .migrate.vendor import Placement
 
 __all__ = [
     "Projects",
@@ -114,6 +118,10 @@ def plan_fix(
 ) -> FixPlan:
     """Analyse one project and compute the new text of every file with fixable self-calls, from
     the very bytes the analysis read; nothing is written."""
+    # The codemod is libcst's, which takes longer to import than a warm scan takes to run: it loads
+    # for a fix only (tests/test_cache.py checks that a scan never loads it).
+    from .migrate.codemod import plan_rewrites
+
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths)
     return plan_rewrites(root, report, project.read, helper)
@@ -156,6 +164,9 @@ class Session:
     def plan_fix(self, path: Path, sources: Mapping[str, bytes] | None = None) -> FixPlan:
         """What `fix` would write for the file `path`, from the text in `sources` where it is there;
         ValueError or VendorError when the helper cannot be placed."""
+        from .migrate.codemod import plan_rewrites  # libcst: loaded for a fix only, as in `plan_fix`
+        from .migrate.imports import Helper
+
         report = self.analyze([path], sources, located=True)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
         placement = helper_placement(self.root, self.settings, [rel])

@@ -60,7 +60,7 @@ RULES: dict[str, Rule] = {
                 ")"
             ),
             good=(
-                "from selfcall_audit.inprocess import responses_in_process\n"
+                "from nemo_gym.inprocess import responses_in_process  # the copy `selfcall-audit fix` vendors\n"
                 "\n"
                 "response = await responses_in_process(\n"
                 "    self,\n"

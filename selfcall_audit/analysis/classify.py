@@ -40,6 +40,7 @@ class Verdict:
     detail: str  # the route reached, or why the call may be a self-call
     evidence: tuple[Evidence, ...]
     servers: tuple[Server, ...]  # what the target name evaluated to
+    config: Evidence | None = None  # the YAML reference that routes the target back to the agent
 
 
 class Classifier:
@@ -56,6 +57,7 @@ class Classifier:
         if any(isinstance(s, FromParam) for s in servers) or any(PARAM in alt for alt in paths):
             return None  # a forwarding helper: its callers are checked instead
         evidence: list[Evidence] = list(call.via)
+        config_refs: list[Evidence] = []
         running = self.deployment.instances_running(site_cls)
         verdicts = []
         for server in servers:
@@ -65,12 +67,13 @@ class Classifier:
                 case ConfigRef(key):
                     back = [(i, r) for i in running for r in i.self_refs() if r.key == key]
                     verdicts.append("self" if back else "other")
-                    evidence.extend(
+                    config_refs.extend(
                         Evidence(
                             r.where.path, r.where.line, f"instance `{i.name}` routes `{key}` back to itself"
                         )
                         for i, r in back
                     )
+                    evidence.extend(config_refs)
                 case Literal(text):
                     bound = [i for i in running if i.name == text]
                     verdicts.append("self" if bound else "other")
@@ -88,7 +91,8 @@ class Classifier:
         main = self.settings.route.split("?")[0]
 
         def verdict(code: str, detail: str) -> Verdict:
-            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers))
+            config = config_refs[0] if config_refs else None
+            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers), config)
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):

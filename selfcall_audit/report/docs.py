@@ -1,7 +1,7 @@
-"""The README's rules section, generated from the rules registry so the two never disagree.
+"""The rules page (docs/rules.md), generated from the rules registry so the two never disagree.
 
-python -m selfcall_audit.report.docs --write README.md   # regenerate between the markers
-python -m selfcall_audit.report.docs --check README.md   # exit 1 when it is out of date
+python -m selfcall_audit.report.docs --write docs/rules.md   # regenerate between the markers
+python -m selfcall_audit.report.docs --check docs/rules.md   # exit 1 when it is out of date
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _default(rule: Rule) -> str:
 
 def _example(rule: Rule) -> list[str]:
     return [
-        f"#### {rule.code} `{rule.name}`",
+        f"## {rule.code} `{rule.name}`",
         "",
         rule.explanation,
         "",
