@@ -18,6 +18,8 @@ from pygls import uris
 from pygls.workspace import TextDocument
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+pytestmark = pytest.mark.slow  # a server process each: seconds per test
+
 JUDGE = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 

@@ -16,6 +16,7 @@ from .. import api
 from ..config import load_settings
 from ..ftypes import Finding, InputError
 from ..migrate.vendor import VendorError, helper_source
+from ..report.messages import message
 from ..rules import RULES
 from ..workspace.discovery import find_root
 
@@ -112,7 +113,7 @@ class Editor:
         ]
         return lsp.Diagnostic(
             range=lsp.Range(start, end),
-            message=finding.message,
+            message=message(finding),
             severity=_SEVERITY[rule.severity],
             code=finding.code,
             source=SOURCE,
