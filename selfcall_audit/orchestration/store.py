@@ -29,9 +29,9 @@ class FactsStore:
         workers: Workers,
         errors: dict[str, str],
         progress: Progress | None = None,
-        memory: dict[str, tuple[str, ModuleFacts | str]] | None = None,
+        memory: dict[str, tuple[bytes | None, ModuleFacts | str]] | None = None,
     ):
-        """`memory`: each file's last facts (or why there are none) with their content key, kept
+        """`memory`: each file's last facts (or why there are none) with the bytes they are of, kept
         by a long-lived process (one version a file: an editor's every keystroke is another)."""
         self.read = read
         self.memory = memory
@@ -99,12 +99,12 @@ class FactsStore:
             if data is None:
                 self._facts[rel] = None
                 continue
-            key = self._keys[rel] = content_key(rel, data)
-            cached = self.cache.facts(rel, key) if self.cache else None
-            kept = self.memory.get(rel) if self.memory is not None and cached is None else None
-            if kept is not None and kept[0] == key:
+            kept = self.memory.get(rel) if self.memory is not None else None
+            if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
                 self._keep(rel, kept[1], None, parsed=False)
                 continue
+            key = self._keys[rel] = content_key(rel, data)
+            cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
                 self._facts[rel] = cached
                 continue
@@ -116,7 +116,7 @@ class FactsStore:
     def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None, parsed: bool = True) -> None:
         self.parsed += parsed
         if parsed and self.memory is not None:
-            self.memory[rel] = (self._keys[rel], result)
+            self.memory[rel] = (self.read(rel), result)
         if isinstance(result, str):
             self.errors[rel] = result
             self._facts[rel] = None

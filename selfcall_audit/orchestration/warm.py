@@ -3,9 +3,9 @@ learns of the files (their listing, bytes, facts, import lines, the words they n
 instances) is kept for the next, so that analysing an edited buffer again extracts the facts of
 that one file and resolves the agents it can affect, instead of reading the project anew.
 
-What is kept is checked against the content it came from (facts: its content key; import lines,
-named words: the very bytes), so that an unsaved buffer never serves stale results; what comes from the
-disk is kept until `changed` says the disk moved (an editor's file watcher).
+What is kept is checked against the bytes it came from (facts, import lines, named words), so
+that an unsaved buffer never serves stale results; what comes from the disk is kept until
+`changed` says the disk moved (an editor's file watcher).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ class Warm:
 
     files: FileSet | None = None  # the listing: until files are created or deleted
     disk: dict[str, bytes] = field(default_factory=dict)  # files as read from the disk
-    facts: dict[str, tuple[str, ModuleFacts | str]] = field(default_factory=dict)  # content key, facts
+    facts: dict[str, tuple[bytes | None, ModuleFacts | str]] = field(default_factory=dict)  # of what
     instances: tuple[list[AgentInstance], dict[str, str]] | None = None  # and the configs' errors
     lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
     named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
