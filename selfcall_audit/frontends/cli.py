@@ -302,13 +302,11 @@ def helper(target: Path, force: bool) -> None:
 @group.command(short_help="Run the language server (LSP over stdio) for editors.")
 def server() -> None:
     """Run the language server over stdin and stdout: diagnostics as you type, the rewrite as a
-    quick fix. Needs the `lsp` extra (pip install 'selfcall-audit[lsp]'); see docs/editors.md."""
+    quick fix. Needs the `lsp` extra (from a checkout: pip install -e '.[lsp]'); see docs/editors.md."""
     try:
         from .lsp import serve  # pygls is an optional dependency
     except ImportError as exc:
-        raise UsageError(
-            f"the language server needs pygls: pip install 'selfcall-audit[lsp]' ({exc})"
-        ) from None
+        raise UsageError(f"the language server needs the `lsp` extra (pygls): {exc}") from None
     serve()
 
 
