@@ -37,7 +37,7 @@ class Warm:
     def import_lines(self, rel: str, data: bytes | None) -> bytes:
         """The file's import lines, worked out again only when its bytes are others."""
         kept = self.lines.get(rel)
-        if kept is None or kept[0] is not data:
+        if kept is None or kept[0] != data:
             kept = self.lines[rel] = (data, import_lines(data))
         return kept[1]
 
@@ -50,7 +50,7 @@ class Warm:
         for rel in sources:
             data = read(rel)
             kept = seen.get(rel)
-            if kept is None or kept[0] is not data:
+            if kept is None or kept[0] != data:
                 matcher = matcher or word_matcher([name])
                 kept = seen[rel] = (data, bool(matcher(data)))
             if kept[1]:
@@ -62,7 +62,7 @@ class Warm:
         seen = self.mentioned.setdefault(names, {})
         data = read(rel)
         kept = seen.get(rel)
-        if kept is None or kept[0] is not data:
+        if kept is None or kept[0] != data:
             kept = seen[rel] = (data, word_matcher(names)(data))
         return kept[1]
 
