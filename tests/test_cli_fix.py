@@ -161,7 +161,9 @@ def test_the_patch_of_a_file_with_an_unusual_name_applies_with_git(project: Path
     (project / APP).rename(moved)
 
     diff = cli("fix", "--no-cache", "--diff", project)
-    applied = subprocess.run(["git", "apply", "-"], input=diff.stdout.encode(), capture_output=True, cwd=project)
+    applied = subprocess.run(
+        ["git", "apply", "-"], input=diff.stdout.encode(), capture_output=True, cwd=project
+    )
 
     assert diff.exit_code == 1, diff.stderr
     assert "\x1b" not in diff.stdout
