@@ -10,11 +10,8 @@ import libcst as cst
 import libcst.matchers as m
 
 from .imports import ident
+from .locate import Plan
 from .scope import binds, reads_locals
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .rewrite import Plan
 
 
 def unused_aliases(

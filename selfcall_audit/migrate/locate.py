@@ -33,6 +33,20 @@ class LocateError(Exception):
 
 
 @dataclass(frozen=True)
+class Plan:
+    """How one call is rewritten: the callee's new name, `self`, and the arguments' fate."""
+
+    callee: str
+    self_name: str
+    drop: frozenset[int]  # argument indexes removed (server_name, method)
+    to_keyword: frozenset[int]  # positional url_path, which becomes `url_path=`
+    method: cst.FunctionDef
+    removed: tuple[cst.CSTNode, ...]  # the expressions that disappear with the rewrite
+    bindings: frozenset[str]  # local names the analysis says the removed parts read
+    ancestors: tuple[cst.CSTNode, ...]
+
+
+@dataclass(frozen=True)
 class Site:
     """A reported call in the tree, with the path from the module down to it."""
 

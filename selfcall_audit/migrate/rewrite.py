@@ -23,7 +23,7 @@ from ..ftypes import CallDescription, Finding
 from . import arguments, flow, scope
 from .aliases import unused_aliases
 from .imports import Helper, add_import, imported_name
-from .locate import Site, describe, locate, mismatch
+from .locate import Plan, Site, describe, locate, mismatch
 from .splice import SpliceError, spliced
 
 
@@ -38,20 +38,6 @@ class Outcome:
     finding: Finding
     reason: str | None = None
     blocker: policy.Blocker | None = None  # what the reason is about, where the tree around the call tells
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How one call is rewritten: the callee's new name, `self`, and the arguments' fate."""
-
-    callee: str
-    self_name: str
-    drop: frozenset[int]  # argument indexes removed (server_name, method)
-    to_keyword: frozenset[int]  # positional url_path, which becomes `url_path=`
-    method: cst.FunctionDef
-    removed: tuple[cst.CSTNode, ...]  # the expressions that disappear with the rewrite
-    bindings: frozenset[str]  # local names the analysis says the removed parts read
-    ancestors: tuple[cst.CSTNode, ...]
 
 
 class _Rewriter:
