@@ -207,7 +207,8 @@ class _Exchange:
         if not self.body_sent:
             self.body_sent = True
             return {"type": "http.request", "body": self.body, "more_body": False}
-        await asyncio.wait((self.answered,))
+        if not self.answered.done():
+            await asyncio.wait((self.answered,))  # which, cancelled, leaves the future be
         return {"type": "http.disconnect"}
 
     async def send(self, message: Mapping[str, Any]) -> None:
