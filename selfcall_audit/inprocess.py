@@ -2,31 +2,27 @@
 
 ``await responses_in_process(self, url_path=P, json=J, cookies=C)`` replaces
 ``await self.server_client.post(server_name=self.config.name, url_path=P, json=J, cookies=C)``.
-The request goes through the agent's own FastAPI app by its ASGI interface: its middleware,
-exception and validation handlers, routes and their wrappers, body binding and response
-serialisation all run as for an HTTP request. The caller gets what it used of the
-``aiohttp.ClientResponse``, so the code around the call keeps working unchanged.
+The request goes through the agent's own FastAPI app by its ASGI interface (middleware, exception
+and validation handlers, routes and their wrappers, body binding and serialisation) and the caller
+gets what it used of the ``aiohttp.ClientResponse``, so the code around the call stays as it was.
 
-The app is the one the agent built: ``setup_webserver()`` records it on the agent
-(``self._webserver_app = app``), and the server adds its exception middleware and validation
-handler to that same object. An agent whose app was never built (a unit test calling ``run()``
-directly) gets a ``RuntimeError`` that says so.
+The app is the one the agent built: ``setup_webserver()`` records it (``self._webserver_app = app``)
+and the server adds its exception middleware and validation handler to that same object. An agent
+whose app was never built (a unit test calling ``run()`` directly) gets a ``RuntimeError``.
 
-The handler sees what the HTTP request would bring: the body ``ServerClient`` sends (orjson, after
-``model_dump(exclude_unset=True)``), the cookies aiohttp would send to the agent's URL, ``Host``
-from ``config.host`` and ``config.port``, the caller's headers and the path as aiohttp escapes it.
-It runs in a task of its own, as under uvicorn, started from an empty context: it sees none of the
-caller's context variables (such as the current rollout id). An exception that escapes the app is
-logged and answered as uvicorn does. The call returns once the response is complete; background
-tasks run on after it. Cancelling the caller does not cancel the handler, as when an HTTP client
-goes away: it runs to its end and its answer is dropped, so the app's exception middleware never
-sees a cancellation it would not see over HTTP.
+The handler sees what the HTTP request brings: the body ``ServerClient`` sends (orjson, after
+``model_dump(exclude_unset=True)``), the cookies aiohttp sends to the agent's URL, ``Host`` from
+``config.host`` and ``config.port``, the caller's headers, the path as aiohttp escapes it. It runs
+in a task of its own, as under uvicorn, from an empty context (none of the caller's context
+variables, such as the current rollout id). An exception escaping the app is logged and answered
+as uvicorn does. The call returns once the response is complete; background tasks run after it.
+Cancelling the caller does not cancel the handler, as when an HTTP client goes away: it runs to
+its end and its answer is dropped, so the app never sees a cancellation HTTP would not bring.
 
-Different by design, as there is no socket: no ``Date`` or ``Server`` headers, compression,
-chunking, proxy headers or header size limit; ``client`` is None and the lifespan ``state`` empty;
-a streamed body is read whole before the call returns; a redirect is returned, not followed;
-header names read back as the app wrote them; ``Set-Cookie`` is parsed by ``http.cookies`` (as
-aiohttp < 3.12 did; later aiohttp also accepts values ``http.cookies`` refuses).
+Different, as there is no socket: no ``Date``/``Server`` headers, compression, chunking, proxy
+headers or header size limit; ``client`` is None and the lifespan ``state`` empty; a streamed body
+is read whole before the call returns; a redirect is returned, not followed; header names read
+back as the app wrote them; ``Set-Cookie`` is parsed by ``http.cookies``, as aiohttp < 3.12 did.
 """
 
 from __future__ import annotations
@@ -34,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextvars
+import functools
 import json as jsonlib
 import logging
 import re
@@ -43,16 +40,8 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import unquote
 
+import aiohttp
 import orjson
-from aiohttp import (
-    ClientConnectionError,
-    ClientPayloadError,
-    ClientResponseError,
-    ContentTypeError,
-    CookieJar,
-    InvalidUrlClientError,
-    RequestInfo,
-)
 from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import BaseModel
 from yarl import URL
@@ -68,10 +57,12 @@ _SERVER_ERROR_HEADERS = [
     (b"content-length", b"21"),
     (b"connection", b"close"),
 ]
+_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the phrases uvicorn sends
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
 _FORBIDDEN_IN_HEADERS = re.compile(r"[\x00\r\n]")
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+RawHeaders = list[tuple[bytes, bytes]]
 
 
 async def responses_in_process(
@@ -98,7 +89,7 @@ async def responses_in_process(
     try:
         url = URL(origin + url_path).with_fragment(None)
     except ValueError as error:  # a path without its leading slash runs into the port
-        raise InvalidUrlClientError(origin + url_path) from error
+        raise aiohttp.InvalidUrlClientError(origin + url_path) from error
     if isinstance(json, BaseModel):
         json = json.model_dump(exclude_unset=True)
     body = orjson.dumps(json) if json else b"" if json is None else jsonlib.dumps(json).encode()
@@ -122,12 +113,12 @@ async def responses_in_process(
     # A task of its own, as uvicorn gives each request, created in (a copy of) an empty context.
     contextvars.Context().run(asyncio.get_running_loop().create_task, exchange.run())
     status, raw_headers, content = await exchange.answered
-    return InProcessResponse(status, raw_headers, content, url, request_headers)
+    return InProcessResponse(
+        status, raw_headers, content, aiohttp.RequestInfo(url, "POST", _multidict(request_headers), url)
+    )
 
 
-def _request_headers(
-    url: URL, json: Any, body: bytes, cookies: Any, headers: Headers | None
-) -> list[tuple[bytes, bytes]]:
+def _request_headers(url: URL, json: Any, body: bytes, cookies: Any, headers: Headers | None) -> RawHeaders:
     """The headers the HTTP self-call puts on the wire, in aiohttp's order, encoded as it does."""
     raw = [(b"host", f"{url.host}:{url.port}".encode())]
     cookie_header, typed = None, False
@@ -161,7 +152,7 @@ def _request_headers(
 def _cookie_header(url: URL, cookies: Any, existing: str | None) -> str:
     """The ``Cookie`` header aiohttp sends: the cookies a fresh jar gives the URL (no expired,
     foreign-domain, other-path or secure ones), after those of a ``Cookie`` header, by name."""
-    jar = CookieJar()
+    jar = aiohttp.CookieJar()
     jar.update_cookies(cookies)
     sent = SimpleCookie(existing or "")
     sent.update(jar.filter_cookies(url))
@@ -177,30 +168,29 @@ class _Exchange:
 
     def __init__(self, app: Any, scope: dict[str, Any], body: bytes) -> None:
         self.app, self.scope, self.body = app, scope, body
-        self.answered: asyncio.Future[tuple[int, list[tuple[bytes, bytes]], bytes]] = (
+        self.answered: asyncio.Future[tuple[int, RawHeaders, bytes]] = (
             asyncio.get_running_loop().create_future()
         )
         self.status: int | None = None
-        self.headers: list[tuple[bytes, bytes]] = []
+        self.headers: RawHeaders = []
         self.chunks: list[bytes] = []
         self.body_sent = False
 
     async def run(self) -> None:
+        """Call the app and answer the caller; what escapes the app is logged, as by uvicorn."""
         try:
             await self.app(self.scope, self.receive, self.send)
-        except BaseException as exc:  # as uvicorn: logged, answered 500 if nothing was sent
+        except BaseException as exc:
             _SERVER_LOG.error("Exception in ASGI application\n", exc_info=exc)
-            self._answer_server_error()
         else:
             if self.status is None and not self.answered.done():
                 _SERVER_LOG.error("ASGI callable returned without starting response.")
-                self._answer_server_error()
-        if not self.answered.done():  # started, never finished: uvicorn closes the connection
-            self.answered.set_exception(ClientPayloadError("Response payload is not completed"))
-
-    def _answer_server_error(self) -> None:
-        if self.status is None and not self.answered.done():
+        if self.answered.done():
+            return
+        if self.status is None:  # uvicorn's answer
             self.answered.set_result((500, list(_SERVER_ERROR_HEADERS), b"Internal Server Error"))
+        else:  # started, never finished: uvicorn closes the connection
+            self.answered.set_exception(aiohttp.ClientPayloadError("Response payload is not completed"))
 
     async def receive(self) -> dict[str, Any]:
         """The body, then, once the response is complete or the caller has gone, a disconnect."""
@@ -231,25 +221,17 @@ class InProcessResponse:
     """
 
     def __init__(
-        self,
-        status: int,
-        raw_headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        url: URL,
-        request_headers: list[tuple[bytes, bytes]],
+        self, status: int, raw_headers: RawHeaders, body: bytes, request_info: aiohttp.RequestInfo
     ) -> None:
         self.status = status
-        try:
-            self.reason = HTTPStatus(status).phrase  # the phrase uvicorn sends
-        except ValueError:
-            self.reason = ""
-        self.url = url
+        self.reason = _REASONS.get(status, "")
+        self.url = request_info.url
         self.headers = _multidict(raw_headers)
         self.cookies = SimpleCookie()
         for value in self.headers.getall("set-cookie", ()):
             self.cookies.load(value)
         self.content = _Content(body)
-        self.request_info = RequestInfo(url, "POST", _multidict(request_headers), url)
+        self.request_info = request_info
         self._body: bytes | None = None
         self._released = False
         self._in_context = False
@@ -265,7 +247,7 @@ class InProcessResponse:
         if self._body is None:
             self._body = await self.content.read()
         elif self._released:
-            raise ClientConnectionError("Connection closed")
+            raise aiohttp.ClientConnectionError("Connection closed")
         return self._body
 
     async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
@@ -286,7 +268,7 @@ class InProcessResponse:
             if not (
                 _JSON_MEDIA_TYPE.match(ctype) if content_type == "application/json" else content_type in ctype
             ):
-                raise ContentTypeError(
+                raise aiohttp.ContentTypeError(
                     self.request_info,
                     (),
                     status=self.status,
@@ -312,14 +294,14 @@ class InProcessResponse:
             return
         if not self._in_context:
             self.release()
-        raise ClientResponseError(
+        raise aiohttp.ClientResponseError(
             self.request_info, (), status=self.status, message=self.reason, headers=self.headers
         )
 
     def release(self) -> _Done:
         """Drop what is left of the body; the result may be awaited or not, as aiohttp's."""
         if not self._released:
-            self.content.error = ClientConnectionError("Connection closed")
+            self.content.error = aiohttp.ClientConnectionError("Connection closed")
             self._released = True
         return _Done()
 
@@ -354,11 +336,7 @@ class _Done:
         return iter(())
 
 
-def _multidict(raw: list[tuple[bytes, bytes]]) -> CIMultiDictProxy[str]:
+def _multidict(raw: RawHeaders) -> CIMultiDictProxy[str]:
     """Headers as aiohttp reads them: UTF-8, an invalid byte kept as a surrogate escape."""
-    return CIMultiDictProxy(
-        CIMultiDict(
-            (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
-            for name, value in raw
-        )
-    )
+    text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
+    return CIMultiDictProxy(CIMultiDict((text(name), text(value)) for name, value in raw))
