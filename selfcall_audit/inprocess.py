@@ -59,7 +59,7 @@ _SERVER_ERROR_HEADERS = [
 ]
 _REASONS = {status.value: status.phrase for status in HTTPStatus}  # the phrases uvicorn sends
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
-_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00\r\n]")
+_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # RFC 9110's, as aiohttp 3.14 refuses
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 RawHeaders = list[tuple[bytes, bytes]]
@@ -126,7 +126,7 @@ def _request_headers(url: URL, json: Any, body: bytes, cookies: Any, headers: He
         if not isinstance(name, str) or not isinstance(value, str):
             raise TypeError(f"header {name!r}: names and values must be strings, not {value!r}")
         if _FORBIDDEN_IN_HEADERS.search(name + value):
-            raise ValueError(f"header {name!r}: a control character in a header (header injection)")
+            raise ValueError(f"header {name!r}: a control character, forbidden in headers")
         lowered = name.lower()
         if lowered == "cookie":
             cookie_header = value

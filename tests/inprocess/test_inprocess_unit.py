@@ -332,6 +332,13 @@ def test_non_ascii_paths_and_queries_are_escaped_like_a_client_would() -> None:
     assert str(response.url) == "http://127.0.0.1:8123/ng-rollout/%C3%A9-1/v1/responses?q=%C3%BC"
 
 
+@pytest.mark.parametrize("value", ["a\r\nb", "a\x00b", "a\x01b", "a\x7fb"])
+def test_control_characters_in_headers_are_refused_as_recent_aiohttp_refuses_them(value: str) -> None:
+    with pytest.raises(ValueError, match="'X-Note': a control character, forbidden in headers"):
+        call(served(Echo()), json={"input": "x"}, headers={"X-Note": value})
+    assert call(served(Echo()), json={"input": "x"}, headers={"X-Note": "a\tb"}).ok  # a tab is allowed
+
+
 def test_unknown_paths_answer_as_the_app_does() -> None:
     response = call(served(Echo()), "/v1/nothing-here", json={"input": "x"})
     assert (response.status, asyncio.run(response.json())) == (404, {"detail": "Not Found"})
