@@ -134,6 +134,7 @@ TAKES_REQUEST = {"FullAgent", "DependentAgent", "RequestBodyAgent", "ExtrasAgent
 SETS_COOKIES = {"FullAgent", "DependentAgent", "ExtrasAgent", "TypedDictAgent", "AnnotatedAgent"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path_kind", list(PATHS))
 @pytest.mark.parametrize("agent_cls", AGENT_CLASSES, ids=lambda cls: cls.__name__)
 def test_multi_step_rollouts_match(host: Host, agent_cls: type[Agent], path_kind: str) -> None:
@@ -326,6 +327,7 @@ ERROR_BODIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(ERROR_CALLS))
 def test_errors_match(host: Host, case: str) -> None:
     agent = host.agents["FullAgent"]
@@ -639,6 +641,7 @@ def test_a_checkpoint_cancelling_a_run_mid_self_call_ends_alike(
     assert server_log == []
 
 
+@pytest.mark.slow
 def test_handler_starts_from_a_fresh_context_like_a_server_request(host: Host) -> None:
     agent = host.agents["FullAgent"]
 
@@ -665,6 +668,7 @@ def test_rollout_context_of_run_does_not_reach_the_handler(host: Host) -> None:
         assert results[mode]["turns"][0]["json"]["observed"]["rollout_var"] is None, mode
 
 
+@pytest.mark.slow
 def test_concurrent_rollouts_keep_their_sessions(host: Host) -> None:
     agent = host.agents["FullAgent"]
     url = agent.server_client.urls[agent.config.name]
@@ -698,6 +702,7 @@ def test_concurrent_rollouts_keep_their_sessions(host: Host) -> None:
         assert result["turns"][0]["json"]["observed"]["path_params"] == {"rollout_id": f"c-{i}"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("modes", "self_calls"), [(("inprocess",), 0), (("http",), 3)])
 def test_only_http_self_calls_reach_the_server(host: Host, modes: tuple[str, ...], self_calls: int) -> None:
     agent, server = host.agents["FullAgent"], host.uvicorn["FullAgent"]
@@ -802,6 +807,7 @@ REDIRECTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("redirect", list(REDIRECTS))
 def test_a_redirect_is_returned_not_followed_in_process(host: Host, redirect: str) -> None:
     """Documented difference: aiohttp follows a redirect (and raises ``TooManyRedirects`` after
