@@ -52,11 +52,11 @@ __all__ = ["APP_ATTRIBUTE", "InProcessResponse", "responses_in_process"]
 APP_ATTRIBUTE = "_webserver_app"
 # uvicorn logs an exception that escapes the app here, and answers as below.
 _SERVER_LOG = logging.getLogger("uvicorn.error")
-_SERVER_ERROR_HEADERS = [
+_SERVER_ERROR_HEADERS = (
     (b"content-type", b"text/plain; charset=utf-8"),
     (b"content-length", b"21"),
     (b"connection", b"close"),
-]
+)
 _REASONS = {status.value: status.phrase for status in HTTPStatus}  # the phrases uvicorn sends
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
 _FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # RFC 9110's, as aiohttp 3.14 refuses
