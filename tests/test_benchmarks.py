@@ -372,3 +372,18 @@ def test_a_ruff_shim_with_no_interpreter_behind_it_is_left_out(bench, tmp_path: 
         "skipped ruff_cold: it failed: ruff printed what cannot be read "
         "(ValueError(\"no 'Found N errors.' or 'All checks passed!' line\"))"
     ]
+
+
+def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None:
+    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "lsp_latency.py"), "--repo", str(demo), "--edits", "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "first analysis (didOpen)" in done.stdout
+    assert "re-diagnose after an edit, cpu: median" in done.stdout
+    assert "x the 20 ms target" in done.stdout

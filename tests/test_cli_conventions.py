@@ -595,7 +595,7 @@ def test_the_command_list_gives_each_command_a_whole_sentence(demo: Path) -> Non
     top = run("--help", cwd=demo).stdout
     listed = top.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
 
-    assert [line.split()[0] for line in listed] == ["agents", "explain", "fix", "helper", "scan"]
+    assert [line.split()[0] for line in listed] == ["agents", "explain", "fix", "helper", "scan", "server"]
     for line in listed:  # click cuts a long first sentence, or one with "e.g.", to "..."
         assert line.endswith(".") and not line.endswith("..."), line
 
