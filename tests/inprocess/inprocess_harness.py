@@ -498,8 +498,8 @@ class FullAgent(Agent):
         return await self.episode(body, request, response)
 
     async def finish_later(self, probe: dict[str, Any]) -> None:
-        """A background task: runs after the response is sent."""
-        await asyncio.sleep(0.2)
+        """A background task: runs after the response is sent, until the test releases it."""
+        await probe["release"].wait()
         probe["finished"] = True
 
 

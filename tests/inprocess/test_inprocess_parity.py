@@ -790,10 +790,11 @@ def test_background_tasks_run_after_the_answer_alike(host: Host) -> None:
     async def go() -> dict[str, dict[str, Any]]:
         seen = {}
         for mode in MODES:
-            probe: dict[str, Any] = {}
+            probe: dict[str, Any] = {"release": asyncio.Event()}
             agent.probes["background"] = probe
             response = await agent.self_call(mode, url_path="/v1/responses", json={"input": "background"})
             seen[mode] = {"status": response.status, "finished_when_answered": probe.get("finished", False)}
+            probe["release"].set()  # the task runs on after the answer, to its end
             await until(lambda probe=probe: probe.get("finished", False))
         return seen
 
