@@ -14,7 +14,11 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from typing import Any
 
-BASE_MODULES = ("nemo_gym.base_responses_api_agent", "nemo_gym.agents.base_responses_api_agent")
+BASE_MODULES = (
+    "nemo_gym.base_responses_api_agent",
+    "nemo_gym.agents.base_responses_api_agent",
+    "nemo_gym.agents.base",
+)
 BASE_CLASSES = ("SimpleResponsesAPIAgent", "BaseResponsesAPIAgent")
 
 DEFAULT_TEST_PATTERNS = ("tests/", "test_*.py", "*_test.py", "conftest.py")

@@ -114,6 +114,7 @@ class AgentInfo:
     line: int
     bases: tuple[str, ...]
     instances: tuple[str, ...]
+    recognised: str = ""  # how the class is known to be an agent: a configured base, or the route it serves
 
 
 _AT = re.compile(r" at line (\d+)(?:, column (\d+))?")

@@ -8,9 +8,13 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 
 from .calls import CLIENT_METHODS
-from .expr import Call
+from .expr import Alt, Attr, Call, Expr, Name
 from .facts import Binding, FunctionFacts
-from .index import ClassRef, External, FunctionRef, Index
+from .index import ClassRef, ConstRef, External, FunctionRef, Index
+from .limits import LIMITS
+
+# Where a class serves the agent route: the place (path, line) of the registration, or None.
+Serves = Callable[[ClassRef], "tuple[str, int] | None"]
 
 
 class Hierarchy:
@@ -19,10 +23,14 @@ class Hierarchy:
         index: Index,
         agent_bases: frozenset[str],
         find_subclasses: Callable[[str], list[str]] | None = None,
+        serves: Serves | None = None,
     ):
         self.index = index
         self.agent_bases = agent_bases
         self.find_subclasses = find_subclasses  # a scoped run: the files that may subclass a name
+        # An agent is known by what it serves: a class whose own server setup registers the agent
+        # route (and is no model server) is an agent base whatever its name.
+        self.serves = serves
         self._bases_memo: dict[ClassRef, list[ClassRef | str]] = {}
         self._mro_memo: dict[ClassRef, list[ClassRef]] = {}
         self._agent_memo: dict[ClassRef, bool] = {}
@@ -36,12 +44,30 @@ class Hierarchy:
             for base in klass.bases if klass else ():
                 if isinstance(base, Call):  # Generic[...] parametrisations and the like
                     continue
-                for symbol in self.index.candidates(ref.path, base):
+                for symbol in self._through_aliases(ref.path, base):
                     value = symbol.dotted if isinstance(symbol, External) else symbol
                     if isinstance(value, (ClassRef, str)) and value not in result:
                         result.append(value)
             self._bases_memo[ref] = result
         return self._bases_memo[ref]
+
+    def _through_aliases(self, path: str, base: Expr) -> list:
+        """What a base expression names, a module-level alias (`AgentBase = mod.SimpleAgent`)
+        followed to the class it binds."""
+        found = []
+        pending = [(path, base, 0)]
+        while pending:
+            where, expr, depth = pending.pop()
+            for symbol in self.index.candidates(where, expr):
+                if isinstance(symbol, ConstRef) and depth < LIMITS.import_depth:
+                    for option in symbol.binding.expr.options if isinstance(symbol.binding.expr, Alt) else (
+                        symbol.binding.expr,
+                    ):
+                        if isinstance(option, (Name, Attr)):
+                            pending.append((symbol.path, option, depth + 1))
+                elif symbol not in found:
+                    found.append(symbol)
+        return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
         """Project classes in method-resolution order (depth first, left to right, no repeats)."""
@@ -73,9 +99,13 @@ class Hierarchy:
             bases = self.bases(current)
             if expanded:
                 on_path.discard(current)
-                memo[current] = self.index.qualname(current) in self.agent_bases or any(
-                    base in self.agent_bases if isinstance(base, str) else memo.get(base, False)
-                    for base in bases
+                memo[current] = (
+                    self.index.qualname(current) in self.agent_bases
+                    or any(
+                        base in self.agent_bases if isinstance(base, str) else memo.get(base, False)
+                        for base in bases
+                    )
+                    or (self.serves is not None and self.serves(current) is not None)
                 )
                 continue
             on_path.add(current)
@@ -84,6 +114,20 @@ class Hierarchy:
                 (b, False) for b in bases if isinstance(b, ClassRef) and b not in memo and b not in on_path
             )
         return memo[ref]
+
+    def recognised(self, ref: ClassRef) -> str:
+        """How the class was recognised as an agent, for the inventory."""
+        for owner in self.mro(ref):
+            name = self.index.qualname(owner)
+            if owner != ref and name in self.agent_bases:
+                return f"subclass of {name}"
+            for base in self.bases(owner):
+                if isinstance(base, str) and base in self.agent_bases:
+                    return f"subclass of {base}"
+            where = self.serves(owner) if self.serves is not None else None
+            if where is not None:
+                return f"serves its route (registered at {where[0]}:{where[1]})"
+        return "configured agent base"
 
     def is_agent_class(self, ref: ClassRef) -> bool:
         """An agent class of the project (the configured base classes themselves are not)."""

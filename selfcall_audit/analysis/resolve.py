@@ -29,7 +29,7 @@ class Resolver:
         self,
         hierarchy: Hierarchy,
         settings: Settings,
-        instances: list[AgentInstance],
+        instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
     ):
         self.hierarchy = hierarchy
@@ -39,6 +39,8 @@ class Resolver:
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
+        if hierarchy.serves is None:  # agents are known by the routes they serve, too
+            hierarchy.serves = self.deployment.serves_agent_route
 
     @property
     def posters(self) -> dict[str, bool]:

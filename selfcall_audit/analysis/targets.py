@@ -38,13 +38,14 @@ class Targets:
         named: Callable[[str], list[str]],
         store: FactsStore,
         agent_bases: Iterable[str],
+        route: str,
     ):
         self.sources = sources
         self.read = read
         self.peek = peek
         self.named = named
         self.store = store
-        self.tokens = base_tokens(agent_bases)
+        self.tokens = base_tokens(agent_bases, route)
 
     def whole(self, hierarchy: Hierarchy) -> tuple[list[str], list[list[str]], list[set[str]]]:
         """Prefilter to a fixpoint. The modules to report on, the files each round parsed (the

@@ -143,11 +143,16 @@ class FunctionWalker:
                 self.body(node.body)
             case ast.FunctionDef() | ast.AsyncFunctionDef():
                 self.context = "decorator"
+                # a closure made by `@functools.wraps(handler)` stands for the handler it wraps
+                # (a route registered with it reaches that handler)
+                wrapped: Expr = UNKNOWN
                 for decorator in node.decorator_list:
-                    self.expr(decorator)
+                    value = self.expr(decorator)
+                    if isinstance(value, Call) and _dotted_tail(value.func) == "wraps":
+                        wrapped = value
                 self.context = "expression"
                 self.nested_function(node.args, node.body)
-                self.env[node.name] = (UNKNOWN, node.lineno)
+                self.env[node.name] = (wrapped, node.lineno)
             case ast.ClassDef():
                 self.m.nested_class(node)  # a class built by a factory function is a class all the same
                 self.env[node.name] = (UNKNOWN, node.lineno)
@@ -381,3 +386,8 @@ def param_names(args: ast.arguments) -> set[str]:
     names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     return names
+
+
+def _dotted_tail(expr: Expr) -> str | None:
+    """The last name of a callee written as a name or an attribute (`functools.wraps`: `wraps`)."""
+    return expr.attr if isinstance(expr, Attr) else expr.name if isinstance(expr, Name) else None
