@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
+from math import inf
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -32,7 +33,7 @@ from .expr import (
     str_format,
     str_join,
 )
-from .facts import CallFact, FunctionFacts, inlined_calls
+from .facts import Binding, CallFact, FunctionFacts, inlined_calls
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
@@ -164,6 +165,10 @@ class Evaluator:
                     return None
                 owner, binding = found
                 ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{attr}` is bound here"))
+                if isinstance(binding.expr, Param):
+                    keyword = self._class_keyword(owner, binding, ctx.cls)
+                    if keyword is not None:
+                        return keyword
                 return qualify(binding.expr, owner.path, {}), ctx  # a stored parameter is unknown here
             case Name() | Global() | Attr():
                 pass
@@ -182,6 +187,25 @@ class Evaluator:
                         )
                         return binding.expr, ctx.inside(cls.path, None)
         return None
+
+    def _class_keyword(self, owner: ClassRef, binding: Binding, cls: ClassRef) -> tuple[Expr, Ctx] | None:
+        """`cls.attr = param` in `owner.__init_subclass__`: for the class `cls`, what its class
+        statement passes (`class A(Base, route="/x")`), else the parameter's default."""
+        found = self.hierarchy.method(owner, "__init_subclass__")
+        klass = self.index.klass(owner)
+        if found is None or found[0] != owner or klass is None or cls == owner:
+            return None
+        init = found[1]
+        end = min((m.line for m in klass.methods if m.line > init.line), default=inf)
+        if not init.line < binding.line < end:
+            return None
+        name = binding.expr.name  # type: ignore[union-attr]
+        concrete = self.index.klass(cls)
+        given = dict(concrete.keywords) if concrete else {}
+        if name in given:
+            return given[name], Ctx(cls.path, cls)
+        default = dict(init.defaults).get(name)
+        return (qualify(default, owner.path, {}), Ctx(owner.path, cls)) if default is not None else None
 
     # paths ----------------------------------------------------------------------------------
     def path(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Path]:

@@ -111,7 +111,13 @@ class Expander:
             if held is None:
                 return []
             target, fields = held
-        return self._through_helper(call, target, *(arguments or inlined_arguments(call, function)), fields)
+        return self._through_helper(
+            call,
+            target,
+            *(arguments or inlined_arguments(call, function)),
+            fields,
+            ctx.cls if fields is None else None,
+        )
 
     def _stored_callable(self, func: Expr, ctx: Ctx) -> Expr:
         """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`
@@ -213,6 +219,7 @@ class Expander:
         args: tuple[Expr, ...],
         raw_kwargs: tuple,
         fields: dict[str, Expr] | None = None,
+        caller: ClassRef | None = None,
     ) -> list[ClientCall]:
         """Client calls inside a helper that depend on its parameters, seen from this call; with
         `fields`, the helper is a method of an object the caller built, and what the construction
@@ -221,7 +228,14 @@ class Expander:
         function = self.hierarchy.function(target)
         if function is None:
             return []
-        owner = ClassRef(target.path, target.owner) if target.owner else None
+        # a method reached through `self` runs with the caller's `self` (the concrete agent)
+        owner = (
+            caller
+            if via_self and caller is not None
+            else ClassRef(target.path, target.owner)
+            if target.owner
+            else None
+        )
         inner_calls = self.client_calls(function, target, owner)
         if fields is not None:
             inner_calls = [c for inner in inner_calls if (c := _on_fields(inner, fields)) is not None]

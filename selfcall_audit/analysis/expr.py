@@ -160,6 +160,13 @@ def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     return expr if _same(new, old) else cls(new)
 
 
+def children(expr: Expr) -> list[Expr]:
+    """The direct sub-expressions of a node."""
+    found: list[Expr] = []
+    map_children(expr, lambda child: found.append(child) or child)
+    return found
+
+
 def _same(new: tuple, old: tuple, pairs: bool = False) -> bool:
     if pairs:
         return all(a[1] is b[1] for a, b in zip(new, old))

@@ -60,6 +60,7 @@ class ClassFacts:
     constants: tuple[Binding, ...]
     instance_attrs: tuple[Binding, ...]
     methods: tuple[FunctionFacts, ...]
+    keywords: tuple[tuple[str, Expr], ...] = ()  # of the class statement, read by `__init_subclass__`
 
 
 @dataclass(frozen=True)
@@ -213,8 +214,11 @@ class ModuleExtractor:
             Binding(name, merge([b.expr for b in bindings]), bindings[0].line)
             for name, bindings in instance_attrs.items()
         )
+        keywords = tuple(
+            (k.arg, prune(outer.expr(k.value))) for k in node.keywords if k.arg and k.arg != "metaclass"
+        )
         return ClassFacts(
-            node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods)
+            node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods), keywords
         )
 
     def module(self, tree: ast.Module) -> ModuleFacts:

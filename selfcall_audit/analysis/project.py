@@ -266,7 +266,13 @@ class Project:
             fingerprints.of(files.configs) if fingerprints else None, background=whole
         )
         chosen = Targets(
-            files.sources, self.read, self._bytes.get, indexes.naming, store, settings.agent_bases, settings.route
+            files.sources,
+            self.read,
+            self._bytes.get,
+            indexes.naming,
+            store,
+            settings.agent_bases,
+            settings.route,
         )
         targets = None
         indexed: Callable[[], None] | None = None
