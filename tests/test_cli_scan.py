@@ -429,7 +429,11 @@ def test_agent_bases_setting_names_other_base_classes(cli, tmp_path: Path) -> No
 
     _, report = scan_json(cli, project)
 
-    assert triples(report) == [["SCA001", "responses_api_agents/lookalike_agent/app.py", 10]]
+    # the setting adds names; the in-repo base still serves `/v1/responses`, so its subclass stays an agent
+    assert triples(report) == [
+        ["SCA001", "responses_api_agents/echo_agent/app.py", 10],
+        ["SCA001", "responses_api_agents/lookalike_agent/app.py", 10],
+    ]
 
 
 def test_config_option_reads_another_settings_file(cli, tmp_path: Path) -> None:
@@ -516,12 +520,23 @@ def test_agents_json_lists_every_agent_class_with_instances_and_self_calls(cli) 
         "line": 17,
         "bases": ["nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"],
         "instances": ["simple_agent"],
+        "recognised": "subclass of nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent",
         "self_calls": 1,
     }
     assert rows["JudgeAgent"]["instances"] == ["judge_agent", "judge_agent_self_critique"]
     assert rows["ReActAgent"]["bases"] == ["responses_api_agents.langchain_agent.app.GraphAgentAdapter"]
     assert rows["ReActAgent"]["instances"] == ["react_agent"]
+    assert rows["ReActAgent"]["recognised"] == "subclass of nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"
     assert (rows["RemoteAgent"]["self_calls"], rows["SWEAgent"]["self_calls"]) == (2, 0)
+
+
+def test_agents_json_says_an_agent_known_by_its_route_serves_it(cli) -> None:
+    result = cli("agents", "--format", "json", "--no-cache", FIXTURES / "shape-agents-by-routes")
+
+    rows = {row["agent"]: row for row in json.loads(result.stdout)["agents"]}
+    assert rows["EchoHarness"]["recognised"] == "serves its route (registered at harness/serving.py:9)"
+    assert rows["AliasAgent"]["bases"] == ["nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"]
+    assert "EchoModel" not in rows and "RolloutProcessor" not in rows
 
 
 def test_agents_text_is_a_table(cli, monkeypatch) -> None:

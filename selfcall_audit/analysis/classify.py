@@ -29,7 +29,6 @@ from .evaluate import (
     Server,
 )
 from .expand import ClientCall
-from .expr import Str
 from .index import ClassRef
 
 
@@ -103,13 +102,12 @@ class Classifier:
             Evidence(site_path, line, f"`{name}` is bound here") for name, line, _ in call.site.aliases
         )
         evidence.extend(ctx.evidence)
-        method = call.http_method
+        method = self.evaluator.http_method(call.http_method, ctx)
         if all(r and r <= family for r in reached):
-            match method:
-                case Str(text) if text.upper() == "POST":
-                    return verdict("SCA001", main)
-                case Str(text):
-                    return verdict("SCA002", f"{text.upper()} {main}")
+            if method == "POST":
+                return verdict("SCA001", main)
+            if method is not None:
+                return verdict("SCA002", f"{method} {main}")
             return verdict("SCA003", f"its own {main} with a method that cannot be resolved")
         if all(HOLE not in alt for alt in paths):
             names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]

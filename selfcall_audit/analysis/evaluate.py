@@ -19,11 +19,14 @@ from .expr import (
     Alt,
     Attr,
     Call,
+    Const,
     DictOf,
     Expr,
     Global,
+    Item,
     Join,
     Name,
+    Or,
     Param,
     SelfRef,
     Seq,
@@ -54,6 +57,11 @@ PathPart = str | Marker
 Path = tuple[PathPart, ...]
 
 _PATH_JOINS = (External("os.path.join"), External("posixpath.join"))
+_PATH_CLASSES = tuple(
+    External(f"pathlib.{name}") for name in ("PurePosixPath", "PurePath", "Path", "PosixPath")
+)
+_ENVIRONMENT = (External("os.environ.get"), External("os.getenv"))
+_DUMPS = frozenset({"model_dump", "dict"})  # a pydantic config as a dict
 _CONFIG = Attr(SELF, "config")
 
 
@@ -157,9 +165,18 @@ class Evaluator:
                 Call(Name("type"), (SelfRef(),)) | Attr(SelfRef(), "__class__"), attr
             ):  # `type(self).X`
                 return self.constant(Attr(SELF, attr), ctx)
+            case Item(base, key):  # `ROUTES["answer"]`: a dict written in place
+                found = self.constant(base, ctx)
+                if found is not None and isinstance(found[0], DictOf):
+                    value = dict(found[0].items).get(key)
+                    return (value, found[1]) if value is not None else None
+                return None
             case Attr(SelfRef(), attr) if ctx.cls is not None:
                 if attr in ("config", "server_client"):
                     return None
+                read = self.property_value(attr, ctx)
+                if read is not None:
+                    return read
                 found = self.hierarchy.class_binding(ctx.cls, attr)
                 if found is None:
                     return None
@@ -187,6 +204,15 @@ class Evaluator:
                         )
                         return binding.expr, ctx.inside(cls.path, None)
         return None
+
+    def property_value(self, attr: str, ctx: Ctx) -> tuple[Expr, Ctx] | None:
+        """`self.attr` where the agent's class defines `attr` as a property: what it returns."""
+        found = self.hierarchy.method(ctx.cls, attr) if ctx.cls is not None else None
+        if found is None or not found[1].is_property or found[1].returns == UNKNOWN:
+            return None
+        owner, function = found
+        ctx.evidence.append(Evidence(owner.path, function.line, f"property `{attr}` is defined here"))
+        return qualify(inline(function.returns, function.locals), owner.path, {}), ctx
 
     def _class_keyword(self, owner: ClassRef, binding: Binding, cls: ClassRef) -> tuple[Expr, Ctx] | None:
         """`cls.attr = param` in `owner.__init_subclass__`: for the class `cls`, what its class
@@ -221,7 +247,7 @@ class Evaluator:
                 options = [self.path(part, ctx, depth + 1) for part in parts]
                 combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
                 return combined if len(combined) <= LIMITS.alternatives else [(HOLE,)]
-            case Alt(options):
+            case Alt(options) | Or(options):
                 return [alt for option in options for alt in self.path(option, ctx, depth + 1)][
                     : LIMITS.alternatives
                 ]
@@ -253,6 +279,11 @@ class Evaluator:
             and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
         ):
             return self._path_join(expr.args, ctx, depth)
+        if isinstance(callee, Name) and callee.name == "str" and len(expr.args) == 1:
+            return self.path(expr.args[0], ctx, depth + 1)
+        parts = self._path_object(expr, ctx)
+        if parts is not None:  # `PurePosixPath("/v1") / "responses"`
+            return self._path_join(parts, ctx, depth)
         match callee, expr.args:
             case Attr(base, "rstrip" | "lstrip" | "strip" as strip), () | (Str(),):  # `path.rstrip("/")`
                 chars = expr.args[0].text if expr.args else None  # type: ignore[union-attr]
@@ -273,6 +304,19 @@ class Evaluator:
         if returned is None:
             return [(HOLE,)]
         return self.path(returned[0], returned[1], depth + 1)
+
+    def _path_object(self, expr: Expr, ctx: Ctx) -> tuple[Expr, ...] | None:
+        """The parts a `pathlib` pure path is built from (`PurePosixPath(a, b)`, `.joinpath(c)`
+        and `/ d`), None if the expression is not one."""
+        match expr:
+            case Call(Attr(inner, "joinpath"), args):
+                parts = self._path_object(inner, ctx)
+                return (*parts, *args) if parts is not None else None
+            case Call(Name() | Global() | Attr() as func, args) if (
+                self.index.lookup_dotted(ctx.path, func) in _PATH_CLASSES
+            ):
+                return args
+        return None
 
     def _path_join(self, args: tuple[Expr, ...], ctx: Ctx, depth: int) -> list[Path]:
         """`posixpath.join`: a `/` between parts, and an absolute part starts over."""
@@ -337,6 +381,9 @@ class Evaluator:
             case Param() | Attr(_, "server_client"):
                 return True
             case Attr(SelfRef(), attr) if ctx.cls is not None:
+                read = self.property_value(attr, ctx)  # `@property def client(self): return ...`
+                if read is not None:
+                    return isinstance(read[0], Attr) and self.is_client(read[0], ctx)
                 found = self.hierarchy.class_binding(ctx.cls, attr)
                 return (
                     found is not None
@@ -353,14 +400,27 @@ class Evaluator:
         match expr:
             case Alt(options):
                 return [alt for option in options for alt in self.server(option, ctx, depth + 1)]
+            case Or(options):
+                return self._first_set(options, ctx, depth)
             case Param():
                 return [FromParam()]
-            case Attr(owner, "name") if owner == _CONFIG:
+            case Attr(owner, "name") | Item(Call(Attr(owner, "model_dump" | "dict")), "name") if (
+                owner == _CONFIG
+            ):
                 return [OwnName()]
             case Attr(Attr(config, key), "name") if config == _CONFIG:
                 return [ConfigRef(key)]
+            case Attr(Item(Attr(config, key), member), "name") if config == _CONFIG:
+                return [ConfigRef(f"{key}.{member}")]  # a mapping of references: `participants["a"]`
+            case Item(Item(Call(Attr(config, dump)), key), "name") if config == _CONFIG and dump in _DUMPS:
+                return [ConfigRef(key)]
             case Str() | Join():
                 return [_literal(alt) for alt in self.path(expr, ctx, depth + 1)]
+            case Call(func, (_, default)) if (
+                isinstance(func, (Name, Global, Attr))
+                and self.index.lookup_dotted(ctx.path, func) in _ENVIRONMENT
+            ):  # `os.environ.get(VAR, self.config.name)`: the default unless the variable is set
+                return self._first_set((UNKNOWN, default), ctx, depth)
             case Call():
                 returned = self.returned(expr, ctx)
                 if returned is not None:
@@ -378,6 +438,32 @@ class Evaluator:
                     )
                     return self.server(Attr(_CONFIG, attr), ctx, depth + 1)
         return [Unresolved()]
+
+    def _first_set(self, options: tuple[Expr, ...], ctx: Ctx, depth: int) -> list[Server]:
+        """`a or b`: the first option that names a server; one that cannot be resolved (an
+        optional override, an environment variable) is taken as not set, as it is by default."""
+        unset = False
+        for option in options:
+            if isinstance(option, Const):  # `None`, `""`: not set
+                continue
+            found = self.server(option, ctx, depth + 1)
+            if not found:
+                continue
+            if all(isinstance(s, Unresolved) for s in found):
+                unset = True
+                continue
+            return found
+        return [Unresolved()] if unset else []
+
+    def http_method(self, expr: Expr, ctx: Ctx) -> str | None:
+        """The HTTP method a client call uses, when it is one text (`"POST"`, `Method.POST`,
+        `http.HTTPMethod.POST`)."""
+        if isinstance(expr, (Name, Global, Attr)):
+            found = self.index.lookup_dotted(ctx.path, expr)
+            if isinstance(found, External) and found.dotted.startswith("http.HTTPMethod."):
+                return found.dotted.rsplit(".", 1)[1]
+        texts = {"".join(alt) for alt in self.path(expr, ctx) if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
+        return texts.pop().upper() if len(texts) == 1 and len(self.path(expr, ctx)) == 1 else None
 
 
 def _strip(alternative: Path, how: str, chars: str | None) -> Path:

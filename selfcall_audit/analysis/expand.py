@@ -121,12 +121,26 @@ class Expander:
 
     def _stored_callable(self, func: Expr, ctx: Ctx) -> Expr:
         """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`
-        or `self._post = self.server_client.post`: the stored value is what is called."""
+        or `self._post = self.server_client.post`, or a property returns it: the stored value is
+        what is called. `getattr(client, VERB)` with a known verb is `client.post`."""
         match func:
-            case Attr(SelfRef(), attr) if ctx.cls is not None and not self.hierarchy.method(ctx.cls, attr):
+            case Attr(SelfRef(), attr) if ctx.cls is not None:
+                read = self.evaluator.property_value(attr, ctx)
+                if read is not None and isinstance(read[0], (Attr, Call)):
+                    return read[0]
+                if self.hierarchy.method(ctx.cls, attr):
+                    return func
                 found = self.hierarchy.class_binding(ctx.cls, attr)
                 if found is not None and isinstance(found[1].expr, (Attr, Call)):
                     return qualify(found[1].expr, found[0].path, {})
+            case Call(Name("getattr"), (receiver, verb)):
+                names = {
+                    "".join(alt)
+                    for alt in self.evaluator.path(verb, ctx)
+                    if all(isinstance(p, str) for p in alt)
+                }  # type: ignore[arg-type]
+                if len(names) == 1 and (name := names.pop()) in CLIENT_METHODS:
+                    return Attr(receiver, name)
         return func
 
     def _direct(

@@ -117,6 +117,21 @@ class Alt(_Node):
 
 
 @dataclass(frozen=True, slots=True)
+class Item(_Node):
+    """A subscript with a string key: `ROUTES["answer"]`, `self.config.participants["proposer"]`."""
+
+    base: Expr
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Or(_Node):
+    """`a or b`: the first value that is set, the last one when none before it is."""
+
+    options: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Local(_Node):
     """The value bound to a local variable: `FunctionFacts.locals[index]`."""
 
@@ -124,7 +139,22 @@ class Local(_Node):
 
 
 Expr = (
-    Unknown | Str | Const | Join | Name | Global | Param | SelfRef | Attr | Call | DictOf | Seq | Alt | Local
+    Unknown
+    | Str
+    | Const
+    | Join
+    | Name
+    | Global
+    | Param
+    | SelfRef
+    | Attr
+    | Call
+    | DictOf
+    | Seq
+    | Alt
+    | Local
+    | Item
+    | Or
 )
 
 _LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
@@ -145,6 +175,9 @@ def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     if cls is Attr:
         base = fn(expr.base)  # type: ignore[union-attr]
         return expr if base is expr.base else Attr(base, expr.attr)  # type: ignore[union-attr]
+    if cls is Item:
+        base = fn(expr.base)  # type: ignore[union-attr]
+        return expr if base is expr.base else Item(base, expr.key)  # type: ignore[union-attr]
     if cls is Call:
         func = fn(expr.func)  # type: ignore[union-attr]
         args = tuple(map(fn, expr.args))  # type: ignore[union-attr]
@@ -257,7 +290,7 @@ def contains(expr: Expr, kind: type) -> bool:
         return True
     if cls in _LEAVES:
         return False
-    if cls is Attr:
+    if cls is Attr or cls is Item:
         return contains(expr.base, kind)  # type: ignore[union-attr]
     if cls is Call:
         return (
@@ -347,6 +380,8 @@ _NODES: tuple[type, ...] = (
     Seq,
     Alt,
     Local,
+    Item,
+    Or,
 )
 _TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}

@@ -50,6 +50,7 @@ class FunctionFacts:
     calls: tuple[CallFact, ...]
     locals: tuple[Expr, ...] = ()  # values of local bindings, referred to by `Local(index)`
     returns: Expr = UNKNOWN  # what the function returns: one value or alternatives
+    is_property: bool = False  # `@property` / `@cached_property`: read as an attribute
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ class ModuleExtractor:
             tuple(walker.calls),
             tuple(walker.locals),
             prune(merge(walker.returns)) if walker.returns else UNKNOWN,
+            is_method and any(_decorator_name(d) in _PROPERTIES for d in node.decorator_list),
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
@@ -251,6 +253,14 @@ class ModuleExtractor:
             served=tuple(served),
             noqa=_noqa_lines(self.source),
         )
+
+
+_PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    """`property`, `functools.cached_property`: the decorator's last name."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
 def _is_main_guard(test: ast.expr) -> bool:

@@ -16,9 +16,11 @@ from .expr import (
     Const,
     DictOf,
     Expr,
+    Item,
     Join,
     Local,
     Name,
+    Or,
     Param,
     Seq,
     Str,
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
 _SCALARS = (bool, int, float)
-_OPAQUE = frozenset({ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
+_OPAQUE = frozenset({ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
 
 
 @dataclass(frozen=True)
@@ -265,6 +267,12 @@ class FunctionWalker:
                     self.expr(child)
             return UNKNOWN
         match node:
+            case ast.Subscript(value=value, slice=ast.Constant(value=str() as key)):  # `ROUTES["answer"]`
+                return Item(self.expr(value), key)
+            case ast.Subscript(value=value, slice=key):
+                self.expr(value)
+                self.expr(key)
+                return UNKNOWN
             case ast.Await(value=value):
                 return self.expr(value, in_with)
             case ast.JoinedStr(values=values):
@@ -275,6 +283,9 @@ class FunctionWalker:
                     return Join((left_value, right_value))
                 if isinstance(op, ast.Mod) and isinstance(left_value, Str):
                     return percent_format(left_value.text, self.deref(right_value))
+                if isinstance(op, ast.Div) and isinstance(self.deref(left_value), Call):
+                    # `PurePosixPath("/v1") / "responses"`: the path object joined, if it is one
+                    return Call(Attr(left_value, "joinpath"), (right_value,), ())
                 return UNKNOWN
             case ast.List(elts=elements) | ast.Tuple(elts=elements):
                 values = tuple(self.expr(element) for element in elements)
@@ -297,7 +308,7 @@ class FunctionWalker:
                 return merge([self.expr(body), self.expr(orelse)])
             case ast.BoolOp(op=op, values=values):
                 found = [self.expr(v) for v in values]
-                return merge(found) if isinstance(op, ast.Or) else UNKNOWN
+                return Or(tuple(found)) if isinstance(op, ast.Or) else UNKNOWN
             case ast.NamedExpr(target=target, value=value):
                 bound = self.expr(value)
                 self.bind(target, bound, node.lineno)
