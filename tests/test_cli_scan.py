@@ -526,7 +526,10 @@ def test_agents_json_lists_every_agent_class_with_instances_and_self_calls(cli) 
     assert rows["JudgeAgent"]["instances"] == ["judge_agent", "judge_agent_self_critique"]
     assert rows["ReActAgent"]["bases"] == ["responses_api_agents.langchain_agent.app.GraphAgentAdapter"]
     assert rows["ReActAgent"]["instances"] == ["react_agent"]
-    assert rows["ReActAgent"]["recognised"] == "subclass of nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"
+    assert (
+        rows["ReActAgent"]["recognised"]
+        == "subclass of nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"
+    )
     assert (rows["RemoteAgent"]["self_calls"], rows["SWEAgent"]["self_calls"]) == (2, 0)
 
 
