@@ -61,6 +61,7 @@ class CallFact:
     written: tuple[tuple[str | None, str], ...] = ()
     callee: str | None = None  # the callee as written when it is a dotted name: `self.server_client.post`
     context: str = "expression"  # "with": an (async) context manager; "default" / "decorator" of a def
+    not_own: tuple[str, ...] = ()  # parameters a test before the call showed not to be the own name
 
 
 def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:

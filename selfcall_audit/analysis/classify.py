@@ -27,6 +27,8 @@ from .evaluate import (
     OwnName,
     Path,
     Server,
+    names_route_itself,
+    without_params,
 )
 from .expand import ClientCall
 from .index import ClassRef
@@ -51,6 +53,8 @@ class Classifier:
         ctx = Ctx(site_path, site_cls)
         servers = self.evaluator.server(call.server, ctx)
         paths = self.evaluator.path(call.path, ctx)
+        if any(PARAM in alt for alt in paths) and names_route_itself(paths, self.settings.route):
+            paths = without_params(paths)  # the helper names its own route: reported where it posts
         if any(isinstance(s, FromParam) for s in servers) or any(PARAM in alt for alt in paths):
             return None  # a forwarding helper: its callers are checked instead
         evidence: list[Evidence] = list(call.via)

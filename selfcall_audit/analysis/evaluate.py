@@ -466,6 +466,26 @@ class Evaluator:
         return texts.pop().upper() if len(texts) == 1 and len(self.path(expr, ctx)) == 1 else None
 
 
+def names_route_itself(alternatives: list[Path], route: str) -> bool:
+    """Does each alternative end with the route as text, parameters only filling parts before it
+    (`"%s/v1/responses" % prefix`)? Then the function decides the route, not its callers."""
+    main = route.split("?")[0]
+    for alternative in alternatives:
+        tail = []
+        for part in reversed(alternative):
+            if not isinstance(part, str):
+                break
+            tail.append(part)
+        if not "".join(reversed(tail)).endswith(main):
+            return False
+    return bool(alternatives)
+
+
+def without_params(alternatives: list[Path]) -> list[Path]:
+    """Parameters as unknown parts: any text."""
+    return [tuple(HOLE if part == PARAM else part for part in alternative) for alternative in alternatives]
+
+
 def _strip(alternative: Path, how: str, chars: str | None) -> Path:
     """`str.strip` and its one-sided forms on the text at the ends of a path alternative."""
     parts = list(alternative)

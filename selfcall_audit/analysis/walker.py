@@ -4,7 +4,7 @@ and the calls resolution can use recorded as facts."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact, call_fact, worth_recording
 from .expr import (
@@ -73,11 +73,31 @@ class FunctionWalker:
         self.returns: list[Expr] = []
         self.context = "expression"  # where the expressions being walked sit
         self._aliases: list[tuple[str, int]] = []
+        # parameters known here not to be the agent's own name (`if name == self.config.name:
+        # return await self.responses(...)` before the post): a guarded in-process dispatch
+        self.not_own: frozenset[str] = frozenset()
 
     # statements -----------------------------------------------------------------------
     def body(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
             self.stmt(stmt)
+
+    def _own_name_test(self, test: ast.expr) -> tuple[str | None, bool]:
+        """`param == self.config.name` (or `!=`, `is`, either side): the parameter, and whether
+        the test is for equality."""
+        match test:
+            case ast.Compare(
+                left=ast.Name() | ast.Attribute() as left,
+                ops=[ast.Eq() | ast.Is() | ast.NotEq() | ast.IsNot() as op],
+                comparators=[ast.Name() | ast.Attribute() as right],
+            ):
+                sides = [self.expr(left), self.expr(right)]  # names and attributes: no call walked twice
+                own = Attr(Attr(SELF, "config"), "name")
+                if own in sides:
+                    other = sides[1 - sides.index(own)]
+                    if isinstance(other, Param):
+                        return other.name, isinstance(op, (ast.Eq, ast.Is))
+        return None, False
 
     def _branches(self, bodies: list[list[ast.stmt]], keep_base: bool) -> None:
         """Walk alternative bodies from the same start and merge what they bind."""
@@ -87,6 +107,10 @@ class FunctionWalker:
             self.env = dict(start)
             self.body(stmts)
             ends.append(self.env)
+        self._branches_end(start, ends)
+
+    def _branches_end(self, start: Env, ends: list[Env]) -> None:
+        """Merge the bindings alternative bodies ended with."""
         # Only the names some branch bound, rebound or dropped need merging: a function's other
         # locals (most of them, in a long function) keep the binding they came in with.
         touched = {name for env in ends for name, binding in env.items() if start.get(name) is not binding}
@@ -123,7 +147,21 @@ class FunctionWalker:
                     self.bind(target, UNKNOWN, node.lineno)
             case ast.If(test=test, body=body, orelse=orelse):
                 self.expr(test)
-                self._branches([body, orelse], keep_base=False)
+                guarded, equal = self._own_name_test(test)
+                if guarded is None:
+                    self._branches([body, orelse], keep_base=False)
+                    return
+                before, start = self.not_own, self.env
+                ends = []
+                for stmts, other in ((body, not equal), (orelse, equal)):
+                    self.env, self.not_own = dict(start), before | {guarded} if other else before
+                    self.body(stmts)
+                    ends.append(self.env)
+                self.env = start
+                self._branches_end(start, ends)
+                # past an `if name == own: return ...`, the name is another server's
+                leaves = bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+                self.not_own = before | {guarded} if equal and leaves else before
             case ast.For() | ast.AsyncFor():
                 self.expr(node.iter)
                 self.bind(node.target, UNKNOWN, node.lineno)
@@ -189,6 +227,7 @@ class FunctionWalker:
         self.env = {k: v for k, v in self.env.items() if k not in shadow}
         self.params = self.params - shadow
         inner = FunctionWalker(self.m, self.params, self.self_param, self.env, self.shadowed | shadow)
+        inner.not_own = self.not_own - shadow
         inner.calls = self.calls
         inner.locals = self.locals
         if isinstance(body, list):
@@ -389,7 +428,8 @@ class FunctionWalker:
                 return str_join(func.base.text, items)  # type: ignore[union-attr]
         if worth_recording(callee, args, kwargs):
             context = "with" if in_with else self.context
-            self.calls.append(call_fact(node, self.m.position, func, args, kwargs, client, feeds, context))
+            fact = call_fact(node, self.m.position, func, args, kwargs, client, feeds, context)
+            self.calls.append(replace(fact, not_own=tuple(sorted(self.not_own))) if self.not_own else fact)
         return Call(func, tuple(args), kwargs)
 
 
