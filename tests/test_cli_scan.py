@@ -542,6 +542,13 @@ def test_agents_json_says_an_agent_known_by_its_route_serves_it(cli) -> None:
     assert "EchoModel" not in rows and "RolloutProcessor" not in rows
 
 
+def test_a_path_is_shown_as_it_is_built_each_unknown_part_named(cli) -> None:
+    _, report = scan_json(cli, FIXTURES / "shape-helper-posts-own-route")
+
+    messages = {f["line"]: f["message"] for f in report["findings"]}
+    assert "/v1/sessions/{session_id}/close (a path that cannot be resolved statically)" in messages[35]
+
+
 def test_agents_text_is_a_table(cli, monkeypatch) -> None:
     monkeypatch.chdir(DEMO)
     result = cli("agents", "--no-cache", "--format", "text", DEMO)

@@ -125,7 +125,11 @@ class Classifier:
 
 def path_text(alternative: Path) -> str:
     """A path alternative as a user reads it: unknown parts shown as `{?}`."""
-    text = "".join(part if isinstance(part, str) else "{?}" for part in alternative if part != PREFIX)
+    text = "".join(
+        part if isinstance(part, str) else f"{{{part.label or '?'}}}"
+        for part in alternative
+        if part != PREFIX
+    )
     return text or "{?}"
 
 

@@ -26,6 +26,7 @@ from .expr import (
     Item,
     Join,
     Name,
+    Named,
     Or,
     Param,
     SelfRef,
@@ -44,9 +45,11 @@ from .limits import LIMITS
 
 @dataclass(frozen=True)
 class Marker:
-    """A part of an evaluated path that is not text."""
+    """A part of an evaluated path that is not text; `label` is the expression written there,
+    shown to users (markers of one kind are equal whatever their label)."""
 
     name: str
+    label: str = field(default="", compare=False)
 
 
 HOLE = Marker("unknown")  # any text
@@ -57,6 +60,7 @@ PathPart = str | Marker
 Path = tuple[PathPart, ...]
 
 _PATH_JOINS = (External("os.path.join"), External("posixpath.join"))
+_PREFIX_BUILDER = "rollout_path_prefix"  # upstream's: "" or `/ng-rollout/{rollout_id}` for an id
 _PATH_CLASSES = tuple(
     External(f"pathlib.{name}") for name in ("PurePosixPath", "PurePath", "Path", "PosixPath")
 )
@@ -241,8 +245,10 @@ class Evaluator:
         match expr:
             case Str(text):
                 return [(text,)]
-            case Param():
-                return [(PARAM,)]
+            case Param(name):
+                return [(Marker(PARAM.name, name),)]
+            case Named(label, value):
+                return _named(label, self.path(value, ctx, depth + 1))
             case Join(parts):
                 options = [self.path(part, ctx, depth + 1) for part in parts]
                 combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
@@ -269,6 +275,11 @@ class Evaluator:
             if isinstance(callee, (Name, Global))
             else None
         )
+        if name == _PREFIX_BUILDER:  # builds the prefix from a rollout id, not from a path
+            returned = self.returned(expr, ctx)
+            if returned is not None:
+                return self.path(returned[0], returned[1], depth + 1)
+            return [(), ("/ng-rollout/", Marker(HOLE.name, "rollout_id"))]
         if name in self.settings.route_wrappers:
             first = expr.args[0] if expr.args else dict(expr.kwargs).get("url_path")
             if first is None:
@@ -400,6 +411,8 @@ class Evaluator:
         match expr:
             case Alt(options):
                 return [alt for option in options for alt in self.server(option, ctx, depth + 1)]
+            case Named(_, value):
+                return self.server(value, ctx, depth + 1)
             case Or(options):
                 return self._first_set(options, ctx, depth)
             case Param():
@@ -464,6 +477,17 @@ class Evaluator:
                 return found.dotted.rsplit(".", 1)[1]
         texts = {"".join(alt) for alt in self.path(expr, ctx) if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
         return texts.pop().upper() if len(texts) == 1 and len(self.path(expr, ctx)) == 1 else None
+
+
+def _named(label: str, alternatives: list[Path]) -> list[Path]:
+    """An f-string field's alternatives, as one part named by its expression when none of them
+    can be told and they stay inside one path segment (a rollout id built from several values is
+    `{rollout_id}`, not `{?}-{?}-a{?}`)."""
+    told = [alt for alt in alternatives if all(isinstance(part, str) for part in alt)]
+    if told or any(isinstance(part, str) and "/" in part for alt in alternatives for part in alt):
+        return alternatives
+    kind = PARAM.name if any(PARAM in alt for alt in alternatives) else HOLE.name
+    return [(Marker(kind, label),)]
 
 
 def names_route_itself(alternatives: list[Path], route: str) -> bool:

@@ -132,6 +132,15 @@ class Or(_Node):
 
 
 @dataclass(frozen=True, slots=True)
+class Named(_Node):
+    """A replacement field of an f-string and the expression written there (`{rollout_id}`):
+    how a part the analysis cannot tell is shown."""
+
+    label: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Local(_Node):
     """The value bound to a local variable: `FunctionFacts.locals[index]`."""
 
@@ -155,6 +164,7 @@ Expr = (
     | Local
     | Item
     | Or
+    | Named
 )
 
 _LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
@@ -178,6 +188,9 @@ def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     if cls is Item:
         base = fn(expr.base)  # type: ignore[union-attr]
         return expr if base is expr.base else Item(base, expr.key)  # type: ignore[union-attr]
+    if cls is Named:
+        value = fn(expr.value)  # type: ignore[union-attr]
+        return expr if value is expr.value else Named(expr.label, value)  # type: ignore[union-attr]
     if cls is Call:
         func = fn(expr.func)  # type: ignore[union-attr]
         args = tuple(map(fn, expr.args))  # type: ignore[union-attr]
@@ -292,6 +305,8 @@ def contains(expr: Expr, kind: type) -> bool:
         return False
     if cls is Attr or cls is Item:
         return contains(expr.base, kind)  # type: ignore[union-attr]
+    if cls is Named:
+        return contains(expr.value, kind)  # type: ignore[union-attr]
     if cls is Call:
         return (
             contains(expr.func, kind)  # type: ignore[union-attr]
@@ -382,6 +397,7 @@ _NODES: tuple[type, ...] = (
     Local,
     Item,
     Or,
+    Named,
 )
 _TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}

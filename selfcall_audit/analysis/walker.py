@@ -20,6 +20,7 @@ from .expr import (
     Join,
     Local,
     Name,
+    Named,
     Or,
     Param,
     Seq,
@@ -369,7 +370,10 @@ class FunctionWalker:
         inner = self.expr(value.value)
         if value.format_spec is not None:
             self.expr(value.format_spec)
-        return inner if value.conversion in (-1, 115) and value.format_spec is None else UNKNOWN
+        if value.conversion not in (-1, 115) or value.format_spec is not None:
+            return UNKNOWN
+        label = _label(value.value)
+        return Named(label, inner) if label and type(inner) is not Str else inner
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
         saved_env = self.env
@@ -442,3 +446,21 @@ def param_names(args: ast.arguments) -> set[str]:
 def _dotted_tail(expr: Expr) -> str | None:
     """The last name of a callee written as a name or an attribute (`functools.wraps`: `wraps`)."""
     return expr.attr if isinstance(expr, Attr) else expr.name if isinstance(expr, Name) else None
+
+
+def _label(node: ast.expr) -> str | None:
+    """An f-string field as written, when it is a name, an attribute chain, a string-keyed
+    subscript or a call of one (`{rollout_id}`, `{body.rid}`, `{prefix(rid)}`); None otherwise."""
+    match node:
+        case ast.Name(id=name):
+            return name
+        case ast.Attribute(value=base, attr=attr):
+            inner = _label(base)
+            return f"{inner}.{attr}" if inner else None
+        case ast.Subscript(value=base, slice=ast.Constant(value=str() as key)):
+            inner = _label(base)
+            return f"{inner}[{key!r}]" if inner else None
+        case ast.Call(func=func):
+            inner = _label(func)
+            return f"{inner}(...)" if inner else None
+    return None
