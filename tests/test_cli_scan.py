@@ -171,6 +171,42 @@ def test_unreadable_files_alone_exit_0_unless_strict(cli, tmp_path: Path) -> Non
     )
 
 
+UNPARSABLE_AGENT = (
+    "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\n\n"
+    "class LoudAgent(SimpleResponsesAPIAgent):\n"
+    "    async def run(self, body: dict) -> None:\n"
+    "        await self.server_client.post(server_name=self.config.name, url_path='/v1/responses', json=body)\n"
+    "        print(f'{body[\"rid\"]!r:{{}}'  # ( unclosed: no Python parses this\n"
+)
+
+
+def test_a_file_an_older_python_cannot_parse_fails_the_run_naming_the_python_needed(
+    cli, tmp_path: Path
+) -> None:
+    project = copy_fixture("trap-text", tmp_path)
+    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
+    newer = f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={newer}"\n')
+
+    result = cli("scan", "--format", "concise", "--no-cache", project)
+
+    assert result.exit_code == 2
+    assert f"Run selfcall-audit with Python {newer} or newer" in result.stderr
+
+
+def test_the_same_file_under_the_python_the_project_requires_is_an_unreadable_file(
+    cli, tmp_path: Path
+) -> None:
+    project = copy_fixture("trap-text", tmp_path)
+    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={running}"\n')
+
+    assert cli("scan", "--format", "concise", "--no-cache", project).exit_code == 0
+
+
 def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:
     monkeypatch.chdir(DEMO)  # paths are printed relative to the current folder
     result = cli("scan", "--format", "concise", "--no-cache", DEMO)

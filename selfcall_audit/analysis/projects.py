@@ -6,11 +6,12 @@ nearest config; the front ends print one report of them all."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from ..config import Settings
+from ..config import Settings, python_floor
 from ..workspace.discovery import find_root
 from ..workspace.listing import GitListing
 from .project import Progress, Project, Report
@@ -121,3 +122,16 @@ def merged(parts: list[Part], root: Path) -> Report:
 def failed_strictly(parts: list[Part]) -> bool:
     """Does a project whose settings are strict have unreadable files (SCA900)?"""
     return any(part.settings.strict and part.report.errors for part in parts)
+
+
+def unparsed_by_an_older_python(parts: list[Part]) -> tuple[tuple[int, int], int] | None:
+    """The Python a project requires, and how many of its Python files could not be read, when
+    that Python is newer than the one running: those files may use syntax this interpreter
+    cannot parse (3.12's f-strings), and a self-call in them would go unseen."""
+    running = sys.version_info[:2]
+    for part in parts:
+        floor = python_floor(part.report.root)
+        unparsed = sum(1 for error in part.report.errors if error.path.endswith(".py"))
+        if floor is not None and floor > running and unparsed:
+            return floor, unparsed
+    return None

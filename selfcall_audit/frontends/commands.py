@@ -248,7 +248,7 @@ def scan(
     baseline_file: Path | None,
     write_baseline: Path | None,
 ) -> int:
-    from ..analysis.projects import failed_strictly, merged
+    from ..analysis.projects import failed_strictly, merged, unparsed_by_an_older_python
 
     output = Output.choose(output_file, common.color)
     root, settings, projects = common.prepare(
@@ -275,6 +275,15 @@ def scan(
         say("\n".join(notes))
     if common.verbose:
         say(f"{report.files_parsed} files parsed in {report.seconds:.3f}s")
+    behind = unparsed_by_an_older_python(parts)
+    if behind is not None:  # never a passing gate over files this interpreter cannot read
+        (major, minor), count = behind
+        say(
+            f"error: {count} Python file(s) could not be parsed by Python {sys.version_info[0]}."
+            f"{sys.version_info[1]}, older than the Python {major}.{minor} the project requires: they "
+            f"may use newer syntax. Run selfcall-audit with Python {major}.{minor} or newer."
+        )
+        return EXIT_ERROR
     failed = report.findings or failed_strictly(parts)
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
