@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .rules import UNREADABLE
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Literal
 
     ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
     ReceiverKind = Literal["self_attribute", "alias", "bound_method", "partial", "helper"]
     CallContext = Literal["expression", "with", "default", "decorator"]
+
+Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
 
 
 @dataclass(frozen=True)
@@ -124,7 +129,7 @@ _AT = re.compile(r" at line (\d+)(?:, column (\d+))?")
 class InputError:
     path: str
     message: str
-    code: str = "SCA900"
+    code: str = UNREADABLE
 
     @property
     def position(self) -> tuple[int, int]:
@@ -132,3 +137,24 @@ class InputError:
         so that a report points there; else the file's start."""
         found = _AT.search(self.message)
         return (int(found[1]), int(found[2] or 1)) if found else (1, 1)
+
+
+@dataclass
+class Report:
+    """What an analysis of one or more projects found: the one result every front end reads."""
+
+    root: Path
+    findings: list[Finding]
+    errors: list[InputError]
+    files_scanned: int
+    files_parsed: int
+    agent_count: int
+    agents: list[AgentInfo]  # filled by `analyze(inventory=True)`
+    seconds: float
+    suppressed: int = 0
+    baseline_stale: list[dict] = field(default_factory=list)
+    projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
+    strict_failure: bool = False  # a project whose settings are strict has unreadable files
+    # the Python a project requires, when it is newer than the one running and some of its Python
+    # files could not be parsed: they may use newer syntax, and the run must fail, not pass
+    needs_python: tuple[int, int] | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..ftypes import Evidence
+from ..rules import OTHER_ROUTE, POSSIBLE_SELF_CALL, SELF_CALL
 from .deployment import Deployment, normal_route
 from .evaluate import (
     HOLE,
@@ -94,7 +95,9 @@ class Classifier:
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
-                return verdict("SCA003", f"the server name posting to {main} cannot be resolved statically")
+                return verdict(
+                    POSSIBLE_SELF_CALL, f"the server name posting to {main} cannot be resolved statically"
+                )
             return None
         # The target is the agent's own server: a self-call whatever the path.
         if any(isinstance(s, OwnName) for s in servers):
@@ -109,18 +112,18 @@ class Classifier:
         method = self.evaluator.http_method(call.http_method, ctx)
         if all(r and r <= family for r in reached):
             if method == "POST":
-                return verdict("SCA001", main)
+                return verdict(SELF_CALL, main)
             if method is not None:
-                return verdict("SCA002", f"{method} {main}")
-            return verdict("SCA003", f"its own {main} with a method that cannot be resolved")
+                return verdict(OTHER_ROUTE, f"{method} {main}")
+            return verdict(POSSIBLE_SELF_CALL, f"its own {main} with a method that cannot be resolved")
         if all(HOLE not in alt for alt in paths):
             names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]
             found = list(dict.fromkeys(name for group in names for name in group))
             sources = self.deployment.route_sources[site_cls]
             evidence.extend(sources[route] for route in found if route in sources)
-            return verdict("SCA002", " or ".join(found))
+            return verdict(OTHER_ROUTE, " or ".join(found))
         shown = " or ".join(dict.fromkeys(path_text(alt) for alt in paths))
-        return verdict("SCA002", f"{shown} (a path that cannot be resolved statically)")
+        return verdict(OTHER_ROUTE, f"{shown} (a path that cannot be resolved statically)")
 
 
 def path_text(alternative: Path) -> str:

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from ..config import Settings
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
-from ..migrate import policy
-from ..rules import RULES
+from ..rules import POSSIBLE_SELF_CALL, RULES, SELF_CALL
+from . import policy
 from .classify import Classifier, Verdict
 from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, Literal
@@ -102,7 +102,7 @@ class Resolver:
     ) -> Finding:
         code, detail = verdict.code, verdict.detail
         rule = RULES[code]
-        if code == "SCA003":
+        if code == POSSIBLE_SELF_CALL:
             message = rule.message.format(agent=agent.name, method=method.name, reason=detail)
         else:
             message = rule.message.format(agent=agent.name, method=method.name, route=detail)
@@ -110,7 +110,7 @@ class Resolver:
         if config_refs:
             message += f" ({config_refs[0].note} in {config_refs[0].path})"
         description = None
-        if code == "SCA001":
+        if code == SELF_CALL:
             description = describe(call, method)
             blocker = policy.blocker(description) or self._other_target_somewhere(verdict, agent)
             description = replace(description, blocker=blocker)

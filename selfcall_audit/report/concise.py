@@ -4,7 +4,7 @@ when asked: the path bold, the colons cyan, the code bold red."""
 
 from __future__ import annotations
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from .escape import neutralise
 
 _BOLD, _CYAN, _BOLD_RED, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[1;31m", "\x1b[0m"

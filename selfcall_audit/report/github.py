@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ..analysis.project import Report
-from ..ftypes import Finding
+from ..ftypes import Finding, Report
 from ..rules import RULES
 from .escape import neutralise
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from ..rules import RULES
 from .baseline import fingerprints
 from .escape import neutralise

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..analysis.project import Report
+from ..ftypes import Report
 
 
 def as_dict(report: Report) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from .escape import neutralise
 
 

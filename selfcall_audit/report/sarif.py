@@ -7,14 +7,14 @@ import json
 from urllib.parse import quote
 
 from .. import __version__
-from ..analysis.project import Report
-from ..rules import FINDING_CODES, RULES, Rule
+from ..ftypes import Report
+from ..rules import FINDING_CODES, RULES, UNREADABLE, Rule
 from .baseline import fingerprints
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "selfcallAudit/v1"
-ERROR_CODE = "SCA900"
+ERROR_CODE = UNREADABLE
 
 
 def _level(code: str) -> str:

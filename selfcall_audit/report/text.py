@@ -10,7 +10,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.project import Report
+from ..ftypes import Report
+from ..rules import RULES
 from .escape import neutralise
 
 _CONTEXT = 1
@@ -45,7 +46,9 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
         header = Text()
         header.append(f"{neutralise(finding.path)}:{finding.line}:{finding.column}", style="bold")
         header.append(": ")
-        header.append(finding.code, style="bold red" if finding.code != "SCA003" else "bold yellow")
+        header.append(
+            finding.code, style="bold red" if RULES[finding.code].severity == "error" else "bold yellow"
+        )
         header.append(f" {neutralise(finding.message)}")
         if finding.fixable:
             header.append(" [fixable]", style="cyan")

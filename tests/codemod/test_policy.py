@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from selfcall_audit.analysis import policy
+from selfcall_audit.config import DEFAULT_HELPER
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, Finding
-from selfcall_audit.migrate import policy
 from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
-from selfcall_audit.migrate.vendor import DEFAULT_HELPER
 
 HELPER = Helper.parse(DEFAULT_HELPER)
 ON_SELF = CallReceiver("self_attribute", "post", "self.server_client.post")
