@@ -10,7 +10,7 @@ from ..ftypes import Evidence
 from ..workspace.prefilter import word_matcher
 from .calls import ROUTE_METHODS
 from .evaluate import Ctx, Evaluator, expand_kwargs
-from .expr import UNKNOWN, Attr, Call, Expr, SelfRef
+from .expr import UNKNOWN, Attr, Call, Expr, SelfRef, Str
 from .facts import CallFact, FunctionFacts, inlined_arguments
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
@@ -145,9 +145,14 @@ class Deployment:
         if ref not in self._serves_memo:
             klass = self.index.klass(ref)
             main, found, model = normal_route(self.settings.route), None, False
+            telling = {main, _MODEL_ROUTE}
             for method in klass.methods if klass else ():
-                calls = [c for c in method.calls if _may_register(c)]
-                for call in self.evaluator.calls_of(method) if calls else ():
+                # most registrations name a literal route that is neither: nothing to evaluate
+                if not any(_may_register(c) and _route_text(c) in (None, *telling) for c in method.calls):
+                    continue
+                for call in self.evaluator.calls_of(method):
+                    if not _may_register(call):
+                        continue
                     for text, _ in self._registered_route(call, method, Ctx(ref.path, ref)):
                         model = model or normal_route(text) == _MODEL_ROUTE
                         if found is None and normal_route(text) == main:
@@ -199,6 +204,12 @@ def _may_register(call: CallFact) -> bool:
     """A call of a route method (`app.post(...)`, `app.post(...)(handler)`), before inlining."""
     func = call.func.func if isinstance(call.func, Call) else call.func
     return isinstance(func, Attr) and func.attr in ROUTE_METHODS
+
+
+def _route_text(call: CallFact) -> str | None:
+    """The route a registration names as a literal (`app.post("/verify")`), None otherwise."""
+    args = call.func.args if isinstance(call.func, Call) else call.args
+    return args[0].text if args and isinstance(args[0], Str) else None
 
 
 def _handler_method(handler: Expr) -> str | None:
