@@ -148,7 +148,10 @@ class Deployment:
             telling = {main, _MODEL_ROUTE}
             for method in klass.methods if klass else ():
                 # most registrations name a literal route that is neither: nothing to evaluate
-                if not any(_may_register(c) and _route_text(c) in (None, *telling) for c in method.calls):
+                if not any(
+                    _may_register(c) and (_route_text(c) is None or normal_route(_route_text(c)) in telling)
+                    for c in method.calls
+                ):
                     continue
                 for call in self.evaluator.calls_of(method):
                     if not _may_register(call):
