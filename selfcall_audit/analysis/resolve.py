@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..config import Settings
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
-from ..rules import POSSIBLE_SELF_CALL, RULES, SELF_CALL
+from ..rules import SELF_CALL
 from . import policy
 from .classify import Classifier, Verdict
 from .deployment import Deployment
@@ -31,12 +31,13 @@ class Resolver:
         settings: Settings,
         instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
+        mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
         self.evaluator = Evaluator(hierarchy, settings)
-        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read)
+        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
@@ -100,15 +101,7 @@ class Resolver:
     def _finding(
         self, verdict: Verdict, call: ClientCall, method: FunctionFacts, site_cls: ClassRef, agent: ClassRef
     ) -> Finding:
-        code, detail = verdict.code, verdict.detail
-        rule = RULES[code]
-        if code == POSSIBLE_SELF_CALL:
-            message = rule.message.format(agent=agent.name, method=method.name, reason=detail)
-        else:
-            message = rule.message.format(agent=agent.name, method=method.name, route=detail)
-        config_refs = [e for e in verdict.evidence if "routes `" in e.note]
-        if config_refs:
-            message += f" ({config_refs[0].note} in {config_refs[0].path})"
+        code = verdict.code
         description = None
         if code == SELF_CALL:
             description = describe(call, method)
@@ -122,13 +115,14 @@ class Resolver:
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
-            message=message,
+            detail=verdict.detail,
             agent=agent.name,
             method=method.name,
             fixable=description is not None and description.blocker is None,
             evidence=verdict.evidence,
             fix_blocker=description.blocker if description else None,
             call=description,
+            config=verdict.config,
         )
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:
@@ -167,11 +161,15 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
         receiver = CallReceiver("alias", client_method, callee)
     arguments = []
     positional = 0
-    for index, (keyword, star) in enumerate(site.written):
+    texts = site.texts or ("",) * len(site.written)
+    for index, ((keyword, star), text) in enumerate(zip(site.written, texts, strict=True)):
         if star:
             arguments.append(CallArgument(index, "other", None, star))
             continue
-        arguments.append(CallArgument(index, policy.role_of(client_method, positional, keyword), keyword))
+        role = policy.role_of(client_method, positional, keyword)
+        arguments.append(
+            CallArgument(index, role, keyword, text=text if role in policy.ROUTING_ROLES else "")
+        )
         positional += keyword is None
     bindings = tuple(
         LocalBinding(name, line, _feeds(part, client_method)) for name, line, part in site.aliases

@@ -18,6 +18,7 @@ from typing import ClassVar
 from .. import __version__, api
 from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
+from ..report.messages import message
 from ..rules import POSSIBLE_SELF_CALL, RULES
 from ..workspace.discovery import find_root
 
@@ -97,7 +98,7 @@ class SelfCallChecker:
         report = self._report(root, rel, path)
         for finding in report.findings:
             if finding.path == rel:
-                yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+                yield finding.line, finding.column - 1, f"{finding.code} {message(finding)}", type(self)
         for error in report.errors:
             if error.path == rel:
                 yield error.position[0], error.position[1] - 1, f"{error.code} {error.message}", type(self)

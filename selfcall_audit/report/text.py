@@ -13,6 +13,7 @@ from rich.text import Text
 from ..ftypes import Report
 from ..rules import RULES
 from .escape import neutralise
+from .messages import message
 
 _CONTEXT = 1
 
@@ -49,7 +50,7 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
         header.append(
             finding.code, style="bold red" if RULES[finding.code].severity == "error" else "bold yellow"
         )
-        header.append(f" {neutralise(finding.message)}")
+        header.append(f" {neutralise(message(finding))}")
         if finding.fixable:
             header.append(" [fixable]", style="cyan")
         console.print(header, soft_wrap=True)
