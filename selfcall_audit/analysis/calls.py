@@ -64,6 +64,7 @@ class CallFact:
     # for a client call, each argument as written that can say where it goes (positional, server_name,
     # url_path, method), as `ast.unparse` gives it; "" for the others
     texts: tuple[str, ...] = ()
+    not_own: tuple[str, ...] = ()  # parameters a test before the call showed not to be the own name
 
 
 def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
