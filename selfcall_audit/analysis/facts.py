@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
-from .walker import Binding, FunctionWalker, param_names
+from .walker import Binding, FunctionWalker, ModuleScope, param_names
 
 __all__ = [
     "Binding",
@@ -100,7 +100,7 @@ class FactsError(Exception):
     """The file cannot be turned into facts (syntax error, nesting too deep)."""
 
 
-class ModuleExtractor:
+class ModuleExtractor(ModuleScope):
     def __init__(self, path: str, source: bytes):
         self.path = path
         self.source = source

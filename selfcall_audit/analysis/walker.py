@@ -34,10 +34,6 @@ from .expr import (
 )
 from .limits import LIMITS
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .facts import ModuleExtractor
-
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
 _SCALARS = (bool, int, float)
 _OPAQUE = frozenset({ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
@@ -53,12 +49,29 @@ class Binding:
 Env = dict[str, tuple[Expr, int]]
 
 
+class ModuleScope:
+    """What walking a function body asks of its module's extraction (`facts.ModuleExtractor`):
+    classes a function defines and its imports are the module's too, and attributes stored on
+    `self` are the class's."""
+
+    instance_attrs: dict[str, list[Binding]]
+
+    def nested_class(self, node: ast.ClassDef) -> None:
+        raise NotImplementedError
+
+    def imports_from(self, node: ast.Import | ast.ImportFrom) -> None:
+        raise NotImplementedError
+
+    def position(self, line: int, byte_col: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+
 class FunctionWalker:
     """Walks one function body in order, tracking local bindings, and records its calls."""
 
     def __init__(
         self,
-        module: ModuleExtractor,
+        module: ModuleScope,
         params: set[str],
         self_param: str | None,
         env: Env,
