@@ -24,7 +24,7 @@ from .evaluate import (
     Ctx,
     Evaluator,
     FromParam,
-    Literal,
+    NamedServer,
     OwnName,
     Path,
     Server,
@@ -88,7 +88,7 @@ class Classifier:
                         for i, r in back
                     )
                     evidence.extend(config_refs)
-                case Literal(text):
+                case NamedServer(text):
                     bound = [i for i in running if i.name == text]
                     verdicts.append("self" if bound else "other")
                     evidence.extend(

@@ -82,7 +82,9 @@ class ConfigRef:
 
 
 @dataclass(frozen=True)
-class Literal:
+class NamedServer:
+    """A server named by a string: the agent itself when a YAML instance of it has that name."""
+
     text: str
 
 
@@ -96,7 +98,7 @@ class Unresolved:
     pass
 
 
-Server = OwnName | ConfigRef | Literal | FromParam | Unresolved
+Server = OwnName | ConfigRef | NamedServer | FromParam | Unresolved
 
 
 @dataclass
@@ -524,5 +526,5 @@ def _literal(alternative: Path) -> Server:
     if PARAM in alternative:
         return FromParam()
     if all(isinstance(part, str) for part in alternative):
-        return Literal("".join(alternative))  # type: ignore[arg-type]
+        return NamedServer("".join(alternative))  # type: ignore[arg-type]
     return Unresolved()

@@ -16,7 +16,7 @@ from ..rules import SELF_CALL
 from . import policy
 from .classify import Classifier, Verdict
 from .deployment import Deployment
-from .evaluate import ConfigRef, Evaluator, Literal
+from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
 from .facts import FunctionFacts
 from .gym_config import AgentInstance
@@ -132,7 +132,7 @@ class Resolver:
         running = self.deployment.instances_running(site_cls)
         for server in verdict.servers:
             match server:
-                case Literal(text):
+                case NamedServer(text):
                     others = [i.name for i in running if i.name != text]
                 case ConfigRef(key):
                     others = [i.name for i in running if not any(r.key == key for r in i.self_refs())]
