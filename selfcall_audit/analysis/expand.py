@@ -15,7 +15,7 @@ from math import inf
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
-from .calls import CLIENT_METHODS
+from .calls import CLIENT_METHODS, CLIENT_SIGNATURES
 from .evaluate import (
     PARAM,
     Ctx,
@@ -46,8 +46,6 @@ from .facts import CallFact, FunctionFacts, inlined_arguments
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
 
-_SIGNATURES = {"request": ("server_name", "url_path", "method")}
-_DEFAULT_SIGNATURE = ("server_name", "url_path")
 _PARTIAL = External("functools.partial")
 
 
@@ -156,7 +154,7 @@ class Expander:
         self, call: CallFact, func: Attr, args: tuple[Expr, ...], raw_kwargs: tuple, via_partial: bool
     ) -> ClientCall:
         kwargs, opaque = expand_kwargs(raw_kwargs)
-        signature = _SIGNATURES.get(func.attr, _DEFAULT_SIGNATURE)
+        signature = CLIENT_SIGNATURES.get(func.attr, CLIENT_SIGNATURES["post"])
         values = dict(zip(signature, args))
         values.update({k: v for k, v in kwargs.items() if k in signature})
         missing = UNKNOWN if opaque else NONE

@@ -14,6 +14,7 @@ from ..config import Settings
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 from ..rules import SELF_CALL
 from . import policy
+from .calls import ROUTING_KWARGS
 from .classify import Classifier, Verdict
 from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, NamedServer
@@ -167,9 +168,7 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
             arguments.append(CallArgument(index, "other", None, star))
             continue
         role = policy.role_of(client_method, positional, keyword)
-        arguments.append(
-            CallArgument(index, role, keyword, text=text if role in policy.ROUTING_ROLES else "")
-        )
+        arguments.append(CallArgument(index, role, keyword, text=text if role in ROUTING_KWARGS else ""))
         positional += keyword is None
     bindings = tuple(
         LocalBinding(name, line, _feeds(part, client_method)) for name, line, part in site.aliases
