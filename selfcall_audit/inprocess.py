@@ -54,7 +54,15 @@ import math
 import re
 import sys
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.cookies import Morsel, SimpleCookie
@@ -109,7 +117,8 @@ async def responses_in_process(
     history: list[InProcessResponse] = []
     while True:
         scope = _scope(agent, method, url_path, body, json, cookies, headers)
-        scope["state"] = dict(state)  # a copy per request, as uvicorn gives each request
+        # a copy per request, as uvicorn gives each request
+        scope["state"] = dict(state)
         response = await _Exchange(app, scope, b"" if body is None else body)
         response.history = tuple(history)
         target = _redirect_target(response)
@@ -122,7 +131,8 @@ async def responses_in_process(
 
             raise TooManyRedirects(history[0].request_info, tuple(history))
         url_path = target
-        if response.status == 303 or (response.status in (301, 302) and method == "POST"):
+        posted_again = response.status in (301, 302) and method == "POST"
+        if response.status == 303 or posted_again:
             method, body = "GET", None
         if response.cookies and _redirects_send_their_cookies():
             cookies = response.cookies
@@ -188,7 +198,8 @@ class _AgentApps:
     def app_for(self, agent: Any) -> tuple[Any, Mapping[str, Any]]:
         """The app that answers the agent's self-calls, and its lifespan state."""
         entry = self._apps.get(id(agent))
-        if entry is None or entry.agent() is not agent or (known := entry.app()) is None:
+        known = entry.app() if entry is not None and entry.agent() is agent else None
+        if known is None:
             known, known_served, known_state = None, False, {}
         else:
             known_served, known_state = entry.served, entry.state
@@ -211,7 +222,8 @@ class _AgentApps:
         key = id(agent)
         try:
             ref = weakref.ref(agent, lambda _, apps=self._apps: apps.pop(key, None))
-        except TypeError:  # an agent that cannot be referenced weakly is looked up every time
+        # an agent that cannot be referenced weakly is looked up every time
+        except TypeError:
             return state
         hold = weakref.ref(app) if served else functools.partial(_identity, app)
         self._apps[key] = _Remembered(ref, hold, served, state)
@@ -229,8 +241,9 @@ def _app_of_running_request(agent: Any, known: Any) -> Any:
     """The app whose request (or lifespan) the caller runs in, if it serves the agent."""
     frame = sys._getframe(3)
     while frame is not None:
-        code = frame.f_code  # only frames with a ``scope`` are read: before 3.13 reading copies locals
-        if "scope" in code.co_varnames or "scope" in code.co_freevars or "scope" in code.co_cellvars:
+        # only frames with a ``scope`` are read: before 3.13 reading copies locals
+        code = frame.f_code
+        if "scope" in code.co_varnames + code.co_freevars + code.co_cellvars:
             scope = frame.f_locals.get("scope")
             app = scope.get("app") if isinstance(scope, dict) else None
             if app is not None and (app is known or _serves(app, agent)):
@@ -306,12 +319,12 @@ def _build_app(agent: Any) -> Any:
     setup = getattr(agent, "setup_webserver", None)
     if not callable(setup):
         raise TypeError(
-            f"no app serves {type(agent).__name__}'s routes and it has no setup_webserver() to build one"
+            f"no app serves {type(agent).__name__}'s routes and it has no setup_webserver() to build one",
         )
     app = setup()
     if not _serves(app, agent):
         raise TypeError(
-            f"{type(agent).__name__}.setup_webserver() returned an app without the agent's routes"
+            f"{type(agent).__name__}.setup_webserver() returned an app without the agent's routes",
         )
     add_exception_middleware = getattr(agent, "setup_exception_middleware", None)
     if callable(add_exception_middleware):
@@ -347,7 +360,8 @@ class _RouteTap:
 
 def _tap_routes(app: Any) -> None:
     router = app.router
-    if type(router.middleware_stack).__name__ != _RouteTap.__name__:  # one tap, even from two copies
+    # one tap, even from two copies
+    if type(router.middleware_stack).__name__ != _RouteTap.__name__:
         router.middleware_stack = _RouteTap(router.middleware_stack)
 
 
@@ -380,7 +394,11 @@ def _orjson_dumps() -> Callable[[Any], bytes]:
 
 def _dumps_like_orjson(value: Any) -> bytes:
     """orjson's output for plain JSON values, for installs without orjson (NeMo Gym has it)."""
-    return jsonlib.dumps(_orjson_compatible(value), separators=(",", ":"), ensure_ascii=False).encode()
+    return jsonlib.dumps(
+        _orjson_compatible(value),
+        separators=(",", ":"),
+        ensure_ascii=False,
+    ).encode()
 
 
 def _orjson_compatible(value: Any) -> Any:
@@ -427,7 +445,8 @@ def _scope(
         if lowered == "cookie":
             cookie_header = value
             continue
-        if lowered == "host" and raw and raw[0][0] == b"host":  # the caller's replaces aiohttp's
+        # the caller's replaces aiohttp's
+        if lowered == "host" and raw and raw[0][0] == b"host":
             raw[0] = (b"host", value.encode())
             continue
         if lowered == "content-type":
@@ -474,7 +493,8 @@ def _checked(headers: _Headers) -> list[tuple[str, str]]:
     pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
     try:
         from aiohttp.http_writer import _serialize_headers
-    except ImportError:  # not where aiohttp 3.11 to 3.14 have it: written without the checks
+    # not where aiohttp 3.11 to 3.14 have it: written without the checks
+    except ImportError:
         pass
     else:
         _serialize_headers("POST / HTTP/1.1", CIMultiDict(pairs))
@@ -488,7 +508,8 @@ def _request_target(origin: str, url_path: str) -> tuple[str, str]:
 
     try:
         url = URL(origin + url_path)
-    except ValueError as error:  # such as a path without its leading slash, which meets the port
+    # such as a path without its leading slash, which meets the port
+    except ValueError as error:
         from aiohttp import InvalidUrlClientError
 
         raise InvalidUrlClientError(origin + url_path) from error
@@ -524,7 +545,8 @@ def _cookies_sent_to(url: str, cookies: Any) -> Any:
     if isinstance(cookies, Mapping):
         jar.update_cookies(cookies)
     else:
-        jar.update_cookies([(item.key, item) if isinstance(item, Morsel) else item for item in cookies])
+        pairs = [(i.key, i) if isinstance(i, Morsel) else i for i in cookies]
+        jar.update_cookies(pairs)
     return jar.filter_cookies(URL(url))
 
 
@@ -554,7 +576,8 @@ def _cookie_header(cookies: Any, existing: str | None) -> str:
 def _cookie_pair(name: str, value: Any) -> str:
     """``name=value`` as a Morsel codes it, once per pair: a rollout sends the same cookies each call."""
     morsel: Morsel[str] = Morsel()
-    morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
+    # raises CookieError where aiohttp would
+    morsel.set(name, *_ENCODE_COOKIE_VALUE(value))
     return f"{morsel.key}={morsel.coded_value}"
 
 
@@ -597,7 +620,8 @@ class _Exchange:
                 return stop.value
             try:
                 value, error = (yield yielded), None
-            except BaseException as exc:  # cancellation and close() belong to the handler
+            # cancellation and close() belong to the handler
+            except BaseException as exc:
                 value, error = None, exc
                 if isinstance(exc, asyncio.CancelledError):
                     self.cancelled = True
@@ -625,12 +649,20 @@ class _Exchange:
         if self.cancelled:  # the app swallowed the caller's cancellation
             raise asyncio.CancelledError
         return InProcessResponse(
-            self.status or 500, self.headers, b"".join(self.chunks), self.scope, self.error
+            self.status or 500,
+            self.headers,
+            b"".join(self.chunks),
+            self.scope,
+            self.error,
         )
 
     def _answer_server_error(self) -> None:
         if self.status is None:
-            self.status, self.headers, self.chunks = 500, list(_SERVER_ERROR_HEADERS), [_SERVER_ERROR_BODY]
+            self.status, self.headers, self.chunks = (
+                500,
+                list(_SERVER_ERROR_HEADERS),
+                [_SERVER_ERROR_BODY],
+            )
 
     async def receive(self) -> dict[str, Any]:
         """The body, then (once the response is complete) the client's disconnect."""
@@ -712,13 +744,15 @@ class InProcessResponse:
     def cookies(self) -> SimpleCookie:
         """The response's ``Set-Cookie`` headers, parsed as aiohttp parses them."""
         if self._cookies is None:
-            values = [_header_text(value) for name, value in self._raw_headers if name == b"set-cookie"]
+            raw = self._raw_headers
+            values = [_header_text(v) for name, v in raw if name == b"set-cookie"]
             self._cookies = _parse_set_cookies(values)
         return self._cookies
 
     @property
     def content_type(self) -> str:
-        return self.headers.get("Content-Type", "application/octet-stream").partition(";")[0].strip().lower()
+        content_type = self.headers.get("Content-Type", "application/octet-stream")
+        return content_type.partition(";")[0].strip().lower()
 
     @property
     def charset(self) -> str | None:
@@ -751,16 +785,25 @@ class InProcessResponse:
     def request_info(self) -> Any:
         from aiohttp import RequestInfo
 
-        return RequestInfo(self.url, self.method, _multidict(self._scope["headers"]), self.url)
+        return RequestInfo(
+            self.url,
+            self.method,
+            _multidict(self._scope["headers"]),
+            self.url,
+        )
 
     @property
     def closed(self) -> bool:
         return self._released or self.content.at_eof()
 
     def _url(self) -> str:
-        server, query = self._scope["server"], self._scope["query_string"].decode("latin-1")
+        server, query = (
+            self._scope["server"],
+            self._scope["query_string"].decode("latin-1"),
+        )
         origin = f"http://{server[0]}:{server[1]}" if server else "http://in-process"
-        return origin + self._scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
+        path = self._scope["raw_path"].decode("latin-1")
+        return origin + path + (f"?{query}" if query else "")
 
     async def read(self) -> bytes:
         """The body (what is left of ``.content``), cached as aiohttp caches it."""
@@ -817,7 +860,11 @@ class InProcessResponse:
         if not self._in_context:
             self.release()
         raise ClientResponseError(
-            self.request_info, self.history, status=self.status, message=self.reason, headers=self.headers
+            self.request_info,
+            self.history,
+            status=self.status,
+            message=self.reason,
+            headers=self.headers,
         ) from self._error
 
     def release(self) -> Awaitable[None]:
@@ -925,9 +972,8 @@ def _multidict(raw: list[tuple[bytes, bytes]]) -> Any:
     from multidict import CIMultiDict, CIMultiDictProxy
 
     known = _known_header_names()
-    return CIMultiDictProxy(
-        CIMultiDict((known.get(name) or _header_text(name), _header_text(value)) for name, value in raw)
-    )
+    pairs = ((known.get(n) or _header_text(n), _header_text(v)) for n, v in raw)
+    return CIMultiDictProxy(CIMultiDict(pairs))
 
 
 def _header_text(raw: bytes) -> str:
@@ -940,9 +986,8 @@ def _known_header_names() -> dict[bytes, Any]:
     from aiohttp import hdrs
     from multidict import istr
 
-    return {
-        str(name).lower().encode("latin-1"): name for name in vars(hdrs).values() if isinstance(name, istr)
-    }
+    names = [name for name in vars(hdrs).values() if isinstance(name, istr)]
+    return {str(name).lower().encode("latin-1"): name for name in names}
 
 
 def _parse_set_cookies(values: list[str]) -> SimpleCookie:
