@@ -201,7 +201,7 @@ def test_a_nemo_gym_folder_linked_outside_the_project_gets_no_helper(tmp_path: P
 def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
     copy = repo / COPY
-    copy.write_bytes(copy.read_bytes().replace(b"import asyncio\n", b"import asyncio  # tuned\n", 1))
+    copy.write_bytes(copy.read_bytes() + b"\nTUNED = True\n")
 
     scan = command("scan", "--no-cache", "--format", "concise", ".", cwd=repo)
     hook = command("scan", "--no-cache", "--format", "concise", APP, cwd=repo)  # as pre-commit runs it
@@ -214,6 +214,30 @@ def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Pa
     refresh = command(*REFRESH.split()[1:], cwd=repo)
     assert refresh.returncode == 0, refresh.stderr
     assert command("scan", "--no-cache", repo).returncode == 0
+
+
+def test_a_copy_reformatted_or_headed_by_the_repo_stays_current(repo: Path, command) -> None:
+    """What the repo's pre-commit does to the copy (reformat at another width, sort imports another
+    way, add a header) changes no code: scan stays clean and fix leaves the copy as it is."""
+    command("fix", "--no-cache", repo)
+    copy = repo / COPY
+    subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", "72", copy], check=True
+    )
+    subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "--fix", "--config",
+         "lint.isort.force-single-line = true", copy],
+        check=True,
+    )  # fmt: skip
+    copy.write_bytes(b"# Copyright (c) 2026 Example Org. Apache-2.0\n" + copy.read_bytes())
+    reformatted = copy.read_bytes()
+    assert reformatted.count(b"\n") > helper_source(COPY).count(b"\n")  # the width changed the layout
+
+    scan = command("scan", "--no-cache", repo)
+    again = command("fix", "--no-cache", repo)
+
+    assert scan.returncode == 0, scan.stdout
+    assert again.returncode == 0 and copy.read_bytes() == reformatted
 
 
 def test_scan_reports_a_copy_an_older_version_wrote(repo: Path, command) -> None:

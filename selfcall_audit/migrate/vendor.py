@@ -69,7 +69,11 @@ def code_digest(data: bytes) -> str | None:
 def _normalised(body: list[ast.stmt]) -> list[ast.stmt]:
     """Docstrings with their whitespace collapsed; each run of imports as one import per name, sorted."""
     first = body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         first.value.value = " ".join(first.value.value.split())
     result: list[ast.stmt] = []
     run: list[ast.stmt] = []
