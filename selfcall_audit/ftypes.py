@@ -30,6 +30,7 @@ class CallArgument:
     role: ArgumentRole  # "other": an argument the in-process helper does not take
     keyword: str | None = None  # None: positional (or a star expansion)
     star: str = ""  # "*" or "**" for an expansion, whose role is "other"
+    keys: tuple[str, ...] | None = None  # what a `**` expansion passes, when the code shows it all
 
 
 @dataclass(frozen=True)

@@ -150,9 +150,9 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
         receiver = CallReceiver("alias", client_method, callee)
     arguments = []
     positional = 0
-    for index, (keyword, star) in enumerate(site.written):
+    for index, (keyword, star, keys) in enumerate(site.written):
         if star:
-            arguments.append(CallArgument(index, "other", None, star))
+            arguments.append(CallArgument(index, "other", None, star, keys))
             continue
         arguments.append(CallArgument(index, policy.role_of(client_method, positional, keyword), keyword))
         positional += keyword is None

@@ -49,16 +49,37 @@ class FileFix:
         return [o for o in self.outcomes if o.reason is None] if self.changed else []
 
     def diff(self) -> bytes:
-        """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in
-        lines that only a newline ends (for git and patch, a form feed or a lone carriage return
-        ends none)."""
-        name = neutralise(self.path).encode()  # the code stays as it is
-        lines = difflib.diff_bytes(
-            difflib.unified_diff, _lines(self.before), _lines(self.after), b"a/" + name, b"b/" + name
-        )
-        return b"".join(
-            line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
-        )
+        return file_diff(self.path, self.before, self.after)
+
+
+def file_diff(path: str, before: bytes, after: bytes) -> bytes:
+    """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in lines
+    that only a newline ends (for git and patch, a form feed or a lone carriage return ends none)."""
+    name = neutralise(path).encode()  # the code stays as it is
+    lines = difflib.diff_bytes(
+        difflib.unified_diff, _lines(before), _lines(after), b"a/" + name, b"b/" + name
+    )
+    return _ended(lines)
+
+
+def new_file_diff(path: str, data: bytes) -> bytes:
+    """The patch of a new file, as `git diff` prints one: `git apply` creates the file."""
+    name = neutralise(path).encode()
+    lines = _lines(data)
+    head = [
+        b"diff --git a/%s b/%s\n" % (name, name),
+        b"new file mode 100644\n",
+        b"--- /dev/null\n",
+        b"+++ b/%s\n" % name,
+        b"@@ -0,0 +1,%d @@\n" % len(lines) if len(lines) != 1 else b"@@ -0,0 +1 @@\n",
+    ]
+    return b"".join(head) + _ended(b"+" + line for line in lines)
+
+
+def _ended(lines: Iterable[bytes]) -> bytes:
+    return b"".join(
+        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 def _lines(data: bytes) -> list[bytes]:

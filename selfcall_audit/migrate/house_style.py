@@ -68,6 +68,17 @@ def import_style(root: Path) -> ImportStyle:
     )
 
 
+def is_first_party(root: Path, name: str) -> bool:
+    """Is `name` a top-level package or module of the repo (at its root or under `src/`)?"""
+    return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))
+
+
+def line_length(root: Path) -> int:
+    """The repo's `line-length` for ruff (ruff's default, 88, without one)."""
+    value = _ruff_table(root).get("line-length")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 88
+
+
 def _integer(value: object, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and -1 <= value <= 3 else default
 

@@ -23,7 +23,7 @@ from ..ftypes import Finding
 from ..rules import RULES
 from ..workspace.cache import blake2b
 from ..workspace.discovery import find_root
-from .house_style import import_style, license_header, sorted_imports
+from .house_style import import_style, is_first_party, license_header, sorted_imports
 
 HELPER_NAME = "responses_in_process"
 DEFAULT_HELPER = f"selfcall_audit.inprocess:{HELPER_NAME}"
@@ -98,17 +98,13 @@ def helper_source(rel: str | None = None, root: Path | None = None) -> bytes:
     if root is not None and rel is not None:
         target = root / rel
         header = license_header(target.parent, exclude=target)
-        body = sorted_imports(body, import_style(root), lambda name: _first_party(root, name))
+        body = sorted_imports(body, import_style(root), lambda name: is_first_party(root, name))
     where = rel or "<this file>"
     attribution = (
         f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py, code {_shipped_code()}).\n"
         f"# Do not edit: refresh it with `{refresh_command(where)}`.\n"
     )
     return (f"{header}\n" if header else "").encode() + attribution.encode() + body.encode()
-
-
-def _first_party(root: Path, name: str) -> bool:
-    return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))
 
 
 def _shipped_code() -> str:
