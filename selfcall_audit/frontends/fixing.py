@@ -17,7 +17,7 @@ from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
 
 if TYPE_CHECKING:
-    from ..analysis.projects import Projects
+    from ..api import Projects
     from ..config import Settings
     from ..migrate.codemod import FixPlan, Helper
     from ..migrate.test_impact import ImpactedTest
@@ -51,7 +51,8 @@ def plan_project(
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
     helper that cannot go where asked stops the run with nothing written."""
-    from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
+    from ..api import plan_fix
+    from ..migrate.codemod import DEFAULT_HELPER, Helper
     from ..migrate.vendor import Placement, VendorError, place_beside, place_helper
 
     spec = helper_spec or settings.helper
@@ -98,8 +99,8 @@ def finish_project(
     which project it is about (a run over several, whose summaries would otherwise contradict)."""
     from ..migrate.codemod import file_diff, new_file_diff
     from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
-    from ..migrate.write import write_all
     from ..workspace.signals import deferred_signals
+    from ..workspace.write import write_all
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check

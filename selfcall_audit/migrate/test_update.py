@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import libcst as cst
@@ -119,9 +119,10 @@ def _update_file(
     if reason is not None:
         update.left = [(t, reason) for t in tests]
         return update
+    imported = _imported_modules(module)
     wanted: dict[tuple[str, ...], list[Target]] = {}
     for test in tests:
-        chosen = [targets[m] for m in test.modules if m in targets]
+        chosen = [_as_imported(targets[m], imported) for m in test.modules if m in targets]
         qualified = tuple(test.node_id.split("::")[1:])
         if not chosen:
             update.left.append((test, "the agent module it exercises was not rewritten"))
@@ -143,6 +144,26 @@ def _update_file(
         new = add_import(new, _PATCH, first_party)
     update.after = new.code.encode("utf-8")
     return update
+
+
+def _imported_modules(module: cst.Module) -> set[str]:
+    """The modules the test module imports, as it names them."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.code)):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def _as_imported(target: Target, imported: set[str]) -> Target:
+    """The agent module under the name the test imports it by: a test that puts the agent's folder
+    on `sys.path` and imports `app` patches `app`, the module object its agent's methods read."""
+    if target.module in imported:
+        return target
+    suffixes = [name for name in imported if target.module.endswith(f".{name}")]
+    return replace(target, module=max(suffixes, key=len)) if suffixes else target
 
 
 def _clash(module: cst.Module, patch: str | None) -> str | None:

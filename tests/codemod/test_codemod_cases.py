@@ -5,8 +5,8 @@ it at `responses_api_agents/x/app.py` in a small project and runs the fix: the f
 byte for byte `after.py` (a case without one must come out unchanged), the calls left alone must
 be exactly those of `case.json` with their reasons, what remains must be only those for a scan,
 and a second run must change nothing. A `pyproject.toml` in the case replaces the default one.
-A case with a `test_before.py` puts it at `responses_api_agents/x/tests/test_app.py`: after the
-fix it must be `test_after.py` (or unchanged without one), and each test `fix` names must have the
+A case with a `tests_before.py` puts it at `responses_api_agents/x/tests/test_app.py`: after the
+fix it must be `tests_after.py` (or unchanged without one), and each test `fix` names must have the
 fate `case.json` gives it (`"tests"`: node id within the file, reason and fate).
 """
 
@@ -46,18 +46,18 @@ def make_project(root: Path, case: Path, before: bytes | None = None) -> Path:
     app = root / APP
     app.parent.mkdir(parents=True)
     app.write_bytes((case / "before.py").read_bytes() if before is None else before)
-    if (case / "test_before.py").exists():
+    if (case / "tests_before.py").exists():
         (root / TESTS).parent.mkdir()
-        (root / TESTS).write_bytes((case / "test_before.py").read_bytes())
+        (root / TESTS).write_bytes((case / "tests_before.py").read_bytes())
     return root
 
 
 def updated_test_expectations(case: Path) -> tuple[bytes | None, list[list[str]]]:
     """The test file after the fix (None: the case has none), and the fate of each named test."""
-    if not (case / "test_before.py").exists():
+    if not (case / "tests_before.py").exists():
         return None, []
-    after = case / "test_after.py"
-    expected = (after if after.exists() else case / "test_before.py").read_bytes()
+    after = case / "tests_after.py"
+    expected = (after if after.exists() else case / "tests_before.py").read_bytes()
     return expected, json.loads((case / "case.json").read_text())["tests"]
 
 
@@ -111,7 +111,7 @@ def test_every_fixed_case_has_a_changed_after_and_every_refused_case_a_reason() 
 
 def test_every_after_file_passes_isort_and_leaves_no_unused_name(tmp_path: Path) -> None:
     """The import lands where ruff's isort puts it (with NeMo Gym's settings) and no alias dangles."""
-    afters = sorted(str(p) for p in [*CASES.glob("*/after.py"), *CASES.glob("*/test_after.py")])
+    afters = sorted(str(p) for p in [*CASES.glob("*/after.py"), *CASES.glob("*/tests_after.py")])
     isort_like_gym = "lint.isort.known-first-party = ['nemo_gym', 'responses_api_agents']"  # as in the repo
     done = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--isolated", "--line-length", "119", "--select", "I,F401,F841",

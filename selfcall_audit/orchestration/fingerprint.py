@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config import Settings
+from ..workspace.discovery import FileSet
 from .cache import code_version
-from .discovery import FileSet
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
