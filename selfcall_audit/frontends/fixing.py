@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..api import Projects
     from ..config import Settings
     from ..migrate.codemod import FixPlan, Helper
+    from ..migrate.record_app import Recording
     from ..migrate.test_impact import ImpactedTest
     from ..migrate.test_update import TestUpdate
 
@@ -98,6 +99,7 @@ def finish_project(
     (the bar shows the rewriting at once if the run is already long); `named`: the summary says
     which project it is about (a run over several, whose summaries would otherwise contradict)."""
     from ..migrate.codemod import file_diff, new_file_diff
+    from ..migrate.record_app import record_app
     from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
     from ..workspace.signals import deferred_signals
     from ..workspace.write import write_all
@@ -130,8 +132,10 @@ def finish_project(
             _end_run(128 + received[0])
     tests: list[ImpactedTest] = []
     updates: list[TestUpdate] = []
+    recordings: list[Recording] = []
     if dry_run and plan.rewritten:
         tests, updates = _test_updates(fixing)
+        recordings = record_app(root, fixing.settings.agent_bases)
     if not dry_run:
         progress = common.progress(since=since)
         try:
@@ -142,6 +146,10 @@ def finish_project(
             progress.close()
         if plan.rewritten and plan.interrupted is None:  # the tests of what was written
             tests, updates = _test_updates(fixing)
+            recordings = record_app(root, fixing.settings.agent_bases)
+            recorded = write_all(root, recordings)
+            recordings = [r for r in recordings if r.path in recorded.written]
+            plan.errors += [f"{path}: {why}" for path, why in {**recorded.refused, **recorded.failed}.items()]
             result = write_all(root, [update for update in updates if update.changed])
             for update in updates:
                 why = result.refused.get(update.path) or result.failed.get(update.path)
@@ -162,6 +170,12 @@ def finish_project(
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
 
+    for recording in recordings if not common.quiet else ():
+        for line in recording.lines:
+            verb = "would record" if dry_run else "records"
+            say(
+                f"{shown(recording.path)}:{line}: {verb} the app it builds, which the in-process helper calls"
+            )
     if vendored and not common.quiet:
         say(
             f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
@@ -176,6 +190,7 @@ def finish_project(
         # the whole migration, as `git diff` would show it: the new helper file and the tests too
         patches = [(f.path, file_diff(from_base(f.path), f.before, f.after)) for f in plan.files if f.changed]
         patches += [(u.path, file_diff(from_base(u.path), u.before, u.after)) for u in updates if u.changed]
+        patches += [(r.path, file_diff(from_base(r.path), r.before, r.after)) for r in recordings]
         if vendored:
             patches.append((vendored, new_file_diff(from_base(vendored), helper_source(vendored, root))))
         click.echo(b"".join(patch for _, patch in sorted(patches)), nl=False)
