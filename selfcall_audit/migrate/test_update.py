@@ -111,8 +111,9 @@ def _update_file(
     try:
         text = before.decode("utf-8")
         module = cst.parse_module(text)
-    except (UnicodeDecodeError, cst.ParserSyntaxError):
-        update.left = [(t, "libcst cannot read the file as UTF-8 Python") for t in tests]
+        ast.parse(text)  # what the name checks below read
+    except (UnicodeDecodeError, cst.ParserSyntaxError, SyntaxError, ValueError):
+        update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
         return update
     patch = imported_name(module, _PATCH)
     reason = _clash(module, patch)
