@@ -31,12 +31,13 @@ class Resolver:
         settings: Settings,
         instances: list[AgentInstance],
         read: Callable[[str], bytes | None] | None = None,
+        mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
         self.evaluator = Evaluator(hierarchy, settings)
-        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read)
+        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
 
