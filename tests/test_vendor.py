@@ -140,6 +140,7 @@ async def test_run_answers_from_its_own_route() -> None:
 """
 
 
+@pytest.mark.slow
 def test_the_diff_is_the_whole_migration(tmp_path: Path, command) -> None:
     """`fix --diff | git apply` gives the tree `fix` writes: the new helper file and the updated
     test included; then scan and a second fix find nothing to do."""
@@ -167,6 +168,7 @@ def test_the_diff_is_the_whole_migration(tmp_path: Path, command) -> None:
     assert python_files(repo) == python_files(copy)
 
 
+@pytest.mark.slow
 def test_the_updated_test_passes_where_the_test_left_as_it_was_fails(repo: Path, command) -> None:
     test = repo / "responses_api_agents/echo/tests/test_app.py"
     test.parent.mkdir()

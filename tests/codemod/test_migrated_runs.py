@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BASE = """\
 from typing import Any
 
@@ -102,6 +104,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_the_migrated_retry_lambda_with_optional_headers_runs_in_process(tmp_path: Path, cli) -> None:
     root = tmp_path / "repo"
     (root / "nemo_gym").mkdir(parents=True)
