@@ -36,6 +36,7 @@ class CallArgument:
     keyword: str | None = None  # None: positional (or a star expansion)
     star: str = ""  # "*" or "**" for an expansion, whose role is "other"
     text: str = ""  # for the roles that say where the call goes, the argument as Python reads it
+    keys: tuple[str, ...] | None = None  # what a `**` expansion passes, when the code shows it all
 
 
 @dataclass(frozen=True)

@@ -234,10 +234,11 @@ def test_fix_lists_them_after_its_rewrites(repo: Path, command) -> None:
 
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    start = lines.index("4 tests modelled the HTTP self-call; update them:")
+    start = lines.index("4 tests modelled the HTTP self-call:")
     assert lines[start + 1] == (
         f"  {ECHO_TESTS}::test_run_posts_seed_then_self_call: "
-        "asserts that the self-call to /v1/responses went through server_client.post"
+        "asserts that the self-call to /v1/responses went through server_client.post; "
+        "now fakes the helper, sending the self-call to its server client as before"
     )
     assert len(lines) == start + 5
 
@@ -250,7 +251,7 @@ def test_from_a_subfolder_the_tests_are_named_from_there_like_the_rewritten_file
 
     lines = done.stderr.splitlines()
     assert "echo/app.py:14: would rewrite self-call to responses_in_process" in lines
-    start = lines.index("4 tests modelled the HTTP self-call; update them:")
+    start = lines.index("4 tests modelled the HTTP self-call:")
     assert lines[start + 1].startswith("  echo/tests/test_app.py::test_run_posts_seed_then_self_call: ")
 
 

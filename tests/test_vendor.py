@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +123,79 @@ def test_diff_and_check_say_the_helper_would_be_written_and_write_nothing(repo: 
     assert python_files(repo) == before
 
 
+TEST_OF_ECHO = """\
+from unittest.mock import AsyncMock, MagicMock
+
+from responses_api_agents.echo.app import EchoAgent
+
+
+async def test_run_answers_from_its_own_route() -> None:
+    client = MagicMock()
+    client.post = AsyncMock(return_value=MagicMock(json=AsyncMock(return_value={"ok": True})))
+    agent = EchoAgent()
+    agent.server_client, agent.config = client, MagicMock()
+
+    assert await agent.run({}) == {"ok": True}
+    assert client.post.await_args.kwargs["url_path"] == "/v1/responses"
+"""
+
+
+@pytest.mark.slow
+def test_the_diff_is_the_whole_migration(tmp_path: Path, command) -> None:
+    """`fix --diff | git apply` gives the tree `fix` writes: the new helper file and the updated
+    test included; then scan and a second fix find nothing to do."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "responses_api_agents/echo/tests").mkdir()
+    (repo / "responses_api_agents/echo/tests/test_app.py").write_text(TEST_OF_ECHO)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    copy = tmp_path / "copy"
+    shutil.copytree(repo, copy)
+
+    diff = command("fix", "--no-cache", "--diff", cwd=repo)
+    applied = subprocess.run(
+        ["git", "apply", "-"], input=diff.stdout, text=True, capture_output=True, cwd=repo
+    )
+    fixed = command("fix", "--no-cache", cwd=copy)
+
+    assert applied.returncode == 0, applied.stderr
+    assert f"diff --git a/{COPY} b/{COPY}\nnew file mode 100644\n--- /dev/null\n+++ b/{COPY}\n" in diff.stdout
+    assert fixed.returncode == 0, fixed.stdout
+    assert python_files(repo) == python_files(copy)
+    assert "@patch(" in (repo / "responses_api_agents/echo/tests/test_app.py").read_text()
+    assert command("scan", "--no-cache", cwd=repo).returncode == 0
+    again = command("fix", "--no-cache", cwd=repo)
+    assert "Nothing to rewrite" in again.stdout
+    assert python_files(repo) == python_files(copy)
+
+
+@pytest.mark.slow
+def test_the_updated_test_passes_where_the_test_left_as_it_was_fails(repo: Path, command) -> None:
+    test = repo / "responses_api_agents/echo/tests/test_app.py"
+    test.parent.mkdir()
+    test.write_text(TEST_OF_ECHO)
+    pytest_run = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "asyncio_mode=auto",
+        test,
+    ]
+
+    before = subprocess.run(pytest_run, cwd=repo, capture_output=True, text=True, timeout=120)
+    command("fix", "--no-cache", repo)
+    updated = subprocess.run(pytest_run, cwd=repo, capture_output=True, text=True, timeout=120)
+    test.write_text(TEST_OF_ECHO)  # the test as it was, against the migrated agent
+    left = subprocess.run(pytest_run, cwd=repo, capture_output=True, text=True, timeout=120)
+
+    assert before.returncode == 0, before.stdout
+    assert updated.returncode == 0, updated.stdout
+    assert left.returncode == 1, left.stdout
+
+
 @pytest.mark.slow
 def test_without_nemo_gym_the_helper_goes_beside_the_rewritten_file(tmp_path: Path, command) -> None:
     repo = make_repo(tmp_path / "repo", nemo_gym=False)
@@ -212,7 +286,7 @@ def test_a_nemo_gym_folder_linked_outside_the_project_gets_no_helper(tmp_path: P
 def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
     copy = repo / COPY
-    copy.write_bytes(copy.read_bytes().replace(b"import asyncio\n", b"import asyncio  # tuned\n", 1))
+    copy.write_bytes(copy.read_bytes() + b"\nTUNED = True\n")
 
     scan = command("scan", "--no-cache", "--format", "concise", ".", cwd=repo)
     hook = command("scan", "--no-cache", "--format", "concise", APP, cwd=repo)  # as pre-commit runs it
@@ -225,6 +299,30 @@ def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Pa
     refresh = command(*REFRESH.split()[1:], cwd=repo)
     assert refresh.returncode == 0, refresh.stderr
     assert command("scan", "--no-cache", repo).returncode == 0
+
+
+def test_a_copy_reformatted_or_headed_by_the_repo_stays_current(repo: Path, command) -> None:
+    """What the repo's pre-commit does to the copy (reformat at another width, sort imports another
+    way, add a header) changes no code: scan stays clean and fix leaves the copy as it is."""
+    command("fix", "--no-cache", repo)
+    copy = repo / COPY
+    subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", "72", copy], check=True
+    )
+    subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--select", "I", "--fix", "--config",
+         "lint.isort.force-single-line = true", copy],
+        check=True,
+    )  # fmt: skip
+    copy.write_bytes(b"# Copyright (c) 2026 Example Org. Apache-2.0\n" + copy.read_bytes())
+    reformatted = copy.read_bytes()
+    assert reformatted.count(b"\n") > helper_source(COPY).count(b"\n")  # the width changed the layout
+
+    scan = command("scan", "--no-cache", repo)
+    again = command("fix", "--no-cache", repo)
+
+    assert scan.returncode == 0, scan.stdout
+    assert again.returncode == 0 and copy.read_bytes() == reformatted
 
 
 @pytest.mark.slow

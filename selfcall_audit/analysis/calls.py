@@ -67,8 +67,9 @@ class CallFact:
     # local bindings the call went through: name, line, and the part of the call that reads it
     # ("receiver", a keyword, or "#<n>" for the n-th positional argument)
     aliases: tuple[tuple[str, int, str], ...]
-    # the arguments as written, in source order: (keyword or None, "" / "*" / "**")
-    written: tuple[tuple[str | None, str], ...] = ()
+    # the arguments as written, in source order: (keyword or None, "" / "*" / "**", the keys a `**`
+    # expansion passes when it is a dict display or a conditional between them, else None)
+    written: tuple[tuple[str | None, str, tuple[str, ...] | None], ...] = ()
     callee: str | None = None  # the callee as written when it is a dotted name: `self.server_client.post`
     context: str = "expression"  # "with": an (async) context manager; "default" / "decorator" of a def
     # for a client call, each argument as written that can say where it goes (positional, server_name,
@@ -115,7 +116,7 @@ def call_fact(
         (k, prune(v) if not client or k is None or k in ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
     )
     written = [
-        (a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "", _text(a, client))
+        (a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "", None, _text(a, client))
         for a in node.args
     ]
     written += [
@@ -124,6 +125,7 @@ def call_fact(
             kw.col_offset,
             kw.arg,
             "" if kw.arg else "**",
+            None if kw.arg else expanded_keys(kw.value),
             _text(kw.value, client and kw.arg in ROUTING_KWARGS),
         )
         for kw in node.keywords
@@ -139,7 +141,7 @@ def call_fact(
         tuple(map(prune, args)),
         recorded_kwargs,
         tuple(dict.fromkeys(feeds)),
-        tuple((keyword, star) for _, _, keyword, star, _ in written),
+        tuple((keyword, star, keys) for _, _, keyword, star, keys, _ in written),
         _dotted_source(node.func),
         context,
         tuple(text for *_, text in written),
@@ -150,6 +152,20 @@ def _text(node: ast.expr, routing: bool) -> str:
     """An argument that says where a client call goes, as Python reads it (`fix` checks that the
     call it rewrites still says the same); "" for the others."""
     return ast.unparse(node) if routing and not isinstance(node, ast.Starred) else ""
+
+
+def expanded_keys(node: ast.expr) -> tuple[str, ...] | None:
+    """The keyword names `**node` passes, when the code shows them all: a dict display with string
+    keys (`{"headers": h}`), or a conditional between such displays (`{"headers": h} if h else {}`),
+    whose keys are those of either branch; None otherwise."""
+    if isinstance(node, ast.IfExp):
+        body, orelse = expanded_keys(node.body), expanded_keys(node.orelse)
+        return None if body is None or orelse is None else tuple(dict.fromkeys(body + orelse))
+    if isinstance(node, ast.Dict) and all(
+        isinstance(key, ast.Constant) and isinstance(key.value, str) for key in node.keys
+    ):
+        return tuple(dict.fromkeys(key.value for key in node.keys))  # type: ignore[union-attr]
+    return None
 
 
 def _dotted_source(node: ast.expr) -> str | None:

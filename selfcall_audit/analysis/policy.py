@@ -59,6 +59,8 @@ REWRITTEN_METHODS = frozenset({"post", "request"})
 # What the in-process helper takes (kept as written), and what the rewrite drops.
 KEPT_ROLES: frozenset[str] = frozenset({"url_path", "json", "cookies", "headers"})
 DROPPED_ROLES: frozenset[str] = frozenset({"server_name", "method"})
+# What a `**` expansion of a dict display may pass: kept as written, the helper takes them by name.
+EXPANDABLE: frozenset[str] = frozenset({"json", "cookies", "headers"})
 _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES
 
 
@@ -95,6 +97,12 @@ def blocker(call: CallDescription) -> str | None:
         reason = _argument_blocker(argument)
         if reason is not None:
             return reason
+    named = [a.keyword for a in call.arguments if a.keyword] + [
+        k for a in call.arguments for k in a.keys or ()
+    ]
+    twice = sorted({name for name in named if named.count(name) > 1})
+    if twice:
+        return f"`{twice[0]}` is passed twice (by name and in a `**` expansion)"
     roles = {argument.role for argument in call.arguments}
     if not {"server_name", "url_path"} <= roles:
         return "it does not name both the server and the url path"
@@ -104,6 +112,11 @@ def blocker(call: CallDescription) -> str | None:
 
 
 def _argument_blocker(argument: CallArgument) -> str | None:
+    if argument.star == "**" and argument.keys is not None:
+        others = [key for key in argument.keys if key not in EXPANDABLE]
+        if not others:
+            return None  # `**{"headers": h}`, `**({"headers": h} if h else {})`: kept as written
+        return f"a `**` expansion passes `{others[0]}`, which the in-process helper does not take: rewrite the call by hand"
     if argument.star:
         return f"arguments come from a `{argument.star}` expansion: rewrite the call by hand"
     if argument.role != "other":

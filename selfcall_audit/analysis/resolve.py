@@ -163,9 +163,9 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
     arguments = []
     positional = 0
     texts = site.texts or ("",) * len(site.written)
-    for index, ((keyword, star), text) in enumerate(zip(site.written, texts, strict=True)):
+    for index, ((keyword, star, keys), text) in enumerate(zip(site.written, texts, strict=True)):
         if star:
-            arguments.append(CallArgument(index, "other", None, star))
+            arguments.append(CallArgument(index, "other", None, star, keys=keys))
             continue
         role = policy.role_of(client_method, positional, keyword)
         arguments.append(CallArgument(index, role, keyword, text=text if role in ROUTING_KWARGS else ""))

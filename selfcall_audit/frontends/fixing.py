@@ -1,14 +1,14 @@
 """What `fix` does in one project once `cli` has read the command line: plan the rewrites, vendor
-the helper, write, and say what changed and which tests modelled the HTTP self-call."""
+the helper, write, update the tests that modelled the HTTP self-call, and say what changed."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from ..api import Projects
     from ..config import Settings
     from ..migrate.codemod import FixPlan, Helper
+    from ..migrate.record_app import Recording
+    from ..migrate.test_impact import ImpactedTest
+    from ..migrate.test_update import TestUpdate
 
 
 def _end_run(code: int) -> None:
@@ -95,9 +98,12 @@ def finish_project(
     outermost root, from which `--diff` names every project's files; `since`, when the run began
     (the bar shows the rewriting at once if the run is already long); `named`: the summary says
     which project it is about (a run over several, whose summaries would otherwise contradict)."""
-    from ..migrate.vendor import VendorError, check_place, vendor_helper
+    from ..migrate.codemod import file_diff, new_file_diff
+    from ..migrate.record_app import record_app
+    from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
     from ..workspace.lock import project_lock
     from ..workspace.signals import deferred_signals
+    from ..workspace.write import write_all
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
@@ -126,6 +132,12 @@ def finish_project(
                     err=True,
                 )
                 _end_run(128 + received[0])
+        tests: list[ImpactedTest] = []
+        updates: list[TestUpdate] = []
+        recordings: list[Recording] = []
+        if dry_run and plan.rewritten:
+            tests, updates = _test_updates(fixing)
+            recordings = record_app(root, fixing.settings.agent_bases)
         if not dry_run:
             progress = common.progress(since=since)
             try:
@@ -134,6 +146,24 @@ def finish_project(
                 plan.write()
             finally:
                 progress.close()
+            if plan.rewritten and plan.interrupted is None:  # the tests of what was written
+                tests, updates = _test_updates(fixing)
+                recordings = record_app(root, fixing.settings.agent_bases)
+                recorded = write_all(root, recordings)
+                recordings = [r for r in recordings if r.path in recorded.written]
+                plan.errors += [
+                    f"{path}: {why}" for path, why in {**recorded.refused, **recorded.failed}.items()
+                ]
+                result = write_all(root, [update for update in updates if update.changed])
+                for update in updates:
+                    why = result.refused.get(update.path) or result.failed.get(update.path)
+                    if why is None and update.changed and update.path not in result.written:
+                        why = "not written: the run was interrupted first"
+                    if why is not None:
+                        update.left += [(test, why) for test in update.updated]
+                        update.updated = []
+                plan.errors += [f"{path}: {why}" for path, why in result.failed.items()]
+                plan.interrupted = result.interrupted
             if created and not plan.rewritten and plan.interrupted is None:
                 # every rewrite was refused as it was written (a file edited meanwhile, hard links):
                 # nothing imports the copy, so it goes, as the run found the project
@@ -144,6 +174,12 @@ def finish_project(
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
 
+    for recording in recordings if not common.quiet else ():
+        for line in recording.lines:
+            verb = "would record" if dry_run else "records"
+            say(
+                f"{shown(recording.path)}:{line}: {verb} the app it builds, which the in-process helper calls"
+            )
     if vendored and not common.quiet:
         say(
             f"{shown(vendored)}: {'would write' if dry_run else 'wrote'} the in-process helper the rewritten calls import"
@@ -151,10 +187,17 @@ def finish_project(
     if show_diff:
         # named from the outermost project's root, so that one patch applies to every project's files
         prefix = os.path.relpath(root, base).replace(os.sep, "/")
-        changed = [
-            f if prefix == "." else replace(f, path=f"{prefix}/{f.path}") for f in plan.files if f.changed
-        ]
-        click.echo(b"".join(f.diff() for f in changed), nl=False)
+
+        def from_base(path: str) -> str:
+            return path if prefix == "." else f"{prefix}/{path}"
+
+        # the whole migration, as `git diff` would show it: the new helper file and the tests too
+        patches = [(f.path, file_diff(from_base(f.path), f.before, f.after)) for f in plan.files if f.changed]
+        patches += [(u.path, file_diff(from_base(u.path), u.before, u.after)) for u in updates if u.changed]
+        patches += [(r.path, file_diff(from_base(r.path), r.before, r.after)) for r in recordings]
+        if vendored:
+            patches.append((vendored, new_file_diff(from_base(vendored), helper_source(vendored, root))))
+        click.echo(b"".join(patch for _, patch in sorted(patches)), nl=False)
     rewritten = plan.rewritten
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
@@ -188,8 +231,8 @@ def finish_project(
         )
         project = f"{shown('.')}/: " if named else ""
         say(f"{project}{done}; {left}.")
-    if rewritten and not common.quiet:
-        _name_impacted_tests(root, fixing.settings, rewritten, say, shown)
+    if tests and not common.quiet:
+        _report_tests(tests, updates, dry_run, say, shown)
     if common.verbose:
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
@@ -205,18 +248,39 @@ def finish_project(
     return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
 
 
-def _name_impacted_tests(
-    root: Path, settings: Any, rewritten: list, say: Callable[[str], None], shown: Callable[[str], str]
-) -> None:
+def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpdate]]:
+    """The tests that model the HTTP self-call of the rewritten methods, and their update."""
+    from ..migrate.house_style import is_first_party, line_length
     from ..migrate.test_impact import Rewritten, impacted_tests
+    from ..migrate.test_update import target_of, update_tests
 
+    root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
-    tests = impacted_tests(root, methods, settings.route, settings.exclude)
-    if tests:
-        say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call; update them:")
+    tests = impacted_tests(root, methods, fixing.settings.route, fixing.settings.exclude)
+    targets = {o.finding.path: target_of(file.path, file.after, fixing.helper) for file, o in rewritten}
+    updates = update_tests(root, tests, targets, line_length(root), lambda name: is_first_party(root, name))
+    return tests, updates
+
+
+def _report_tests(
+    tests: list[ImpactedTest],
+    updates: list[TestUpdate],
+    dry_run: bool,
+    say: Callable[[str], None],
+    shown: Callable[[str], str],
+) -> None:
+    """Each test that modelled the HTTP self-call: updated to fake the helper, or left and why."""
+    fate: dict[str, str] = {}
+    for update in updates:
+        for test in update.updated:
+            done = "would fake" if dry_run else "now fakes"
+            fate[test.node_id] = f"{done} the helper, sending the self-call to its server client as before"
+        for test, why in update.left:
+            fate[test.node_id] = f"left as it is: {why}; update it by hand"
+    say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call:")
     for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
         path, _, name = test.node_id.partition("::")
-        say(f"  {shown(path)}::{name}: {test.reason}")
+        say(f"  {shown(path)}::{name}: {test.reason}; {fate.get(test.node_id, 'left as it is')}")
 
 
 def _plural(count: int, word: str) -> str:

@@ -8,7 +8,7 @@ are still the ones that were analysed. It also vendors the helper into a project
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,14 +49,35 @@ class FileFix:
         return [o for o in self.outcomes if o.reason is None] if self.changed else []
 
     def diff(self) -> bytes:
-        """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in
-        lines that only a newline ends (for git and patch, a form feed or a lone carriage return
-        ends none), and names quoted as git quotes them."""
-        old, new = git_quoted(f"a/{self.path}"), git_quoted(f"b/{self.path}")  # the code stays as it is
-        lines = difflib.diff_bytes(difflib.unified_diff, _lines(self.before), _lines(self.after), old, new)
-        return b"".join(
-            line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
-        )
+        return file_diff(self.path, self.before, self.after)
+
+
+def file_diff(path: str, before: bytes, after: bytes) -> bytes:
+    """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in lines
+    that only a newline ends (for git and patch, a form feed or a lone carriage return ends none),
+    and names quoted as git quotes them."""
+    old, new = git_quoted(f"a/{path}"), git_quoted(f"b/{path}")  # the code stays as it is
+    return _ended(difflib.diff_bytes(difflib.unified_diff, _lines(before), _lines(after), old, new))
+
+
+def new_file_diff(path: str, data: bytes) -> bytes:
+    """The patch of a new file, as `git diff` prints one: `git apply` creates the file."""
+    old, new = git_quoted(f"a/{path}"), git_quoted(f"b/{path}")
+    lines = _lines(data)
+    head = [
+        b"diff --git %s %s\n" % (old, new),
+        b"new file mode 100644\n",
+        b"--- /dev/null\n",
+        b"+++ %s\n" % new,
+        b"@@ -0,0 +1,%d @@\n" % len(lines) if len(lines) != 1 else b"@@ -0,0 +1 @@\n",
+    ]
+    return b"".join(head) + _ended(b"+" + line for line in lines)
+
+
+def _ended(lines: Iterable[bytes]) -> bytes:
+    return b"".join(
+        line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
+    )
 
 
 def _lines(data: bytes) -> list[bytes]:

@@ -4,9 +4,10 @@ Such a test fakes `server_client.post` for the agent's own `/v1/responses`, or a
 paths, server names or cookies of the self-call; after the rewrite that call no longer goes through
 `server_client.post`, so the test may fail or hang although the agent is right. A test is named
 when it exercises a rewritten method (calls `.run(...)`, or posts to `/run` through a test client)
-and its own body mentions the route: precise enough that the list is worth reading. A test is
-also named when it serves the agent's app as `setup_webserver()` builds it, without the exception
-middleware that its fake of the self-call emulated, and checks an error's text.
+and its own body mentions the route, or it (or a function of its module it calls) replaces the
+client's `post`, whose fake then answered the self-call in its turn (`side_effect=[seed, model,
+verify]`). A test is also named when it serves the agent's app as `setup_webserver()` builds it,
+without the exception middleware that its fake of the self-call emulated, and checks an error's text.
 """
 
 from __future__ import annotations
@@ -32,11 +33,13 @@ class Rewritten:
 
 @dataclass(frozen=True)
 class ImpactedTest:
-    """A test to update: its pytest node id, the line it starts on, and why."""
+    """A test to update: its pytest node id, the line it starts on, why, and the rewritten files
+    (root-relative) whose self-call it models."""
 
     node_id: str
     line: int
     reason: str
+    modules: tuple[str, ...] = ()
 
 
 def impacted_tests(
@@ -57,14 +60,14 @@ def impacted_tests(
             source = (root / rel).read_bytes()
         except OSError:
             continue
-        methods = {m for path, names in by_file.items() if _tests_module(rel, source, path) for m in names}
-        if not methods:
+        tested = {path: names for path, names in by_file.items() if _tests_module(rel, source, path)}
+        if not tested:
             continue
         try:
             tree = ast.parse(source, rel)
         except (SyntaxError, ValueError):
             continue
-        found.extend(_impacted_in(rel, tree, methods, route))
+        found.extend(_impacted_in(rel, tree, tested, route))
     return found
 
 
@@ -107,16 +110,20 @@ def _tests_module(test: str, source: bytes, rewritten: str) -> bool:
     return _module_name(rewritten).encode("utf-8", "surrogateescape") in source
 
 
-def _impacted_in(rel: str, tree: ast.Module, methods: set[str], route: str) -> Iterator[ImpactedTest]:
-    helpers = _Helpers(tree, methods)
+def _impacted_in(
+    rel: str, tree: ast.Module, tested: dict[str, set[str]], route: str
+) -> Iterator[ImpactedTest]:
+    helpers = _Helpers(tree, {m for names in tested.values() for m in names})
+    per_file = {path: _Helpers(tree, names) for path, names in tested.items()}
     for node_id, function in _test_functions(rel, tree):
         reason = None
         if helpers.exercises(function):
-            reason = _models_self_call(function, route)
+            reason = _models_self_call(function, route) or _fakes_post(helpers.reached(function))
         if reason is None:
             reason = _relies_on_emulated_middleware(function, helpers.reached(function), route)
         if reason is not None:
-            yield ImpactedTest(node_id, function.lineno, reason)
+            exercised = tuple(path for path, file in per_file.items() if file.exercises(function))
+            yield ImpactedTest(node_id, function.lineno, reason, exercised or tuple(tested))
 
 
 def _test_functions(rel: str, tree: ast.Module) -> Iterator[tuple[str, _Function]]:
@@ -197,6 +204,25 @@ def _models_self_call(function: ast.AST, route: str) -> str | None:
         return f"asserts that the self-call to {route} went through server_client.post"
     if faked:
         return f"fakes server_client.post for {route}, which the self-call no longer reaches"
+    return None
+
+
+def _fakes_post(reached: list[_Function]) -> str | None:
+    """Does the test, or a function of its module it calls, replace the client's `post`
+    (`client.post = AsyncMock(...)`, `patch.object(client, "post", ...)`)? Then the fake answered
+    the self-call too, in its turn, whatever route it was for."""
+    for function in reached:
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and any(
+                isinstance(target, ast.Attribute) and target.attr == "post" for target in node.targets
+            ):
+                return "fakes server_client.post, which answered the self-call too"
+            if (
+                isinstance(node, ast.Call)
+                and _called_name(node) in ("object", "setattr")
+                and any(isinstance(a, ast.Constant) and a.value == "post" for a in node.args[1:2])
+            ):
+                return "fakes server_client.post, which answered the self-call too"
     return None
 
 

@@ -1,13 +1,16 @@
 """The helper as a file of the audited repo, so that the migrated code runs without selfcall-audit.
 
-`fix` writes a copy of `selfcall_audit/inprocess.py` (one self-contained module) into the repo and
-imports it from there. The copy's first line records the tool version and a digest of the module,
-so `scan` can tell a copy that was edited, or that an older tool wrote, from a current one (SCA004).
+`fix` writes a copy of `selfcall_audit/inprocess.py` (one self-contained module) into the repo, in
+the repo's own form (`house_style`), and imports it from there. A line at its top says where it
+came from: the tool version and a digest of its code, so that `scan` can tell a copy whose code was
+edited, or that an older tool wrote, from a current one (SCA004), while a copy the repo's formatter
+reformatted or that was given a header stays current.
 This module is imported by every scan: it uses the standard library only.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import stat
@@ -21,14 +24,18 @@ from ..orchestration.cache import blake2b
 from ..report.messages import refresh_command
 from ..rules import STALE_HELPER
 from ..workspace.discovery import find_root
+from .house_style import import_style, is_first_party, license_header, sorted_imports
 
 FILE_NAME = "inprocess.py"
 # The package next to NeMo Gym's server_utils.py: the agents import it wherever they run.
 DEFAULT_PACKAGES = ("nemo_gym", "src/nemo_gym")
 _SHIPPED = Path(__file__).resolve().parents[1] / "inprocess.py"
-_HEADER = re.compile(
-    rb"# Vendored from selfcall-audit (\S+) \(selfcall_audit/inprocess\.py, blake2b ([0-9a-f]{32})\)\.\n"
+# Where a copy came from, among its first comment lines: "code" is the digest of its code as
+# `code_digest` sees it; "blake2b" (copies of 0.1.0) the digest of the bytes after the header.
+_ATTRIBUTION = re.compile(
+    r"# Vendored from selfcall-audit (\S+) \(selfcall_audit/inprocess\.py, (code|blake2b) ([0-9a-f]{16,32})\)\."
 )
+_HEAD = 8192  # the license header and the attribution lie within
 
 
 class VendorError(Exception):
@@ -39,42 +46,104 @@ def _digest(data: bytes) -> str:
     return blake2b(data, digest_size=16).hexdigest()
 
 
-def helper_source(rel: str | None = None) -> bytes:
-    """The helper module as shipped, headed by its version, its digest and how to refresh it."""
-    body = _SHIPPED.read_bytes()
+def code_digest(data: bytes) -> str | None:
+    """A digest of the module's code, blind to what a formatter, an import sorter or a header
+    changes: comments, layout, quotes, the order of an import block, docstrings' whitespace.
+    None when it does not parse."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                setattr(node, name, _normalised(value))
+    return blake2b(ast.dump(tree).encode(), digest_size=8).hexdigest()
+
+
+def _normalised(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Docstrings with their whitespace collapsed; each run of imports as one import per name, sorted."""
+    first = body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        first.value.value = " ".join(first.value.value.split())
+    result: list[ast.stmt] = []
+    run: list[ast.stmt] = []
+    for statement in [*body, None]:
+        if isinstance(statement, ast.Import):
+            run += [ast.Import(names=[alias]) for alias in statement.names]
+        elif isinstance(statement, ast.ImportFrom):
+            run += [ast.ImportFrom(statement.module, [alias], statement.level) for alias in statement.names]
+        else:
+            result += sorted(run, key=ast.dump)
+            run = []
+            if statement is not None:
+                result.append(statement)
+    return result
+
+
+def helper_source(rel: str | None = None, root: Path | None = None) -> bytes:
+    """The helper module in the form of the repo at `root` it is written to (at `rel`): the license
+    header of its neighbouring modules, one line on where it came from, the repo's import layout."""
+    body = _SHIPPED.read_text(encoding="utf-8")
+    header = ""
+    if root is not None and rel is not None:
+        target = root / rel
+        header = license_header(target.parent, exclude=target)
+        body = sorted_imports(body, import_style(root), lambda name: is_first_party(root, name))
     where = rel or "<this file>"
-    header = (
-        f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py, blake2b {_digest(body)}).\n"
+    attribution = (
+        f"# Vendored from selfcall-audit {__version__} (selfcall_audit/inprocess.py, code {_shipped_code()}).\n"
         f"# Do not edit: refresh it with `{refresh_command(where)}`.\n"
     )
-    return header.encode() + body
+    return (f"{header}\n" if header else "").encode() + attribution.encode() + body.encode()
 
 
-def _body(data: bytes) -> tuple[str, str, bytes] | None:
-    """The version and digest a vendored copy records, and the module after its two header lines."""
-    match = _HEADER.match(data)
-    if match is None:
-        return None
-    rest = data[match.end() :]
-    second = rest.find(b"\n")
-    return match[1].decode(), match[2].decode(), rest[second + 1 :] if second >= 0 else b""
+def _shipped_code() -> str:
+    digest = code_digest(_SHIPPED.read_bytes())
+    assert digest is not None  # the shipped helper parses
+    return digest
+
+
+def _record(data: bytes) -> tuple[str, str, str, int] | None:
+    """The version, digest kind and digest a copy's attribution records, and where the line ends;
+    only its leading comment lines are read."""
+    offset = 0
+    for line in data[:_HEAD].splitlines(keepends=True):
+        if not line.startswith(b"#") and line.strip():
+            return None
+        match = _ATTRIBUTION.match(line.decode("utf-8", "replace"))
+        if match is not None:
+            return match[1], match[2], match[3], offset + len(line)
+        offset += len(line)
+    return None
 
 
 def is_vendored(data: bytes) -> bool:
-    return _HEADER.match(data) is not None
+    return _record(data) is not None
 
 
 def staleness(data: bytes) -> str | None:
-    """Why a vendored copy is not the tool's helper ("edited", "outdated"), or None when it is."""
-    parts = _body(data)
-    if parts is None:
+    """Why a vendored copy is not the tool's helper ("edited", "outdated"), or None when its code
+    is the tool's, however it was formatted or headed."""
+    record = _record(data)
+    if record is None:
         return None
-    version, digest, body = parts
-    if _digest(body) != digest:
+    version, kind, digest, end = record
+    code = code_digest(data)
+    if code == _shipped_code():
+        return None
+    if kind == "code":
+        edited = code != digest
+    else:  # the two-line header of 0.1.0, then the module as it shipped
+        rest = data[end:]
+        edited = _digest(rest[rest.find(b"\n") + 1 :]) != digest
+    if edited:
         return f"was edited since selfcall-audit {version} wrote it"
-    if body != _SHIPPED.read_bytes():
-        return f"is the helper of selfcall-audit {version}, not of the installed {__version__}"
-    return None
+    return f"is the helper of selfcall-audit {version}, not of the installed {__version__}"
 
 
 def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
@@ -87,7 +156,7 @@ def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
     root = find_root(path.parent if path.parent.exists() else Path.cwd())
     resolved = path.resolve()
     rel = resolved.relative_to(root.resolve()).as_posix() if resolved.is_relative_to(root.resolve()) else None
-    source = helper_source(rel)
+    source = helper_source(rel, root) if rel is not None else helper_source()
     if path.is_file():
         current = path.read_bytes()
         if current == source or (is_vendored(current) and staleness(current) is None and not force):
@@ -227,7 +296,7 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
     for rel in sorted(candidates):
         try:
             with open(root / rel, "rb") as stream:
-                head = stream.read(200)
+                head = stream.read(_HEAD)
                 if not is_vendored(head):
                     continue
                 data = head + stream.read()

@@ -5,6 +5,9 @@ it at `responses_api_agents/x/app.py` in a small project and runs the fix: the f
 byte for byte `after.py` (a case without one must come out unchanged), the calls left alone must
 be exactly those of `case.json` with their reasons, what remains must be only those for a scan,
 and a second run must change nothing. A `pyproject.toml` in the case replaces the default one.
+A case with a `tests_before.py` puts it at `responses_api_agents/x/tests/test_app.py`: after the
+fix it must be `tests_after.py` (or unchanged without one), and each test `fix` names must have the
+fate `case.json` gives it (`"tests"`: node id within the file, reason and fate).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import pytest
 
 CASES = Path(__file__).parent / "cases"
 APP = "responses_api_agents/x/app.py"
+TESTS = "responses_api_agents/x/tests/test_app.py"
+TEST_FATE = re.compile(r"^  (?:.*/)?responses_api_agents/x/tests/test_app\.py::(\S+): (.*)$", re.M)
 NOT_REWRITTEN = re.compile(
     r"^(?:.*/)?responses_api_agents/x/app\.py:\d+:\d+: SCA00\d not rewritten: (.*)$", re.M
 )
@@ -41,7 +46,19 @@ def make_project(root: Path, case: Path, before: bytes | None = None) -> Path:
     app = root / APP
     app.parent.mkdir(parents=True)
     app.write_bytes((case / "before.py").read_bytes() if before is None else before)
+    if (case / "tests_before.py").exists():
+        (root / TESTS).parent.mkdir()
+        (root / TESTS).write_bytes((case / "tests_before.py").read_bytes())
     return root
+
+
+def updated_test_expectations(case: Path) -> tuple[bytes | None, list[list[str]]]:
+    """The test file after the fix (None: the case has none), and the fate of each named test."""
+    if not (case / "tests_before.py").exists():
+        return None, []
+    after = case / "tests_after.py"
+    expected = (after if after.exists() else case / "tests_before.py").read_bytes()
+    return expected, json.loads((case / "case.json").read_text())["tests"]
 
 
 def expectations(case: Path) -> tuple[bytes, list[str]]:
@@ -64,12 +81,18 @@ def test_case(name: str, tmp_path: Path, cli) -> None:
     assert NOT_REWRITTEN.findall(result.stdout) == reasons
     assert result.exit_code == (1 if reasons else 0), result.stdout
     ast.parse(expected)
+    test_file, fates = updated_test_expectations(case)
+    if test_file is not None:
+        assert (root / TESTS).read_bytes() == test_file
+        assert [list(fate) for fate in TEST_FATE.findall(result.stdout)] == fates
 
     scan = cli("scan", "--no-cache", "--format", "json", root)
     assert len(json.loads(scan.stdout)["findings"]) == len(reasons)
 
     again = cli("fix", "--no-cache", root)
     assert (root / APP).read_bytes() == expected
+    if test_file is not None:
+        assert (root / TESTS).read_bytes() == test_file
     assert "Nothing to rewrite" in again.stdout
     assert again.exit_code == result.exit_code
 
@@ -88,8 +111,8 @@ def test_every_fixed_case_has_a_changed_after_and_every_refused_case_a_reason() 
 
 def test_every_after_file_passes_isort_and_leaves_no_unused_name(tmp_path: Path) -> None:
     """The import lands where ruff's isort puts it (with NeMo Gym's settings) and no alias dangles."""
-    afters = sorted(str(p) for p in CASES.glob("*/after.py"))
-    isort_like_gym = "lint.isort.known-first-party = ['nemo_gym']"
+    afters = sorted(str(p) for p in [*CASES.glob("*/after.py"), *CASES.glob("*/tests_after.py")])
+    isort_like_gym = "lint.isort.known-first-party = ['nemo_gym', 'responses_api_agents']"  # as in the repo
     done = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--isolated", "--line-length", "119", "--select", "I,F401,F841",
          "--config", isort_like_gym, *afters],

@@ -1,0 +1,17 @@
+from fastapi import Request
+from selfcall_audit.inprocess import responses_in_process
+
+from nemo_gym.base_resources_server import BaseRunRequest
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class TracingAgent(SimpleResponsesAPIAgent):
+    async def run(self, request: Request, body: BaseRunRequest, trace: str | None = None) -> dict:
+        extra = {}
+        response = await responses_in_process(
+            self,
+            url_path="/v1/responses",
+            **{"json": body.responses_create_params, "cookies": request.cookies},
+            **({"headers": {"x-trace": trace}} if trace else ({"headers": {}} if extra else {})),
+        )
+        return await response.json()

@@ -1,0 +1,23 @@
+"""Checked at a narrow line length: a decorator that would not fit goes over several lines."""
+
+from unittest.mock import AsyncMock, MagicMock
+
+from responses_api_agents.x.app import GraderAgent
+
+ANSWER = MagicMock(ok=True, cookies={})
+
+
+class TestRun:
+    async def test_self_call_is_posted(self) -> None:
+        client = MagicMock()
+        client.post = AsyncMock(return_value=ANSWER)
+        agent = GraderAgent(
+            config=ANSWER, server_client=client
+        )
+
+        await agent.run(MagicMock(cookies={}), MagicMock())
+
+        sent = client.post.await_args_list
+        assert "/v1/responses" in [
+            c.kwargs["url_path"] for c in sent
+        ]
