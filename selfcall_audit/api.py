@@ -64,16 +64,17 @@ def analyze_projects(
         }
         project = Project(project_root, settings, progress=progress, sources=own)
         report = _analyzed(project, paths, inventory=inventory, early=early)
-        if settings.strict and report.errors:
-            report = replace(report, strict_failure=True)
         projects.found(report)
         parts.append(report)
     return merged(parts, root)
 
 
 def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Report:
-    """The project's report, with the stale copies of the helper (SCA004) whatever the scope."""
+    """The project's report, with the stale copies of the helper (SCA004) whatever the scope, and
+    each SCA900 entry judged by the project's strictness (`InputError.gated`)."""
     report = project.analyze(paths, **options)
+    errors = [error.gated(project.settings.strict) for error in report.errors]
+    report = replace(report, errors=errors, inputs_failed=any(error.fails for error in errors))
     if not project.settings.selects(STALE_HELPER):
         return report
     stale = stale_copies(project.root, project.listed_sources, project.settings.helper)

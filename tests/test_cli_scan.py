@@ -153,22 +153,25 @@ def test_unreadable_files_are_error_entries_not_findings(cli, tmp_path: Path) ->
     assert code == 1
     assert len(report["findings"]) == 2
     (error,) = report["errors"]
-    assert set(error) == {"code", "path", "message"}
-    assert error["code"] == "SCA900"
-    assert error["path"] == "responses_api_agents/broken.py"
+    assert set(error) == {"code", "path", "message", "line", "column", "severity"}
+    assert (error["code"], error["path"], error["line"]) == ("SCA900", "responses_api_agents/broken.py", 3)
+    assert (error["severity"], error["column"]) == ("error", 42)  # the colon where `)` belongs
     assert "syntax error at line 3" in error["message"]
 
 
-def test_unreadable_files_alone_exit_0_unless_strict(cli, tmp_path: Path) -> None:
-    project = copy_fixture("trap-text", tmp_path)
+def test_a_python_file_that_does_not_parse_fails_the_gate_as_ruff(cli, tmp_path: Path) -> None:
+    project = copy_fixture("trap-text", tmp_path)  # no self-call: the broken file alone fails
     (project / "responses_api_agents" / "broken.py").write_text(BROKEN_AGENT)
 
-    assert cli("scan", "--format", "concise", "--no-cache", project).exit_code == 0
-    strict = cli("scan", "--format", "concise", "--no-cache", "--strict", project)
-    assert strict.exit_code == 1
+    for options in ((), ("--strict",), ("-q",), ("--statistics",)):
+        result = cli("scan", "--format", "concise", "--no-cache", *options, project)
+        assert result.exit_code == 1, options
+    plain = cli("scan", "--format", "concise", project)  # from the cache now: the same
+    assert plain.exit_code == 1
     assert re.search(
-        r"responses_api_agents/broken\.py:3:(\d+): SCA900 syntax error at line 3, column \1", strict.stdout
+        r"responses_api_agents/broken\.py:3:(\d+): SCA900 syntax error at line 3, column \1", plain.stdout
     )
+    assert cli("scan", "--exit-zero", project).exit_code == 0
 
 
 def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:

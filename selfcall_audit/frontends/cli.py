@@ -51,7 +51,7 @@ def _verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         # Not exists=True: a broken link or an unreadable file named here is an SCA900 entry.
-        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+        click.argument("paths", nargs=-1, type=click.Path(readable=False, path_type=Path)),
         click.option(
             "--config",
             "config_file",

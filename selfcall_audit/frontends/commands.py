@@ -83,6 +83,7 @@ class Output:
                 raise OutputFailed(exc) from exc
             return
         try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)  # as ruff: `-o reports/audit.json`
             with open(self.file, "w", encoding="utf-8", errors="surrogateescape") as handle:
                 handle.write(text)
         except OSError as exc:
@@ -271,7 +272,7 @@ def scan(
         say("\n".join(notes))
     if common.verbose:
         say(f"{report.files_parsed} files parsed in {report.seconds:.3f}s")
-    failed = report.findings or report.strict_failure
+    failed = report.findings or report.inputs_failed
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
 

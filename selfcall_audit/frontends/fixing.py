@@ -170,7 +170,7 @@ def finish_project(
     for finding, reason in not_fixed:
         say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
     for error in plan.report.errors:
-        say(f"{shown(error.path)}:{error.position[0]}:{error.position[1]}: {error.code} {error.message}")
+        say(f"{shown(error.path)}:{error.line}:{error.column}: {error.code} {error.message}")
     for error in plan.errors:
         click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
     if not common.quiet:
@@ -200,7 +200,8 @@ def finish_project(
         _end_run(128 + plan.interrupted)
     if plan.errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
+    failed = not_fixed or plan.report.inputs_failed  # a file that does not parse may hide one
+    return EXIT_FINDINGS if failed or (dry_run and rewritten) else EXIT_CLEAN
 
 
 def _name_impacted_tests(

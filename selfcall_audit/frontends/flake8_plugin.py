@@ -100,7 +100,7 @@ class SelfCallChecker:
                 yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
         for error in report.errors:
             if error.path == rel:
-                yield error.position[0], error.position[1] - 1, f"{error.code} {error.message}", type(self)
+                yield error.line, error.column - 1, f"{error.code} {error.message}", type(self)
 
     def _report(self, root: Path, rel: str, path: Path) -> Report:
         if _buffer_differs(path, self.lines):

@@ -18,6 +18,7 @@ from .jobs import import_lines_of, instances_of
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
+    from ..ftypes import InputError
 
 _MAX_NAMES = 32  # names the word index answers for; one more starts it again
 
@@ -33,7 +34,7 @@ class Indexes:
         cache: FactsCache | None,
         workers: Workers,
         read: Callable[[str], bytes | None],
-        errors: dict[str, str],
+        errors: dict[str, InputError],
     ):
         self.root = root
         self.max_size = max_size

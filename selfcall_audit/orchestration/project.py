@@ -39,7 +39,7 @@ class Analysis:
 
     findings: list[Finding]  # every rule, `noqa` already applied
     suppressed: int
-    errors: dict[str, str]
+    errors: list[InputError]  # by path
     files_scanned: int
     agent_count: int
     agents: list[AgentInfo] | None  # only when the inventory was asked for
@@ -88,7 +88,7 @@ class Project:
         self.root = root
         self.settings = settings
         self.progress = progress
-        self.errors: dict[str, str] = {}
+        self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
@@ -112,7 +112,7 @@ class Project:
         try:
             data = read_file(self.root / rel, self.settings.max_file_size)
         except UnreadableFile as exc:
-            self.errors[rel] = str(exc)
+            self.errors[rel] = exc.entry(rel)
             return None
         self._bytes[rel] = data
         return data
@@ -180,7 +180,7 @@ class Project:
         return Report(
             root=self.root,
             findings=findings,
-            errors=[InputError(p, m) for p, m in sorted(result.errors.items()) if in_scope(p, scopes)],
+            errors=[e for e in result.errors if in_scope(e.path, scopes)],
             files_scanned=result.files_scanned,
             files_parsed=self.files_parsed,
             agent_count=result.agent_count,
@@ -212,7 +212,7 @@ class Project:
             fingerprints.setup,
             files.stats,
             files.sources,
-            unusable={*files.configs, *stored["errors"]},
+            unusable={*files.configs, *(e.path for e in stored["errors"])},
             base_tokens=base_tokens(self.settings.agent_bases),
             read=self.read,
             facts_now=self._facts,
@@ -296,7 +296,7 @@ class Project:
         return Analysis(
             findings=sorted(set(findings), key=lambda f: f.sort_key),
             suppressed=suppressed,
-            errors=dict(self.errors),
+            errors=[self.errors[rel] for rel in sorted(self.errors)],
             files_scanned=len(files.sources) + len(files.configs),
             agent_count=sum(
                 1

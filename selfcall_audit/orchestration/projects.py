@@ -89,5 +89,5 @@ def merged(reports: list[Report], root: Path) -> Report:
         agents=sorted(agents, key=lambda a: (a.path, a.line)),
         seconds=sum(p.seconds for p in reports),
         suppressed=sum(p.suppressed for p in reports),
-        strict_failure=any(p.strict_failure for p in reports),
+        inputs_failed=any(p.inputs_failed for p in reports),
     )

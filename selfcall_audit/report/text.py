@@ -80,7 +80,8 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
     for error in report.errors:
         console.print(
             Text(
-                neutralise(f"{error.path}:{error.position[0]}: {error.code} {error.message}"), style="yellow"
+                neutralise(f"{error.path}:{error.line}:{error.column}: {error.code} {error.message}"),
+                style="red" if error.fails else "yellow",
             ),
             soft_wrap=True,
         )
