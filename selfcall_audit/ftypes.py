@@ -172,3 +172,4 @@ class Report:
     baseline_stale: list[dict] = field(default_factory=list)
     projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
     inputs_failed: bool = False  # an SCA900 entry fails the gate (see `InputError.gated`)
+    excluded: tuple[str, ...] = ()  # paths asked about that hold only excluded Python files

@@ -60,7 +60,8 @@ def plan_project(
         placement = place_helper(root, spec)
     except (ValueError, VendorError) as exc:
         where = "--helper" if helper_spec else "the `helper` setting"
-        raise commands.UsageError(f"{where}: {exc}" if spec else str(exc)) from None
+        error = commands.UsageError if helper_spec else commands.SettingsError
+        raise error(f"{where}: {exc}" if spec else str(exc)) from None
     unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
     placement = placement or Placement(DEFAULT_HELPER)
     helper = Helper.parse(placement.spec)
@@ -166,6 +167,8 @@ def finish_project(
                     f"{shown(file.path)}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
                     "unused after the rewrite"
                 )
+    if not common.quiet:
+        commands.say_excluded(plan.report)
     not_fixed = plan.not_fixed
     for finding, reason in not_fixed:
         say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")

@@ -192,6 +192,7 @@ class Project:
                 for folder in files.projects
                 if in_scope(folder, scopes)
             ),
+            excluded=_excluded(files, scopes),
         )
 
     def _stored(
@@ -322,6 +323,23 @@ class Project:
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
         return sorted(agents, key=lambda a: (a.path, a.line))
+
+
+def _excluded(files: FileSet, scopes: tuple[str, ...]) -> tuple[str, ...]:
+    """The scopes named on purpose that hold Python files, none of them analysed: each excluded
+    by the settings or as test code (said, not passed over in silence)."""
+    sources = set(files.sources)
+    theirs = tuple(f"{folder}/" for folder in files.projects)  # a nested project's files are not ours
+    found = []
+    for scope in scopes:
+        if not scope or scope in sources or f"{scope}/".startswith(theirs):
+            continue
+        if scope in files.modules or (
+            not any(in_scope(rel, (scope,)) for rel in files.sources)
+            and any(in_scope(rel, (scope,)) for rel in files.modules)
+        ):
+            found.append(scope)
+    return tuple(found)
 
 
 def _noqa(module: ModuleFacts, finding: Finding) -> bool:

@@ -13,6 +13,7 @@ from rich.text import Text
 from ..ftypes import Report
 from ..rules import RULES
 from .escape import neutralise
+from .summary import duration, summary_line
 
 _CONTEXT = 1
 
@@ -35,9 +36,16 @@ def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None
     )
 
 
-def render(report: Report, width: int | None = None, color: bool = False, summary: bool = True) -> str:
+def render(
+    report: Report,
+    width: int | None = None,
+    color: bool = False,
+    summary: bool = True,
+    seconds: float | None = None,
+) -> str:
     """`summary`: the per-agent table and the closing line, which `-q` leaves out (every finding
-    and every unreadable file is printed either way)."""
+    and every unreadable file is printed either way); `seconds`: the run's time, since the process
+    started (default: the analysis')."""
     buffer = StringIO()
     console = Console(
         file=buffer, width=width or 120, force_terminal=color, no_color=not color, highlight=False
@@ -88,26 +96,10 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
 
     if summary:
         console.print(
-            Text(f"{_summary(report)} ({_duration(report.seconds)}).", style="bold"), soft_wrap=True
+            Text(
+                f"{summary_line(report)} ({duration(seconds if seconds is not None else report.seconds)}).",
+                style="bold",
+            ),
+            soft_wrap=True,
         )
     return buffer.getvalue()
-
-
-def _summary(report: Report) -> str:
-    fixable = sum(f.fixable for f in report.findings)
-    files = f"{report.files_scanned} files, {report.agent_count} agents"
-    if report.findings:
-        noun = "self-call" if len(report.findings) == 1 else "self-calls"
-        line = f"Found {len(report.findings)} {noun} in {files}"
-        if fixable:
-            line += f"; {fixable} fixable with `selfcall-audit fix`"
-    else:
-        line = f"No self-calls in {files}"
-    if report.errors:
-        line += f"; {len(report.errors)} file(s) could not be analysed"
-    return line
-
-
-def _duration(seconds: float) -> str:
-    """`1.23s`, or milliseconds under a tenth of a second: a warm run is not `0.00s`."""
-    return f"{seconds:.2f}s" if seconds >= 0.1 else f"{max(seconds * 1000, 1):.0f} ms"
