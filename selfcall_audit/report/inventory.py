@@ -11,6 +11,7 @@ from pathlib import Path
 from ..ftypes import Report
 from ..workspace.discovery import in_scope
 from .escape import neutralise
+from .fit import left_abbreviated
 
 
 def rows(report: Report, scopes: tuple[str, ...]) -> list[dict]:
@@ -59,25 +60,26 @@ def render_concise(rows: list[dict], root: Path) -> str:
 
 
 def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -> str:
-    """A table whose file column is never cut: on a narrow terminal the other columns fold, and
-    a path longer than the terminal is wider than it rather than shortened."""
+    """A table that fits `width` columns (80 when not a terminal's): a long path is abbreviated
+    from the left with an ellipsis (its file name and line stay), names and lists wrap at their
+    commas, and a word too long for its column ends in an ellipsis rather than folding."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    width = width or 80
+    budget = max(24, width * 2 // 5)  # the file column's share; the names keep the rest
     table = Table(title=f"{len(rows)} agent classes", title_justify="left")
-    longest = max((len(_where(row, root)) for row in rows), default=4)
-    table.add_column("agent", overflow="fold")
-    table.add_column("file", no_wrap=True, min_width=longest)
-    table.add_column("bases", overflow="fold")
-    table.add_column("instances", overflow="fold")
-    table.add_column("self-calls", justify="right")
+    table.add_column("agent", overflow="ellipsis")
+    table.add_column("file", no_wrap=True, overflow="ellipsis")
+    table.add_column("bases", overflow="ellipsis")
+    table.add_column("instances", overflow="ellipsis")
+    table.add_column("self-calls", justify="right", no_wrap=True)
     for row in rows:  # Text: names from the repository are never read as markup
-        cells = (neutralise(row["agent"]), _where(row, root), neutralise(_bases(row)), _instances(row))
+        where = left_abbreviated(_where(row, root), budget)
+        cells = (neutralise(row["agent"]), where, neutralise(_bases(row)), _instances(row))
         table.add_row(*(Text(cell) for cell in cells), str(row["self_calls"]))
     buffer = StringIO()
-    console = Console(
-        file=buffer, width=max(width or 160, longest + 40), force_terminal=color, no_color=not color
-    )
+    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color)
     console.print(table)
     return buffer.getvalue()
