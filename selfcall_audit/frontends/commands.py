@@ -201,7 +201,10 @@ def codes(text: str | None, option: str) -> tuple[str, ...] | None:
 
 
 class LazyProgress:
-    """A progress bar that appears only when the work runs longer than about a second on a terminal."""
+    """One progress bar per run, shown only when the work runs longer than about a second on a
+    terminal. The analysis reports its batches one after the other (the files that name a base,
+    then each round of the prefilter, then the modules pulled in on demand), each counted from 0:
+    they add up on the one bar rather than restarting it."""
 
     def __init__(self, enabled: bool, label: str = "analysing", since: float | None = None):
         self.enabled = enabled
@@ -209,10 +212,15 @@ class LazyProgress:
         self.started = time.perf_counter() if since is None else since
         self._bar: Any = None
         self._task: Any = None
+        self._before = 0  # files counted by the batches before this one
+        self._last = (0, 0)  # the current batch's done and total
 
     def __call__(self, path: str, done: int, total: int) -> None:
         if not self.enabled:
             return
+        if done < self._last[0] or (done == self._last[0] and total != self._last[1]):
+            self._before += self._last[0]  # a new batch: its count starts again from 0 or 1
+        self._last = (done, total)
         if self._bar is None:
             if time.perf_counter() - self.started < 1.0:
                 return
@@ -229,11 +237,18 @@ class LazyProgress:
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=total, label=self.label)
-        self._bar.update(self._task, completed=done, total=total, description=path, label=self.label)
+        self._bar.update(
+            self._task,
+            completed=self._before + done,
+            total=self._before + total,
+            description=path,
+            label=self.label,
+        )
 
     def stage(self, label: str) -> None:
-        """Name the next stage (e.g. `rewriting` after `analysing`), shown from the next update."""
+        """Name the next stage (e.g. `rewriting` after `analysing`), counted from 0 on the same bar."""
         self.label = label
+        self._before, self._last = 0, (0, 0)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..ftypes import Report
 from ..workspace.discovery import in_scope
 from .escape import neutralise
-from .fit import left_abbreviated
+from .fit import cut, left_abbreviated
 
 
 def rows(report: Report, scopes: tuple[str, ...]) -> list[dict]:
@@ -60,25 +60,28 @@ def render_concise(rows: list[dict], root: Path) -> str:
 
 
 def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -> str:
-    """A table that fits `width` columns (80 when not a terminal's): a long path is abbreviated
-    from the left with an ellipsis (its file name and line stay), names and lists wrap at their
-    commas, and a word too long for its column ends in an ellipsis rather than folding."""
+    """A table that fits `width` columns (80 when not a terminal's): each class as Python writes it,
+    `Name(Bases)`, over its file; a path longer than the column is abbreviated from the left with
+    an ellipsis (its file name and line stay), bases cut with one; instances wrap at their commas,
+    and a word too long for its column ends in an ellipsis rather than folding letter by letter."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     width = width or 80
-    budget = max(24, width * 2 // 5)  # the file column's share; the names keep the rest
-    table = Table(title=f"{len(rows)} agent classes", title_justify="left")
-    table.add_column("agent", overflow="ellipsis")
-    table.add_column("file", no_wrap=True, overflow="ellipsis")
-    table.add_column("bases", overflow="ellipsis")
-    table.add_column("instances", overflow="ellipsis")
+    places = [_where(row, root) for row in rows]
+    classes = [f"{neutralise(row['agent'])}({neutralise(_bases(row))})" for row in rows]
+    longest = max((len(text) for text in (*places, *classes)), default=5)
+    first = min(longest, max(30, width - 46))  # the rest: instances and the count
+    table = Table(title=f"{len(rows)} agent classes", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("class / file", no_wrap=True, overflow="ellipsis", width=first)
+    table.add_column("instances", overflow="ellipsis", ratio=1)
     table.add_column("self-calls", justify="right", no_wrap=True)
-    for row in rows:  # Text: names from the repository are never read as markup
-        where = left_abbreviated(_where(row, root), budget)
-        cells = (neutralise(row["agent"]), where, neutralise(_bases(row)), _instances(row))
-        table.add_row(*(Text(cell) for cell in cells), str(row["self_calls"]))
+    for row, place, written in zip(rows, places, classes):  # Text: never read as markup
+        cell = Text(cut(written, first), style="bold")
+        cell.append("\n" + left_abbreviated(place, first), style="dim")
+        table.add_row(cell, Text(_instances(row)), str(row["self_calls"]))
     buffer = StringIO()
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color)
     console.print(table)
