@@ -84,37 +84,37 @@ class CallDescription:
 
 @dataclass(frozen=True)
 class Finding:
+    """One reported call, as data: reporters word it from its rule's message template
+    (`report.messages`), so that the same finding reads the same in every format."""
+
     code: str
     path: str
     line: int
     column: int
     end_line: int
     end_column: int
-    message: str
+    detail: str  # the rule's subject: the route (SCA001/SCA002), why unsure (SCA003), why stale (SCA004)
     agent: str
     method: str
     fixable: bool = False
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
     fix_blocker: str | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
+    config: Evidence | None = None  # the YAML reference that makes the target the agent itself
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
 
     def moved(self, move: Callable[[str], str]) -> Finding:
-        """The finding with every path it names seen from elsewhere (a monorepo's top, the current
-        folder): its file, its evidence, the YAML config its message names (`... in PATH)`) and
-        the file of the command it gives (SCA004's `helper --write PATH --force`, run from there)."""
-        own = f" --write {self.path} --force"
-        message = self.message.replace(own, f" --write {move(self.path)} --force")
-        for evidence in self.evidence:
-            named = f" in {evidence.path})"
-            if message.endswith(named):
-                message = f"{message.removesuffix(named)} in {move(evidence.path)})"
-                break
-        evidence = tuple(replace(e, path=move(e.path)) for e in self.evidence)
-        return replace(self, path=move(self.path), message=message, evidence=evidence)
+        """The finding with every path it names seen from elsewhere (a monorepo's top, the
+        current folder): its file, its evidence and its config reference."""
+        return replace(
+            self,
+            path=move(self.path),
+            evidence=tuple(replace(e, path=move(e.path)) for e in self.evidence),
+            config=replace(self.config, path=move(self.config.path)) if self.config else None,
+        )
 
 
 @dataclass(frozen=True)

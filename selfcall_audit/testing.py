@@ -20,6 +20,7 @@ from pathlib import Path
 from . import api
 from .config import Settings, load_settings
 from .ftypes import Report
+from .report.messages import message
 from .rules import parse_codes
 from .workspace.discovery import find_root
 
@@ -77,7 +78,7 @@ def assert_no_self_calls(
         noun = "self-call" if len(findings) == 1 else "self-calls"
         lines.append(f"{len(findings)} agent {noun} found by selfcall-audit:")
         for f in findings:
-            lines.append(f"  {f.path}:{f.line}:{f.column}: {f.code} {f.message}")
+            lines.append(f"  {f.path}:{f.line}:{f.column}: {f.code} {message(f)}")
             lines.append(f"      allow with: {allow_key(f.path, f.agent, f.method)!r}")
         lines.append("Migrate them with `selfcall-audit fix`.")
     if errors:

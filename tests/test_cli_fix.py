@@ -133,6 +133,7 @@ def _latin_1(source: bytes) -> bytes:
     [_latin_1, lambda source: source.replace(b"\n", b"\r")],
     ids=["latin-1", "carriage returns alone"],
 )
+@pytest.mark.slow
 def test_the_patch_applies_with_git_whatever_the_encoding_and_line_endings(
     project: Path, variant: Callable[[bytes], bytes]
 ) -> None:
@@ -186,6 +187,7 @@ def test_paths_limit_which_files_are_rewritten(project: Path, cli) -> None:
     assert (project / APP).read_bytes() == BEFORE
 
 
+@pytest.mark.slow
 def test_the_exit_codes_hold_for_a_real_process(project: Path, command) -> None:
     add_agent(project, "scoped", "async_with")
 
@@ -282,6 +284,7 @@ def test_a_file_outside_the_root_is_never_written(project: Path, tmp_path: Path,
     assert result.exit_code == 1
 
 
+@pytest.mark.slow
 def test_a_file_linked_under_another_name_in_the_project_is_rewritten_once(project: Path, command) -> None:
     linked = project / "responses_api_agents" / "y" / "app.py"
     linked.parent.mkdir()

@@ -29,6 +29,7 @@ from selfcall_audit.migrate.vendor import helper_source
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, ownership and signals as POSIX has them")
 
 
+@pytest.mark.slow
 def test_a_file_reached_through_a_folder_link_leading_outside_is_not_written(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     outside = tmp_path / "outside" / "a" / "app.py"
@@ -42,6 +43,7 @@ def test_a_file_reached_through_a_folder_link_leading_outside_is_not_written(tmp
     assert "rewrote" not in done.stdout.lower()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
 def test_fix_run_by_root_keeps_the_owner_group_and_mode_of_another_users_file(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
@@ -57,6 +59,7 @@ def test_fix_run_by_root_keeps_the_owner_group_and_mode_of_another_users_file(tm
     assert (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (12345, 23456, 0o640)
 
 
+@pytest.mark.slow
 def test_a_file_with_other_hard_links_is_left_whole_with_the_reason(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     twin = tmp_path / "twin.py"
@@ -69,6 +72,7 @@ def test_a_file_with_other_hard_links_is_left_whole_with_the_reason(tmp_path: Pa
     assert (root / APP).read_bytes() == BEFORE and os.path.samefile(root / APP, twin)
 
 
+@pytest.mark.slow
 def test_a_helper_copy_no_rewritten_file_imports_is_not_left_behind(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored
@@ -121,6 +125,7 @@ main()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["exchange", "no-exchange"])
 def test_an_edit_saved_at_the_moment_of_the_swap_is_kept_and_reported(mode: str, tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
@@ -156,6 +161,7 @@ def _apps(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("app.py"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     signum: int, tmp_path: Path
@@ -178,6 +184,7 @@ def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     assert not [p for p in root.rglob("*") if p.name.endswith((".tmp", ".orig"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_the_helper_is_vendored_leaves_it_whole_and_rewrites_nothing(
     signum: int, tmp_path: Path

@@ -31,6 +31,7 @@ from .evaluate import (
 )
 from .expand import ClientCall
 from .expr import Str
+from .gym_config import AgentInstance, ServerRef
 from .index import ClassRef
 
 
@@ -40,6 +41,7 @@ class Verdict:
     detail: str  # the route reached, or why the call may be a self-call
     evidence: tuple[Evidence, ...]
     servers: tuple[Server, ...]  # what the target name evaluated to
+    config: Evidence | None = None  # the YAML reference that routes the target back to the agent
 
 
 class Classifier:
@@ -47,6 +49,16 @@ class Classifier:
         self.evaluator = evaluator
         self.deployment = deployment
         self.settings = settings
+        self._back: dict[tuple[ClassRef, str], list[tuple[AgentInstance, ServerRef]]] = {}
+
+    def _routed_back(
+        self, site_cls: ClassRef, running: list[AgentInstance], key: str
+    ) -> list[tuple[AgentInstance, ServerRef]]:
+        """The instances running the class whose config reference `key` names the instance itself
+        (worked out once per class and key: an agent many configs run has hundreds of instances)."""
+        if (site_cls, key) not in self._back:
+            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+        return self._back[site_cls, key]
 
     def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> Verdict | None:
         """The rule a client call inside an agent's code breaks, or None."""
@@ -56,6 +68,7 @@ class Classifier:
         if any(isinstance(s, FromParam) for s in servers) or any(PARAM in alt for alt in paths):
             return None  # a forwarding helper: its callers are checked instead
         evidence: list[Evidence] = list(call.via)
+        config_refs: list[Evidence] = []
         running = self.deployment.instances_running(site_cls)
         verdicts = []
         for server in servers:
@@ -63,14 +76,15 @@ class Classifier:
                 case OwnName():
                     verdicts.append("self")
                 case ConfigRef(key):
-                    back = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+                    back = self._routed_back(site_cls, running, key)
                     verdicts.append("self" if back else "other")
-                    evidence.extend(
+                    config_refs.extend(
                         Evidence(
                             r.where.path, r.where.line, f"instance `{i.name}` routes `{key}` back to itself"
                         )
                         for i, r in back
                     )
+                    evidence.extend(config_refs)
                 case Literal(text):
                     bound = [i for i in running if i.name == text]
                     verdicts.append("self" if bound else "other")
@@ -88,7 +102,8 @@ class Classifier:
         main = self.settings.route.split("?")[0]
 
         def verdict(code: str, detail: str) -> Verdict:
-            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers))
+            config = config_refs[0] if config_refs else None
+            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers), config)
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from ..config import Settings
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding, LocalBinding
-from ..rules import POSSIBLE_SELF_CALL, RULES, SELF_CALL
+from ..rules import SELF_CALL
 from . import policy
 from .classify import Classifier, Verdict
 from .deployment import Deployment
@@ -31,12 +31,13 @@ class Resolver:
         settings: Settings,
         instances: list[AgentInstance],
         read: Callable[[str], bytes | None] | None = None,
+        mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
         self.evaluator = Evaluator(hierarchy, settings)
-        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read)
+        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
 
@@ -83,15 +84,7 @@ class Resolver:
     def _finding(
         self, verdict: Verdict, call: ClientCall, method: FunctionFacts, site_cls: ClassRef, agent: str
     ) -> Finding:
-        code, detail = verdict.code, verdict.detail
-        rule = RULES[code]
-        if code == POSSIBLE_SELF_CALL:
-            message = rule.message.format(agent=agent, method=method.name, reason=detail)
-        else:
-            message = rule.message.format(agent=agent, method=method.name, route=detail)
-        config_refs = [e for e in verdict.evidence if "routes `" in e.note]
-        if config_refs:
-            message += f" ({config_refs[0].note} in {config_refs[0].path})"
+        code = verdict.code
         description = None
         if code == SELF_CALL:
             description = describe(call, method)
@@ -105,13 +98,14 @@ class Resolver:
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
-            message=message,
+            detail=verdict.detail,
             agent=agent,
             method=method.name,
             fixable=description is not None and description.blocker is None,
             evidence=verdict.evidence,
             fix_blocker=description.blocker if description else None,
             call=description,
+            config=verdict.config,
         )
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:

@@ -22,6 +22,7 @@ from typing import ClassVar
 from .. import __version__, api
 from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
+from ..report.messages import message
 from ..rules import POSSIBLE_SELF_CALL, RULES
 
 POSSIBLE = POSSIBLE_SELF_CALL
@@ -34,7 +35,7 @@ def _results(report: Report) -> dict[str, list[Result]]:
     for finding in report.findings:
         key = os.path.join(report.root, finding.path)
         found.setdefault(key, []).append(
-            (finding.line, finding.column - 1, f"{finding.code} {finding.message}")
+            (finding.line, finding.column - 1, f"{finding.code} {message(finding)}")
         )
     for error in report.errors:
         key = os.path.join(report.root, error.path)

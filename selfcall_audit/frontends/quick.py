@@ -76,6 +76,7 @@ def quick_scan(argv: list[str], early: GitListing | None, started: float | None 
                 statistics=False,
                 baseline_file=None,
                 write_baseline=None,
+                diff_base=None,
             )
         except commands.SettingsError as exc:  # not the command line's: one line
             commands.say(f"selfcall-audit: error: {exc}")

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..config import DEFAULT_HELPER
 from ..ftypes import Finding, Report
 from ..report.escape import neutralise
+from ..report.messages import message
 from ..rules import SELF_CALL
 from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
@@ -94,7 +95,7 @@ class FixPlan:
                     result.append((outcome.finding, file.write_error))
         for finding in self.report.findings:
             if (finding.path, finding.line, finding.column) not in seen:
-                result.append((finding, f"{finding.message}; {finding.code} is not rewritten automatically"))
+                result.append((finding, f"{message(finding)}; {finding.code} is not rewritten automatically"))
         return sorted(result, key=lambda item: item[0].sort_key)
 
     def write(self) -> None:

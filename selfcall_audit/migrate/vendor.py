@@ -18,7 +18,8 @@ from .. import __version__
 from ..config import HELPER_NAME, is_dotted
 from ..ftypes import Finding
 from ..orchestration.cache import blake2b
-from ..rules import RULES, STALE_HELPER
+from ..report.messages import refresh_command
+from ..rules import STALE_HELPER
 from ..workspace.discovery import find_root
 
 FILE_NAME = "inprocess.py"
@@ -36,10 +37,6 @@ class VendorError(Exception):
 
 def _digest(data: bytes) -> str:
     return blake2b(data, digest_size=16).hexdigest()
-
-
-def refresh_command(rel: str) -> str:
-    return f"selfcall-audit helper --write {rel} --force"
 
 
 def helper_source(rel: str | None = None) -> bytes:
@@ -246,7 +243,7 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
                     column=1,
                     end_line=1,
                     end_column=1,
-                    message=RULES[STALE_HELPER].message.format(why=why, command=refresh_command(rel)),
+                    detail=why,
                     agent="",
                     method="",
                 )

@@ -19,6 +19,7 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError
+    from .warm import Warm
 
 _MAX_NAMES = 32  # names the word index answers for; one more starts it again
 
@@ -35,8 +36,11 @@ class Indexes:
         workers: Workers,
         read: Callable[[str], bytes | None],
         errors: dict[str, InputError],
+        warm: Warm | None = None,
     ):
+        """`warm`: what a long-lived process keeps of the project, used and kept up to date."""
         self.root = root
+        self.warm = warm
         self.max_size = max_size
         self.files = files
         self.cache = cache
@@ -49,6 +53,8 @@ class Indexes:
         """Server instances of every YAML config, reused while the configs' fingerprint `key`
         stays the same; worked out in a worker when `background` and the workers pay."""
         stored = self.cache.instances(key) if self.cache and key else None
+        if self.warm is not None:
+            stored = self.warm.instances
         if stored is not None:
             self.errors.update(stored[1])
             return lambda: stored[0]
@@ -60,6 +66,8 @@ class Indexes:
             self.errors.update(errors)
             if self.cache and key:
                 self.cache.put_instances(key, instances, errors)
+            if self.warm is not None:
+                self.warm.instances = (instances, errors)
             return instances
 
         return functools.cache(result)
@@ -68,6 +76,8 @@ class Indexes:
         """Each file's import lines, from a stat-keyed index so unchanged files are not read; asked
         once per step of a walk up the importers, each file's are looked up once per run."""
         sources = tuple(sources)
+        if self.warm is not None:
+            return [(rel, self.warm.import_lines(rel, self.read(rel))) for rel in sources]
         lines = self._lines
         if missing := tuple(rel for rel in sources if rel not in lines):
             self.index_imports(missing)()
@@ -109,6 +119,8 @@ class Indexes:
         """The source files that name `name` as a whole word. Each file's answers for the names
         asked before are kept under its stat, so a one-file run reads only the files changed
         since (reading all of NeMo Gym's is a quarter of a run after an agent's code changed)."""
+        if self.warm is not None:
+            return self.warm.naming(name, self.files.sources, self.read)
         if self.cache is None:
             named = word_matcher([name])
             return [rel for rel in self.files.sources if named(self.read(rel))]

@@ -11,6 +11,7 @@ from ..ftypes import Report
 from ..rules import RULES
 from .baseline import fingerprints
 from .escape import neutralise
+from .messages import message
 
 _SEVERITY = {"error": "major", "warning": "minor"}  # the registry's, in GitLab's words
 _INPUT = {"error": "critical", "warning": "info"}  # an entry that fails the gate may hide any finding
@@ -19,7 +20,7 @@ _INPUT = {"error": "critical", "warning": "info"}  # an entry that fails the gat
 def as_list(report: Report) -> list[dict]:
     issues = [
         {
-            "description": neutralise(f"{f.code} {f.message}"),
+            "description": neutralise(f"{f.code} {message(f)}"),
             "check_name": f.code,
             "fingerprint": fingerprint,
             "severity": _SEVERITY[RULES[f.code].severity],

@@ -14,6 +14,7 @@ from ..ftypes import Report
 from ..rules import RULES
 from .escape import neutralise
 from .fit import cut, left_abbreviated
+from .messages import message
 from .summary import duration, summary_line
 
 _CONTEXT = 1
@@ -65,7 +66,7 @@ def render(
         header.append(
             finding.code, style="bold red" if RULES[finding.code].severity == "error" else "bold yellow"
         )
-        header.append(f" {neutralise(finding.message)}")
+        header.append(f" {neutralise(message(finding))}")
         if finding.fixable:
             header.append(" [fixable]", style="cyan")
         console.print(header, soft_wrap=True)

@@ -106,6 +106,7 @@ def test_a_module_that_binds_the_helpers_name_is_left_alone(construct: str, tmp_
     assert result.exit_code == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("construct", ["match capture", "global", "import alias rebound later"])
 def test_the_helpers_name_bound_by_the_module_as_a_real_command(
     construct: str, tmp_path: Path, command
@@ -147,6 +148,7 @@ def encode(text: str, encoding: str, newline: str) -> bytes:
     return text.encode("ascii") if encoding == "unicode_escape" else text.encode(encoding)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ENCODED))
 def test_every_byte_outside_the_call_is_kept_in_the_files_encoding(
     name: str, tmp_path: Path, command
