@@ -114,7 +114,9 @@ class FactsStore:
             if ahead is None:
                 yield rel, data, self.cache is not None
 
-    def _keep(self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True) -> None:
+    def _keep(
+        self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True
+    ) -> None:
         self.parsed += parsed
         if parsed and self.memory is not None:
             self.memory[rel] = (self.read(rel), result)
