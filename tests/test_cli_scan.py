@@ -418,12 +418,14 @@ def test_include_tests_and_exclude_settings(cli, tmp_path: Path) -> None:
     set_settings(project, "include-tests = true\n")
     _, included = scan_json(cli, project)
     set_settings(copy_fixture("demo-gym", tmp_path / "x"), 'exclude = ["langchain_agent/"]\n')
-    _, excluded = scan_json(cli, tmp_path / "x" / "demo-gym", "--exclude", "remote_agent/")
+    _, excluded = scan_json(cli, tmp_path / "x" / "demo-gym", "--extend-exclude", "remote_agent/")
+    _, replaced = scan_json(cli, tmp_path / "x" / "demo-gym", "--exclude", "remote_agent/")  # as ruff's
 
     assert triples(included) == [["SCA001", "tests/test_stub_agent.py", 8]]
     assert triples(excluded) == sorted(
         f for f in DEMO_FINDINGS if "langchain_agent" not in f[1] and "remote_agent" not in f[1]
     )
+    assert triples(replaced) == sorted(f for f in DEMO_FINDINGS if "remote_agent" not in f[1])
 
 
 def test_agent_bases_setting_names_other_base_classes(cli, tmp_path: Path) -> None:
@@ -533,12 +535,12 @@ def test_agents_text_is_a_table(cli, monkeypatch) -> None:
 
     assert result.exit_code == 0
     assert f"{len(DEMO_AGENTS)} agent classes" in result.stdout
-    assert re.search(r"SimpleAgent\s+│\s+responses_api_agents/simple_agent/app\.py:17\s+│", result.stdout)
-    assert re.search(r"JudgeAgent\s+│.*judge_agent,", result.stdout)
+    assert re.search(r"SimpleAgent\(SimpleResponsesAPIAgent\)\s+simple_agent\s+1\s", result.stdout)
+    assert re.search(r"JudgeAgent\(SimpleResponsesAPIAgent\)\s+judge_agent,", result.stdout)
     assert "judge_agent_self_critique" in result.stdout
-    # the longest path is printed whole, never cut with an ellipsis
-    assert "responses_api_agents/langchain_agent/plan_execute_agent.py:11" in result.stdout
-    assert "…" not in result.stdout
+    # at 80 columns (not a terminal) a long path loses its start, marked, never its file name
+    assert re.search(r"\s…\S*_agent/plan_execute_agent\.py:11\s", result.stdout)
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
 
 
 @pytest.mark.parametrize("code", sorted(RULES))

@@ -42,7 +42,7 @@ def test_the_agents_table_fits_80_columns_with_paths_abbreviated_from_the_left(
     lines = table.splitlines()
     assert max(len(line) for line in lines) <= 80
     (class_line,) = [line for line in lines if "ToolUseAgent" in line]
-    assert "ToolUseAgent(SimpleResponsesAPIAg…" in class_line  # the name whole, the bases cut visibly
+    assert "ToolUseAgent(SimpleResponsesAPIAgent)" in class_line  # whole, not folded letter by letter
     (path_line,) = [line for line in lines if "app.py:4" in line]
     shown = path_line.split()[0]
     assert shown.startswith("…") and f"{DEEP}:4".endswith(shown[1:])  # its end, the file name kept

@@ -73,11 +73,11 @@ def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -
     places = [_where(row, root) for row in rows]
     classes = [f"{neutralise(row['agent'])}({neutralise(_bases(row))})" for row in rows]
     longest = max((len(text) for text in (*places, *classes)), default=5)
-    first = min(longest, max(30, width - 46))  # the rest: instances and the count
+    first = min(longest, max(30, width - 42))  # the rest: instances and the count
     table = Table(title=f"{len(rows)} agent classes", title_justify="left", box=box.SIMPLE_HEAD)
     table.add_column("class / file", no_wrap=True, overflow="ellipsis", width=first)
     table.add_column("instances", overflow="ellipsis", ratio=1)
-    table.add_column("self-calls", justify="right", no_wrap=True)
+    table.add_column("calls", justify="right", no_wrap=True)  # self-calls, in every class's own words
     for row, place, written in zip(rows, places, classes):  # Text: never read as markup
         cell = Text(cut(written, first), style="bold")
         cell.append("\n" + left_abbreviated(place, first), style="dim")
