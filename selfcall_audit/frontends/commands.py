@@ -109,7 +109,7 @@ class Common:
     verbose: bool
     color: str
     early: GitListing | None = None  # git's listing of the current folder's project, started first
-    started: float = field(default_factory=time.perf_counter)  # when the process started, at best
+    started: float = field(default_factory=time.perf_counter, compare=False)  # when the process started
 
     @classmethod
     def split(
