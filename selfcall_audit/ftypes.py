@@ -40,6 +40,7 @@ class CallArgument:
     role: ArgumentRole  # "other": an argument the in-process helper does not take
     keyword: str | None = None  # None: positional (or a star expansion)
     star: str = ""  # "*" or "**" for an expansion, whose role is "other"
+    text: str = ""  # for the roles that say where the call goes, the argument as Python reads it
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class AgentInfo:
     line: int
     bases: tuple[str, ...]
     instances: tuple[str, ...]
+    recognised: str = ""  # how the class is known to be an agent: a configured base, or the route it serves
 
 
 @dataclass(frozen=True)
@@ -173,3 +175,6 @@ class Report:
     projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
     inputs_failed: bool = False  # an SCA900 entry fails the gate (see `InputError.gated`)
     excluded: tuple[str, ...] = ()  # paths asked about that hold only excluded Python files
+    # the Python a project requires, when it is newer than the one running and some of its Python
+    # files could not be parsed: they may use newer syntax, and the run must fail, not pass
+    needs_python: tuple[int, int] | None = None

@@ -152,6 +152,25 @@ def test_the_patch_applies_with_git_whatever_the_encoding_and_line_endings(
     assert (project / APP).read_bytes() == variant(AFTER)
 
 
+@pytest.mark.parametrize("folder", ["tab\there", "escape\x1b[31m", 'quote"back\\slash', "accentué"])
+def test_the_patch_of_a_file_with_an_unusual_name_applies_with_git(project: Path, folder: str, cli) -> None:
+    """git quotes such a name in the header (a tab would end it, an escape would reach a terminal);
+    `git apply` rejects the whole patch when it is not quoted so."""
+    moved = project / "responses_api_agents" / folder / "app.py"
+    moved.parent.mkdir()
+    (project / APP).rename(moved)
+
+    diff = cli("fix", "--no-cache", "--diff", project)
+    applied = subprocess.run(
+        ["git", "apply", "-"], input=diff.stdout.encode(), capture_output=True, cwd=project
+    )
+
+    assert diff.exit_code == 1, diff.stderr
+    assert "\x1b" not in diff.stdout
+    assert applied.returncode == 0, applied.stderr
+    assert moved.read_bytes() == AFTER
+
+
 def test_check_writes_nothing_and_exits_1_while_anything_would_change(project: Path, cli) -> None:
     result = cli("fix", "--no-cache", "--check", project)
 

@@ -97,4 +97,5 @@ def merged(reports: list[Report], root: Path) -> Report:
         suppressed=sum(p.suppressed for p in reports),
         inputs_failed=any(p.inputs_failed for p in reports),
         excluded=tuple(excluded),
+        needs_python=max((p.needs_python for p in reports if p.needs_python), default=None),
     )
