@@ -47,12 +47,21 @@ def make_project(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+POSTING_AGENT = CLEAN_AGENT.replace(
+    "        return body",
+    "        return await self.server_client.post(\n"
+    '            server_name=self.config.model_server.name, url_path="/v1/responses", json=body\n'
+    "        )",
+)
+
+
 @pytest.fixture
 def missing_target(tmp_path: Path) -> Path:
-    """A clean project whose config names, in `config_paths`, a file it lacks (NeMo Gym main has one)."""
+    """A clean project whose config names, in `config_paths`, a file it lacks (NeMo Gym main has
+    one); its agent posts to a model server, so the configs are read to tell where."""
     return make_project(
         tmp_path / "repo",
-        {AGENT: CLEAN_AGENT, CONFIG: CONFIG_TEXT, "responses_api_agents/echo/configs/base.yaml": "{}\n"},
+        {AGENT: POSTING_AGENT, CONFIG: CONFIG_TEXT, "responses_api_agents/echo/configs/base.yaml": "{}\n"},
     )
 
 
