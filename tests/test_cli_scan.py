@@ -198,7 +198,7 @@ def test_a_file_an_older_python_cannot_parse_fails_the_run_naming_the_python_nee
     assert f"Run selfcall-audit with Python {newer} or newer" in result.stderr
 
 
-def test_the_same_file_under_the_python_the_project_requires_is_an_unreadable_file(
+def test_the_same_file_under_the_python_the_project_requires_is_a_file_that_does_not_parse(
     cli, tmp_path: Path
 ) -> None:
     project = copy_fixture("trap-text", tmp_path)
@@ -207,7 +207,10 @@ def test_the_same_file_under_the_python_the_project_requires_is_an_unreadable_fi
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + f'requires-python = ">={running}"\n')
 
-    assert cli("scan", "--format", "concise", "--no-cache", project).exit_code == 0
+    result = cli("scan", "--format", "concise", "--no-cache", project)
+
+    assert result.exit_code == 1  # SCA900, failing the gate as ruff would, not exit 2
+    assert "loud.py:7:14: SCA900 syntax error" in result.stdout
 
 
 def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:
