@@ -207,12 +207,25 @@ def test_bad_input_is_one_clear_sca900_entry_and_the_rest_is_analysed(cli, tmp_p
     assert_only_error(report, path, *fragments)
 
 
+# An agent that posts to a model server: no finding, but the YAML configs are read to tell where.
+MODEL_POSTER = (
+    AGENT_IMPORT
+    + """
+
+class PosterAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=body)
+"""
+)
+POSTER = "responses_api_agents/poster_agent/app.py"
+
+
 def test_a_file_that_does_not_parse_fails_the_gate_and_other_sca900_only_with_strict(
     cli, command, tmp_path: Path
 ) -> None:
     broken = make_project(tmp_path / "broken", {BAD: AGENT_IMPORT + "def (:\n"}, good=False)
     files, path, _ = BAD_INPUTS["invalid YAML syntax"]
-    bad_yaml = make_project(tmp_path / "yaml", files, good=False)
+    bad_yaml = make_project(tmp_path / "yaml", {**files, POSTER: MODEL_POSTER}, good=False)
 
     assert (scan(cli, broken)[0], scan(cli, broken, "--strict")[0]) == (1, 1)
     assert (scan(cli, bad_yaml)[0], scan(cli, bad_yaml, "--strict")[0]) == (0, 1)
@@ -225,7 +238,9 @@ def test_a_file_that_does_not_parse_fails_the_gate_and_other_sca900_only_with_st
 
 def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(command, tmp_path: Path) -> None:
     files, path, _ = BAD_INPUTS["invalid YAML syntax"]
-    root = make_project(tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n"}, good=False)
+    root = make_project(
+        tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n", POSTER: MODEL_POSTER}, good=False
+    )
 
     done = command("scan", "--format", "concise", "--no-cache", cwd=root)
 
