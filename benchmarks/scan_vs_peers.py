@@ -13,6 +13,9 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   and the ``config = self.config`` alias);
 - **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
 - **flake8** ``--select SCA``: our plugin, through flake8;
+- **flake8 without the plugin** and **flake8 with the plugin**, each with flake8's default
+  checks, both started by the same few lines (``FLAKE8_RUNNER``) that leave our plugin out of
+  flake8's plugin list for the first: what the plugin adds to a flake8 run (target: 10%);
 - ``python -c pass``: the interpreter's own start-up, the floor under a one-file run;
   ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it; and
   ``python -c 'import ...'`` of the standard-library modules a one-file run loads (read from its
@@ -32,7 +35,8 @@ On a generated tree (``gen_tree.py``), every selfcall-audit and flake8 run must 
 the generator's ``expected.json`` (the one-file run: that file's share); elsewhere they must
 agree with the first cold run. A mismatch is printed and the exit code is 1.
 
-``--repo PATH`` measures a copy of an existing tree (the benchmark edits a file and writes
+``--only KEYS`` measures only those rows (and the cold scan, whose findings the others are
+checked against). ``--repo PATH`` measures a copy of an existing tree (the benchmark edits a file and writes
 caches; the original is never touched); ``--scaling 1000,5000,20000`` generates trees of those
 sizes and prints the cold scan's time, time per file and peak memory for each. The last lines
 are ``key=value`` pairs for scripts.
@@ -87,6 +91,18 @@ TARGET_SECONDS = {
     "sca_one_edit": 0.3,
     "sca_other_edit": 0.3,
 }
+TARGET_FLAKE8_PLUGIN = 1.10  # flake8 with the plugin, against flake8 alone
+# flake8 as its console script runs it, with our plugin left out of the plugins it finds when the
+# first argument is "without" (the package stays installed: the same interpreter and site).
+FLAKE8_RUNNER = """\
+import sys
+from flake8.plugins import finder
+if sys.argv.pop(1) == "without":
+    found = finder._find_importlib_plugins
+    finder._find_importlib_plugins = lambda: (p for p in found() if p.package != "selfcall-audit")
+from flake8.main.cli import main
+sys.exit(main())
+"""
 # Child processes: compiled bytecode may be written and used, as for an installed tool.
 ENVIRONMENT = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
@@ -230,6 +246,16 @@ class Checker:
 
         return check
 
+    def no_sca(self, label: str) -> Callable[[Outcome], int]:
+        """flake8 without the plugin: none of our codes."""
+
+        def check(outcome: Outcome) -> int:
+            found = [line for line in outcome.stdout.splitlines() if FLAKE8_LINE.match(line)]
+            self._compare(label, [[line] for line in found], [])
+            return len(found)
+
+        return check
+
     def _compare(self, label: str, found: list[list], wanted: list[list], stderr: str = "") -> None:
         if found == wanted:
             return
@@ -367,6 +393,19 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
                 check=checker.flake8("flake8 --select SCA"),
             )
         )
+        if importable("flake8"):
+            for key, label, which in (
+                ("flake8_alone", "flake8 without the plugin", "without"),
+                ("flake8_plugin", "flake8 with the plugin", "with"),
+            ):
+                found.append(
+                    Measure(
+                        key,
+                        label,
+                        [sys.executable, "-c", FLAKE8_RUNNER, which, "."],
+                        check=checker.flake8(label) if which == "with" else checker.no_sca(label),
+                    )
+                )
     else:
         notes.append("skipped flake8: not installed (pip install flake8)")
     # Where each peer was found: a version manager's shim on PATH (pyenv's) adds its own start-up,
@@ -448,18 +487,28 @@ def stdlib_floor(one_file: Measure, root: Path) -> Measure | None:
     )
 
 
-def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat: int, sca: str) -> int:
+def side_by_side(
+    root: Path,
+    workdir: Path,
+    expected: list[list] | None,
+    repeat: int,
+    sca: str,
+    only: frozenset[str] | None = None,
+) -> int:
     files, git = describe(root)
     checker = Checker(expected)
     commands, notes = measures(root, workdir, checker, sca)
+    if only is not None:  # the cold scan stays: the others' findings are checked against it
+        commands = [m for m in commands if m.key in only or m.key == "sca_cold"]
     print(f"tree: {files} .py files, {'a git checkout' if git else 'not a git checkout'}; {repeat} rounds")
     print(machine())
     commands = warm_up(commands, root, notes)
-    floor = stdlib_floor(next(m for m in commands if m.key == "sca_one_file"), root)
-    if floor is None:
-        notes.append("skipped python_stdlib: the one-file run's import report could not be read")
-    else:
+    one_file = next((m for m in commands if m.key == "sca_one_file"), None)
+    floor = stdlib_floor(one_file, root) if one_file is not None else None
+    if floor is not None:
         commands += warm_up([floor], root, notes)
+    elif one_file is not None:
+        notes.append("skipped python_stdlib: the one-file run's import report could not be read")
     for note in notes:
         print(note)
     for _ in range(repeat):
@@ -491,6 +540,7 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
         ("cold_speedup_vs_semgrep", "semgrep", "sca_cold", ">=", TARGET_COLD_SPEEDUP),
         ("warm_vs_ruff_warm", "sca_warm", "ruff_warm", "<=", TARGET_WARM_VS_RUFF),
         ("cold_vs_ruff_cold", "sca_cold", "ruff_cold", "<=", TARGET_COLD_VS_RUFF),
+        ("flake8_plugin_vs_alone", "flake8_plugin", "flake8_alone", "<=", TARGET_FLAKE8_PLUGIN),
         *(
             (
                 f"{key.removeprefix('sca_')}_vs_python_pass",
@@ -512,7 +562,7 @@ def side_by_side(root: Path, workdir: Path, expected: list[list] | None, repeat:
         met = ratio >= target if sense == ">=" else ratio <= target
         print(f"{key}: {ratio:.2f}x (target {sense} {target:g}x: {'met' if met else 'NOT met'})")
         values[key] = f"{ratio:.3f}"
-    if "python_stdlib" in by_key:
+    if "python_stdlib" in by_key and "python_pass" in by_key:
         floor = by_key["python_stdlib"].median / by_key["python_pass"].median
         print(f"stdlib_vs_python_pass: {floor:.2f}x (the floor under the one-file ratios)")
         values["stdlib_vs_python_pass"] = f"{floor:.3f}"
@@ -615,6 +665,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--git", action="store_true", help="make generated trees git checkouts")
     parser.add_argument("--repeat", type=positive, help="measured rounds per command (default 5)")
     parser.add_argument(
+        "--only", type=lambda text: frozenset(text.split(",")), metavar="KEYS", help="measure only these rows"
+    )
+    parser.add_argument(
         "--quick", action="store_true", help=f"a {QUICK_FILES}-file tree and {QUICK_REPEAT} rounds"
     )
     args = parser.parse_args(argv)
@@ -640,7 +693,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 expected = generate(root, files, args.seed, args.git)
                 print(f"generated {files} .py files with {len(expected)} self-calls ({EXPECTED_FILE})")
-            return side_by_side(root, workdir, expected, repeat, sca)
+            return side_by_side(root, workdir, expected, repeat, sca, args.only)
         except BenchmarkError as exc:
             print(f"benchmark failed: {exc}", file=sys.stderr)
             return 2

@@ -3,11 +3,15 @@ plain scans of pre-commit and CI through `frontends.quick`)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
+import time
 
-from .workspace.listing import GitListing, project_root
+STARTED = time.perf_counter()  # before any module of ours loads: a run's time counts its start-up
+
+import contextlib  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from .workspace.listing import GitListing, project_root  # noqa: E402
 
 
 def run() -> None:
@@ -31,11 +35,11 @@ def run() -> None:
             early = GitListing(project_root(os.getcwd()))
         from .frontends.quick import quick_scan
 
-        code = quick_scan(sys.argv[1:], early)
+        code = quick_scan(sys.argv[1:], early, STARTED)
         if code is None:
             from .frontends.cli import main
 
-            code = main(early=early)
+            code = main(early=early, started=STARTED)
     except KeyboardInterrupt:  # Ctrl-C while the modules load; `main` handles it after
         sys.stderr.write("selfcall-audit: interrupted\n")
         code = 130  # EXIT_INTERRUPTED, whose module may not be loaded yet

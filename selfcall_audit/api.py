@@ -80,13 +80,11 @@ def analyze_projects(
         }
         project = Project(project_root, settings, progress=progress, sources=own)
         report = _analyzed(project, paths, inventory=inventory, early=early)
-        if settings.strict and report.errors:
-            report = replace(report, strict_failure=True)
         floor = python_floor(project_root)
         if (
             floor is not None
             and floor > sys.version_info[:2]
-            and any(e.path.endswith(".py") for e in report.errors)
+            and any(e.kind == "syntax" for e in report.errors)
         ):
             report = replace(report, needs_python=floor)
         projects.found(report)
@@ -95,8 +93,11 @@ def analyze_projects(
 
 
 def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Report:
-    """The project's report, with the stale copies of the helper (SCA004) whatever the scope."""
+    """The project's report, with the stale copies of the helper (SCA004) whatever the scope, and
+    each SCA900 entry judged by the project's strictness (`InputError.gated`)."""
     report = project.analyze(paths, **options)
+    errors = [error.gated(project.settings.strict) for error in report.errors]
+    report = replace(report, errors=errors, inputs_failed=any(error.fails for error in errors))
     if not project.settings.selects(STALE_HELPER):
         return report
     stale = stale_copies(project.root, project.listed_sources, project.settings.helper)

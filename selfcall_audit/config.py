@@ -69,7 +69,8 @@ class Settings:
         "apply_rollout_prefix",
     )
     config_globs: tuple[str, ...] = ("*.yaml", "*.yml")
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # `exclude` and `extend-exclude` together
+    extend_exclude: tuple[str, ...] = ()  # what `extend-exclude` added: kept when --exclude replaces
     include_tests: bool = False
     helper: str = ""  # MODULE:NAME; empty: the copy `fix` writes into the project
     baseline: str | None = None
@@ -100,7 +101,7 @@ class Settings:
 _KEYS = {
     f.name.replace("_", "-"): f
     for f in fields(Settings)
-    if f.name not in ("config_file", "nested_projects", "extend_select")
+    if f.name not in ("config_file", "nested_projects", "extend_select", "extend_exclude")
 }
 
 
@@ -168,7 +169,8 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
         raise ConfigError(f"{source}: [tool.selfcall-audit]: {exc}") from None
     settings = replace(defaults, config_file=source, **values)
     if "extend-exclude" in extend:
-        settings = replace(settings, exclude=settings.exclude + extend["extend-exclude"])
+        added = extend["extend-exclude"]
+        settings = replace(settings, exclude=settings.exclude + added, extend_exclude=added)
     return settings
 
 

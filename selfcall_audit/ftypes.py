@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,6 +15,12 @@ if TYPE_CHECKING:
     ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
     ReceiverKind = Literal["self_attribute", "alias", "bound_method", "partial", "helper"]
     CallContext = Literal["expression", "with", "default", "decorator"]
+    # What is wrong with an input: "syntax" (a Python file that does not parse: syntax error, null
+    # bytes, undecodable), "unreadable" (cannot be opened or listed, not a regular file, vanished),
+    # "too_large" (over max-file-size), "too_deep" (nested past what can be parsed or analysed),
+    # "yaml" (a config that cannot be loaded), "config_paths" (an entry naming no file it can
+    # read), "internal" (a bug of ours while analysing the file).
+    ErrorKind = Literal["syntax", "unreadable", "too_large", "too_deep", "yaml", "config_paths", "internal"]
 
 Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
 
@@ -124,21 +129,34 @@ class AgentInfo:
     recognised: str = ""  # how the class is known to be an agent: a configured base, or the route it serves
 
 
-_AT = re.compile(r" at line (\d+)(?:, column (\d+))?")
-
-
 @dataclass(frozen=True)
 class InputError:
+    """A file or config the analysis could not use (SCA900), with where in it the problem is."""
+
     path: str
     message: str
+    kind: ErrorKind = "unreadable"
+    line: int = 1
+    column: int = 1
     code: str = UNREADABLE
+    fails: bool = False  # fails the gate: set for the run by `gated`
 
     @property
-    def position(self) -> tuple[int, int]:
-        """Where the problem is, when the message names it (`syntax error at line 3, column 5`),
-        so that a report points there; else the file's start."""
-        found = _AT.search(self.message)
-        return (int(found[1]), int(found[2] or 1)) if found else (1, 1)
+    def severity(self) -> str:
+        """ "error" when the entry fails the gate, "warning" otherwise: as every reporter shows it."""
+        return "error" if self.fails else "warning"
+
+    def gated(self, strict: bool) -> InputError:
+        """The entry as a run with this strictness judges it: a Python file that does not parse
+        fails the gate (a self-call in it would go unseen, and ruff fails it too); any other entry
+        fails it only under `strict`."""
+        return replace(self, fails=strict or self.kind == "syntax")
+
+    def joined(self, other: InputError) -> InputError:
+        """One entry for two problems of the same file (a config with two bad `config_paths`)."""
+        if other.message in self.message:
+            return self
+        return replace(self, message=f"{self.message}; {other.message}")
 
 
 @dataclass
@@ -156,7 +174,8 @@ class Report:
     suppressed: int = 0
     baseline_stale: list[dict] = field(default_factory=list)
     projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
-    strict_failure: bool = False  # a project whose settings are strict has unreadable files
+    inputs_failed: bool = False  # an SCA900 entry fails the gate (see `InputError.gated`)
+    excluded: tuple[str, ...] = ()  # paths asked about that hold only excluded Python files
     # the Python a project requires, when it is newer than the one running and some of its Python
     # files could not be parsed: they may use newer syntax, and the run must fail, not pass
     needs_python: tuple[int, int] | None = None

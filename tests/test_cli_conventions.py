@@ -68,10 +68,18 @@ def test_output_file_takes_the_results_and_stdout_stays_empty(demo: Path) -> Non
 
 
 def test_output_file_that_cannot_be_written_is_a_usage_error(demo: Path) -> None:
-    done = run("scan", "-o", "no/such/folder/out.txt", cwd=demo)
+    (demo / "taken").write_text("a file where -o needs a folder\n")
+    done = run("scan", "-o", "taken/out.txt", cwd=demo)
 
     assert done.returncode == 2
-    assert "cannot write the output to no/such/folder/out.txt" in done.stderr
+    assert "cannot write the output to taken/out.txt" in done.stderr
+
+
+def test_output_file_in_a_missing_folder_creates_it_as_ruff(demo: Path) -> None:
+    done = run("scan", "--format", "json", "-o", "reports/audit/out.json", cwd=demo)
+
+    assert done.returncode == 1, done.stderr
+    assert len(json.loads((demo / "reports/audit/out.json").read_text())["findings"]) == 6
 
 
 @pytest.mark.slow
@@ -115,7 +123,7 @@ def test_quiet_text_keeps_every_finding_and_unreadable_file_and_drops_the_summar
     assert len(headers) == DEMO_FINDINGS + 1
     assert (
         headers[-1]
-        == "responses_api_agents/broken.py:2: SCA900 syntax error at line 2, column 7: invalid syntax"
+        == "responses_api_agents/broken.py:2:7: SCA900 syntax error at line 2, column 7: invalid syntax"
     )
     assert "Found 6 self-calls" in full.stdout and "Found" not in quiet.stdout
     assert "Self-calls per agent" in full.stdout and "Self-calls per agent" not in quiet.stdout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 from agent_sources import SELF_CALLING_AGENT
 
-from selfcall_audit.frontends import flake8_plugin
-from selfcall_audit.frontends.flake8_plugin import SelfCallChecker
 from selfcall_audit.orchestration.project import Project
 
 AGENT = (
@@ -238,27 +236,31 @@ def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -
     assert codes_at(on_disk.stdout) == codes_at(unchanged.stdout)
 
 
-def test_the_project_is_analysed_once_per_process(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(flake8_plugin, "_reports", {})
-    monkeypatch.setattr(SelfCallChecker, "report_possible", False)
-    calls = []
+def test_the_project_is_analysed_once_per_flake8_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """flake8 in-process with two forked workers: every analysis, in whichever process, is logged."""
+    from flake8.main.cli import main as flake8_main
+
+    agents = {
+        f"responses_api_agents/echo_{n}/app.py": AGENT.replace("EchoAgent", f"Echo{n}Agent") for n in range(6)
+    }
+    plain = {f"pkg/module_{n}.py": f"VALUE = {n}\n" for n in range(30)}  # nothing to say: a look-up
+    (tmp_path / "repo").mkdir()
+    repo = make_repo(tmp_path / "repo", {**agents, **plain})
+    log = tmp_path / "analyses.log"
     analyze = Project.analyze
 
-    def counting(self: Project, *args, **kwargs):
-        calls.append(self.root)
+    def logged(self: Project, *args, **kwargs):
+        with log.open("a") as out:
+            out.write(f"{os.getpid()}\n")
         return analyze(self, *args, **kwargs)
 
-    monkeypatch.setattr(Project, "analyze", counting)
+    monkeypatch.setattr(Project, "analyze", logged)
+    monkeypatch.chdir(repo)
 
-    def check(rel: str) -> list[tuple[int, int, str]]:
-        source = (repo / rel).read_text()
-        checker = SelfCallChecker(ast.parse(source), str(repo / rel), source.splitlines(keepends=True))
-        return [(line, col, text.split()[0]) for line, col, text, _ in checker.run()]
+    code = flake8_main(["--isolated", "--select", "SCA001", "--jobs", "2", "."])
 
-    assert check(ECHO) == [(6, 25, "SCA001"), (14, 21, "SCA002")]  # flake8 columns are 0-based
-    assert check(DUEL) == [(6, 22, "SCA001")]
-    assert check("responses_api_agents/duel_agent/configs/../app.py") == [(6, 22, "SCA001")]
-    assert calls == [repo.resolve()]
+    assert code == 1
+    assert log.read_text() == f"{os.getpid()}\n"  # once, in flake8's own process, before the fork
 
 
 @pytest.mark.slow

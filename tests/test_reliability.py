@@ -79,7 +79,8 @@ def located(report: dict) -> list[list]:
 
 
 def errors(report: dict) -> dict[str, str]:
-    assert all(set(e) == {"code", "path", "message"} and e["code"] == "SCA900" for e in report["errors"])
+    keys = {"code", "path", "message", "line", "column", "severity"}
+    assert all(set(e) == keys and e["code"] == "SCA900" for e in report["errors"])
     return {e["path"]: e["message"] for e in report["errors"]}
 
 
@@ -206,25 +207,44 @@ def test_bad_input_is_one_clear_sca900_entry_and_the_rest_is_analysed(cli, tmp_p
     assert_only_error(report, path, *fragments)
 
 
-def test_sca900_alone_exits_0_and_fails_the_run_only_with_strict(cli, command, tmp_path: Path) -> None:
-    root = make_project(tmp_path / "repo", {BAD: AGENT_IMPORT + "def (:\n"}, good=False)
+# An agent that posts to a model server: no finding, but the YAML configs are read to tell where.
+MODEL_POSTER = (
+    AGENT_IMPORT
+    + """
 
-    assert scan(cli, root)[0] == 0
-    assert scan(cli, root, "--strict")[0] == 1
-    for args, expected in (((), 0), (("--strict",), 1)):
+class PosterAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=body)
+"""
+)
+POSTER = "responses_api_agents/poster_agent/app.py"
+
+
+def test_a_file_that_does_not_parse_fails_the_gate_and_other_sca900_only_with_strict(
+    cli, command, tmp_path: Path
+) -> None:
+    broken = make_project(tmp_path / "broken", {BAD: AGENT_IMPORT + "def (:\n"}, good=False)
+    files, path, _ = BAD_INPUTS["invalid YAML syntax"]
+    bad_yaml = make_project(tmp_path / "yaml", {**files, POSTER: MODEL_POSTER}, good=False)
+
+    assert (scan(cli, broken)[0], scan(cli, broken, "--strict")[0]) == (1, 1)
+    assert (scan(cli, bad_yaml)[0], scan(cli, bad_yaml, "--strict")[0]) == (0, 1)
+    for root, args, expected in ((broken, (), 1), (bad_yaml, (), 0), (bad_yaml, ("--strict",), 1)):
         done = command("scan", root, "--format", "json", "--no-cache", *args)
         assert done.returncode == expected
         assert "Traceback" not in done.stderr
-        assert list(errors(json.loads(done.stdout))) == [BAD]
+        assert list(errors(json.loads(done.stdout))) == [BAD if root == broken else path]
 
 
 def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(command, tmp_path: Path) -> None:
     files, path, _ = BAD_INPUTS["invalid YAML syntax"]
-    root = make_project(tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n"}, good=False)
+    root = make_project(
+        tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n", POSTER: MODEL_POSTER}, good=False
+    )
 
     done = command("scan", "--format", "concise", "--no-cache", cwd=root)
 
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # the Python file that does not parse
     assert done.stdout.splitlines() == [
         f"{BAD}:2:5: SCA900 syntax error at line 2, column 5: invalid syntax",
         f"{path}:3:17: SCA900 invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
@@ -585,7 +605,9 @@ def test_a_folder_that_cannot_be_listed_is_named(locked_folder: Path) -> None:
     files = discover(locked_folder, (), False, ("*.yaml",))
 
     assert files.sources == (GOOD,)
-    assert files.errors == {"responses_api_agents/locked": "cannot list the folder: Permission denied"}
+    assert {rel: e.message for rel, e in files.errors.items()} == {
+        "responses_api_agents/locked": "cannot list the folder: Permission denied"
+    }
 
 
 def test_a_folder_that_cannot_be_listed_is_an_sca900_entry(cli, locked_folder: Path) -> None:

@@ -186,7 +186,7 @@ def test_unreadable_files_are_tool_notifications(repo: Path) -> None:
 
     assert invocation["executionSuccessful"] is True
     [notification] = invocation["toolExecutionNotifications"]
-    assert notification["descriptor"]["id"] == "SCA900"
+    assert (notification["descriptor"]["id"], notification["level"]) == ("SCA900", "error")  # does not parse
     assert notification["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == BROKEN
     assert "syntax error" in notification["message"]["text"]
 
@@ -231,7 +231,7 @@ def test_github_annotations(repo: Path) -> None:
     assert echo_maybe.startswith("::warning file=responses_api_agents/echo%2Cv2/app.py,line=14,")
     assert "title=SCA003::EchoAgent.maybe may post to itself" in echo_maybe
     assert re.match(
-        rf"::warning file={BROKEN},line=4,col=(\d+),title=SCA900::syntax error at line 4, column \1", broken
+        rf"::error file={BROKEN},line=4,col=(\d+),title=SCA900::syntax error at line 4, column \1", broken
     )
     assert all("\n" not in line and "\r" not in line for line in lines)
 

@@ -11,9 +11,14 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 
+from ..ftypes import InputError
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
 from .walker import Binding, FunctionWalker, ModuleScope, param_names
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..ftypes import ErrorKind
 
 __all__ = [
     "Binding",
@@ -97,7 +102,17 @@ def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Ex
 
 
 class FactsError(Exception):
-    """The file cannot be turned into facts (syntax error, nesting too deep)."""
+    """The file cannot be turned into facts (syntax error, nesting too deep): what is wrong
+    (`ErrorKind`) and where, for the SCA900 entry."""
+
+    def __init__(self, message: str, kind: ErrorKind = "syntax", line: int = 1, column: int = 1):
+        super().__init__(message)
+        self.kind = kind
+        self.line = line
+        self.column = column
+
+    def entry(self, path: str) -> InputError:
+        return InputError(path, str(self), self.kind, self.line, self.column)
 
 
 class ModuleExtractor(ModuleScope):
@@ -319,30 +334,35 @@ def extract(path: str, source: bytes) -> ModuleFacts:
             warnings.simplefilter("ignore")
             tree = ast.parse(source, filename=path, type_comments=False)
     except SyntaxError as exc:
-        raise FactsError(_syntax_error_message(exc)) from None
+        raise _syntax_error(exc) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise FactsError(f"cannot parse: {exc}") from None
     except (RecursionError, MemoryError):
-        raise FactsError("too deeply nested to parse") from None
+        raise FactsError("too deeply nested to parse", "too_deep") from None
     try:
         return ModuleExtractor(path, source).module(tree)
     except (RecursionError, MemoryError):
-        raise FactsError("too deeply nested to analyse") from None
+        raise FactsError("too deeply nested to analyse", "too_deep") from None
     except Exception as exc:  # a bug of ours: this file is reported, the others are still analysed
         raise FactsError(
-            f"internal error while analysing ({type(exc).__name__}: {exc}); please report it"
+            f"internal error while analysing ({type(exc).__name__}: {exc}); please report it", "internal"
         ) from exc
 
 
-def _syntax_error_message(exc: SyntaxError) -> str:
-    where = f" at line {exc.lineno}" if exc.lineno and exc.lineno > 0 else ""
-    if where and exc.offset and exc.offset > 0:
-        where += f", column {exc.offset}"
+def _syntax_error(exc: SyntaxError) -> FactsError:
+    line = exc.lineno if exc.lineno and exc.lineno > 0 else None
+    column = exc.offset if line and exc.offset and exc.offset > 0 else None
+    where = f" at line {line}" if line else ""
+    if column:
+        where += f", column {column}"
+    at = {"line": line or 1, "column": column or 1}
     message = exc.msg
     if message.startswith(("too many nested parentheses", "too many levels of indentation")):
-        return f"too deeply nested to parse{where}: {message}"
+        return FactsError(f"too deeply nested to parse{where}: {message}", "too_deep", **at)
     if message.startswith(("unknown encoding", "encoding problem")) or (
         message.startswith("(unicode error)") and "can't decode byte" in message
     ):
-        return f"cannot decode the source{where}: {message.removeprefix('(unicode error) ')}"
-    return f"syntax error{where}: {message}"
+        return FactsError(
+            f"cannot decode the source{where}: {message.removeprefix('(unicode error) ')}", **at
+        )
+    return FactsError(f"syntax error{where}: {message}", **at)

@@ -13,6 +13,8 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from posixpath import normpath
 
+from ..ftypes import InputError
+
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     import yaml
@@ -48,7 +50,12 @@ _STANDARD_TAGS = frozenset(
 
 
 class ConfigFileError(Exception):
-    """A YAML file that cannot be used: reported as SCA900."""
+    """A YAML file that cannot be used: reported as SCA900, at the line it names (else the first)."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1):
+        super().__init__(message)
+        self.line = line
+        self.column = column
 
 
 @dataclass(frozen=True)
@@ -96,12 +103,12 @@ def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) ->
             f"more than {_MAX_NODES:,} YAML nodes once aliases are expanded (an alias bomb?)"
         )
     if depth > _MAX_DEPTH:
-        raise ConfigFileError(
-            f"line {node.start_mark.line + 1}: YAML nested more than {_MAX_DEPTH} levels deep"
-        )
+        line = node.start_mark.line + 1
+        raise ConfigFileError(f"line {line}: YAML nested more than {_MAX_DEPTH} levels deep", line)
     depth += 1
     if node.tag not in _STANDARD_TAGS:
-        raise ConfigFileError(f"line {node.start_mark.line + 1}: unknown YAML tag {node.tag!r} (not loaded)")
+        line = node.start_mark.line + 1
+        raise ConfigFileError(f"line {line}: unknown YAML tag {node.tag!r} (not loaded)", line)
     if node.id == "mapping":
         result = Node()
         for key_node, value_node in node.value:
@@ -142,10 +149,11 @@ def parse_yaml(path: str, data: bytes) -> list[Node]:
         documents = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.MarkedYAMLError as exc:  # at its line, as a Python syntax error: where reports point
         mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        at = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        where = f" at line {at[0]}, column {at[1]}" if mark else ""
         what = " ".join(str(exc.problem or exc.__class__.__name__).split())
         what += f" ({' '.join(exc.context.split())})" if exc.context else ""
-        raise ConfigFileError(f"invalid YAML{where}: {what}") from None
+        raise ConfigFileError(f"invalid YAML{where}: {what}", *at) from None
     except yaml.YAMLError as exc:
         raise ConfigFileError(f"invalid YAML: {' '.join(str(exc).split())}") from None
     except RecursionError:
@@ -238,14 +246,14 @@ class ConfigSet:
         self._exists = exists
         self._parsed: dict[str, list[Node]] = {}
         self._namespaces: dict[str, Node] = {}
-        self.errors: dict[str, str] = {}
+        self.errors: dict[str, InputError] = {}
 
     def _documents(self, path: str) -> list[Node]:
         if path not in self._parsed:
             try:
                 self._parsed[path] = self._parse(path)
             except ConfigFileError as exc:
-                self.errors[path] = str(exc)
+                self.errors[path] = InputError(path, str(exc), "yaml", exc.line, exc.column)
                 self._parsed[path] = []
         return self._parsed[path]
 
@@ -270,7 +278,11 @@ class ConfigSet:
             value = None
             if len(stack) >= _MAX_CHAIN:
                 self._error(
-                    current, f"config_paths chain more than {_MAX_CHAIN} files deep; {child} not read"
+                    InputError(
+                        current,
+                        f"config_paths chain more than {_MAX_CHAIN} files deep; {child} not read",
+                        "config_paths",
+                    )
                 )
                 value = Node()
                 continue
@@ -282,7 +294,7 @@ class ConfigSet:
         """Merges the file over its chained files, asking (yielding) for each one not merged yet."""
         namespace = Node()
         for document in self._documents(path):
-            for rel in self._chained(path, document.get("config_paths")):
+            for rel in self._chained(path, document):
                 if rel in on_path:
                     continue
                 child = self._namespaces.get(rel)
@@ -292,13 +304,16 @@ class ConfigSet:
             namespace = _merge(namespace, document)  # type: ignore[assignment]
         return namespace
 
-    def _chained(self, path: str, entries: object) -> list[str]:
+    def _chained(self, path: str, document: Node) -> list[str]:
         """The files a `config_paths` list names, found as NeMo Gym finds them: relative to the
         Gym root (the folder it runs from, holding `pyproject.toml`: the config's nearest such
         folder, then the project root). A missing file is an error of the config naming it; an
         absolute path is taken from the project root, nothing outside the root is read, and an
         entry built with `${...}` is skipped (resolvers are never run)."""
         found = []
+        entries = document.get("config_paths")
+        where = document.where.get("config_paths")
+        line = where.line if where is not None else 1
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, str) or "${" in entry:
                 continue
@@ -309,11 +324,11 @@ class ConfigSet:
             if match is not None:
                 found.append(match)
             elif candidates:
-                self._error(
-                    path, f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})"
-                )
+                message = f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})"
+                self._error(InputError(path, message, "config_paths", line))
             else:
-                self._error(path, f"config_paths entry {entry!r} is outside the project root (not read)")
+                message = f"config_paths entry {entry!r} is outside the project root (not read)"
+                self._error(InputError(path, message, "config_paths", line))
         return found
 
     def _gym_roots(self, path: str) -> list[str]:
@@ -325,12 +340,9 @@ class ConfigSet:
                 return [folder]
         return []
 
-    def _error(self, path: str, message: str) -> None:
-        known = self.errors.get(path)
-        if known is None:
-            self.errors[path] = message
-        elif message not in known:
-            self.errors[path] = f"{known}; {message}"
+    def _error(self, error: InputError) -> None:
+        known = self.errors.get(error.path)
+        self.errors[error.path] = error if known is None else known.joined(error)
 
     def instances(self, paths: tuple[str, ...]) -> list[AgentInstance]:
         found: list[AgentInstance] = []

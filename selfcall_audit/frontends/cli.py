@@ -39,6 +39,9 @@ Examples:
 """
 
 
+_STARTED = "selfcall_audit.started"  # the context's record of when the process started
+
+
 class UsageError(click.UsageError):
     exit_code = EXIT_ERROR
 
@@ -51,7 +54,7 @@ def _verbose(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
 def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         # Not exists=True: a broken link or an unreadable file named here is an SCA900 entry.
-        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+        click.argument("paths", nargs=-1, type=click.Path(readable=False, path_type=Path)),
         click.option(
             "--config",
             "config_file",
@@ -62,7 +65,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--exclude",
             multiple=True,
             metavar="GLOB",
-            help="Leave out matching files or folders (repeatable; adds to the settings).",
+            help="Leave out matching files or folders (repeatable; replaces the settings' `exclude`).",
+        ),
+        click.option(
+            "--extend-exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Leave out matching files or folders too, on top of the settings (repeatable).",
         ),
         click.option(
             "--include-tests",
@@ -96,9 +105,13 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def with_common(**kwargs: Any) -> Any:
         # `main` hands git's listing, started before this module loaded, to the context
-        common, options = Common.split(kwargs, click.get_current_context().find_object(GitListing))
+        ctx = click.get_current_context()
+        common, options = Common.split(kwargs, ctx.find_object(GitListing), ctx.meta.get(_STARTED))
         try:
             return func(common, **options)
+        except commands.SettingsError as exc:  # not a mistake of the command line: no usage banner
+            click.echo(f"selfcall-audit: error: {exc}", err=True)
+            _exit(EXIT_ERROR)
         except commands.UsageError as exc:
             raise UsageError(str(exc)) from None
 
@@ -122,6 +135,7 @@ def group() -> None:
 @_common_options
 @click.option(
     "--format",
+    "--output-format",
     "output_format",
     type=click.Choice(FORMATS),
     help="Output format (default: text on a terminal, concise otherwise).",
@@ -190,6 +204,7 @@ def scan(common: Common, **options: Any) -> None:
 @_common_options
 @click.option(
     "--format",
+    "--output-format",
     "output_format",
     type=click.Choice(["text", "concise", "json"]),
     help="Output format (default: a table on a terminal, concise otherwise).",
@@ -230,7 +245,16 @@ def agents(common: Common, output_format: str | None) -> None:
     help="The helper to call (default: the `helper` setting, else the copy fix writes to "
     "nemo_gym/inprocess.py); a project module that does not exist yet is written first.",
 )
-def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -> None:
+@click.option("--select", metavar="CODES", help="Fix and report only these codes or prefixes.")
+@click.option("--ignore", metavar="CODES", help="Neither fix nor report these codes or prefixes.")
+def fix(
+    common: Common,
+    show_diff: bool,
+    check: bool,
+    helper_spec: str | None,
+    select: str | None,
+    ignore: str | None,
+) -> None:
     """Rewrite self-calls to /v1/responses (SCA001) in PATHS to the in-process helper.
 
     Only the call expression changes, and the helper's import is added once; calls that cannot be
@@ -242,14 +266,17 @@ def fix(common: Common, show_diff: bool, check: bool, helper_spec: str | None) -
     """
     from .fixing import finish_project, plan_project
 
-    started = time.perf_counter()
-    base, _, projects = common.prepare()
+    base, _, projects = common.prepare(
+        select=commands.codes(select, "--select"), ignore=commands.codes(ignore, "--ignore")
+    )
     planned = [  # each project with its own settings and helper (a monorepo's nested projects)
         plan_project(common, root, settings, paths, projects, helper_spec)
         for root, settings, paths in projects
     ]
     named = len(planned) > 1  # one summary per project: each says which
-    status = max(finish_project(common, base, fixing, show_diff, check, started, named) for fixing in planned)
+    status = max(
+        finish_project(common, base, fixing, show_diff, check, common.started, named) for fixing in planned
+    )
     if status:
         _exit(status)
 
@@ -360,16 +387,19 @@ def usage_error(argv: list[str], message: str) -> int:
     return EXIT_ERROR
 
 
-def main(argv: list[str] | None = None, early: GitListing | None = None) -> int:
+def main(argv: list[str] | None = None, early: GitListing | None = None, started: float | None = None) -> int:
     """Run the command line `argv` (default: the process's) and return its exit code. `early`:
-    git's listing of the current folder's project, started before this module loaded."""
+    git's listing of the current folder's project, started before this module loaded; `started`:
+    when the process started (`time.perf_counter()`), which the summary's time counts from."""
     args = list(sys.argv[1:] if argv is None else argv)
     verbose = False
+    started = time.perf_counter() if started is None else started
 
     def run() -> int:
         nonlocal verbose
         try:
             with group.make_context("selfcall-audit", args, obj=early) as ctx:
+                ctx.meta[_STARTED] = started
                 try:
                     group.invoke(ctx)
                 finally:
@@ -377,6 +407,13 @@ def main(argv: list[str] | None = None, early: GitListing | None = None) -> int:
             return 0
         except click.exceptions.Exit as exc:
             return exc.exit_code
+        except click.NoSuchOption as exc:
+            if exc.option_name == "--fix":  # ruff's spelling; click would suggest --config
+                exc = UsageError(
+                    "no such option: --fix; to rewrite self-calls, run `selfcall-audit fix`", exc.ctx
+                )
+            exc.show()
+            return EXIT_ERROR
         except click.ClickException as exc:
             exc.show()
             return EXIT_ERROR

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .. import api
@@ -26,7 +26,11 @@ COLOR_CHOICES = ("auto", "always", "never")
 
 
 class UsageError(Exception):
-    """A mistake in the command line or the settings: reported with the command's usage, exit 2."""
+    """A mistake in the command line: reported with the command's usage, exit 2."""
+
+
+class SettingsError(UsageError):
+    """A mistake in the settings (pyproject.toml, --config): one line, without the usage, exit 2."""
 
 
 class OutputFailed(Exception):
@@ -83,6 +87,7 @@ class Output:
                 raise OutputFailed(exc) from exc
             return
         try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)  # as ruff: `-o reports/audit.json`
             with open(self.file, "w", encoding="utf-8", errors="surrogateescape") as handle:
                 handle.write(text)
         except OSError as exc:
@@ -96,6 +101,7 @@ class Common:
     paths: tuple[Path, ...]
     config_file: Path | None
     exclude: tuple[str, ...]
+    extend_exclude: tuple[str, ...]
     include_tests: bool | None
     no_cache: bool
     jobs: int | None
@@ -103,12 +109,17 @@ class Common:
     verbose: bool
     color: str
     early: GitListing | None = None  # git's listing of the current folder's project, started first
+    started: float = field(default_factory=time.perf_counter, compare=False)  # when the process started
 
     @classmethod
-    def split(cls, params: dict[str, Any], early: GitListing | None) -> tuple[Common, dict[str, Any]]:
+    def split(
+        cls, params: dict[str, Any], early: GitListing | None, started: float | None = None
+    ) -> tuple[Common, dict[str, Any]]:
         """The common options out of a command's parameters, and the rest."""
         rest = dict(params)
-        options = {f.name: rest.pop(f.name) for f in fields(cls) if f.name != "early"}
+        options = {f.name: rest.pop(f.name) for f in fields(cls) if f.name not in ("early", "started")}
+        if started is not None:
+            options["started"] = started
         return cls(**options, early=early), rest
 
     def prepare(self, whole: bool = False, **overrides: Any) -> tuple[Path, Settings, Projects]:
@@ -132,6 +143,7 @@ class Common:
             )
         options = {
             "exclude": self.exclude,
+            "extend_exclude": self.extend_exclude,
             "include_tests": self.include_tests,
             "jobs": self.jobs,
             **overrides,
@@ -162,10 +174,14 @@ def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Setting
     try:
         settings = load_settings(root, config_file)
     except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    exclude = overrides.pop("exclude", ())
+        raise SettingsError(str(exc)) from None
+    # As ruff: --exclude replaces the settings' `exclude` (their `extend-exclude` still applies),
+    # --extend-exclude adds to both.
+    exclude, extend_exclude = overrides.pop("exclude", ()), overrides.pop("extend_exclude", ())
     if exclude:
-        overrides["exclude"] = settings.exclude + tuple(exclude)
+        overrides["exclude"] = (*exclude, *settings.extend_exclude, *extend_exclude)
+    elif extend_exclude:
+        overrides["exclude"] = (*settings.exclude, *extend_exclude)
     extend = overrides.pop("extend_select", None) or ()
     if overrides.get("select"):  # --select replaces the settings' selection, its extensions too
         overrides["extend_select"] = extend
@@ -185,7 +201,10 @@ def codes(text: str | None, option: str) -> tuple[str, ...] | None:
 
 
 class LazyProgress:
-    """A progress bar that appears only when the work runs longer than about a second on a terminal."""
+    """One progress bar per run, shown only when the work runs longer than about a second on a
+    terminal. The analysis reports its batches one after the other (the files that name a base,
+    then each round of the prefilter, then the modules pulled in on demand), each counted from 0:
+    they add up on the one bar rather than restarting it."""
 
     def __init__(self, enabled: bool, label: str = "analysing", since: float | None = None):
         self.enabled = enabled
@@ -193,10 +212,15 @@ class LazyProgress:
         self.started = time.perf_counter() if since is None else since
         self._bar: Any = None
         self._task: Any = None
+        self._before = 0  # files counted by the batches before this one
+        self._last = (0, 0)  # the current batch's done and total
 
     def __call__(self, path: str, done: int, total: int) -> None:
         if not self.enabled:
             return
+        if done < self._last[0] or (done == self._last[0] and total != self._last[1]):
+            self._before += self._last[0]  # a new batch: its count starts again from 0 or 1
+        self._last = (done, total)
         if self._bar is None:
             if time.perf_counter() - self.started < 1.0:
                 return
@@ -213,11 +237,18 @@ class LazyProgress:
             )
             self._bar.start()
             self._task = self._bar.add_task("", total=total, label=self.label)
-        self._bar.update(self._task, completed=done, total=total, description=path, label=self.label)
+        self._bar.update(
+            self._task,
+            completed=self._before + done,
+            total=self._before + total,
+            description=path,
+            label=self.label,
+        )
 
     def stage(self, label: str) -> None:
-        """Name the next stage (e.g. `rewriting` after `analysing`), shown from the next update."""
+        """Name the next stage (e.g. `rewriting` after `analysing`), counted from 0 on the same bar."""
         self.label = label
+        self._before, self._last = 0, (0, 0)
 
     def close(self) -> None:
         if self._bar is not None:
@@ -227,11 +258,24 @@ class LazyProgress:
 def run_analysis(common: Common, projects: Projects, root: Path, inventory: bool = False) -> Report:
     progress = common.progress()
     try:
-        return api.analyze_projects(
+        report = api.analyze_projects(
             projects, root, progress=progress, inventory=inventory, early=common.early
         )
     finally:
         progress.close()
+    if not common.quiet:
+        say_excluded(report)
+    return report
+
+
+def say_excluded(report: Report) -> None:
+    """A path named on purpose that the settings leave out is said, not passed over in silence."""
+    for rel in report.excluded:
+        shown = os.path.relpath(report.root / rel).replace(os.sep, "/")
+        say(
+            f"selfcall-audit: note: {shown} is excluded (the `exclude` settings, or test code without "
+            "--include-tests); not analysed"
+        )
 
 
 def scan(
@@ -286,7 +330,13 @@ def scan(
         report, hidden = new_findings(report, known)
         if hidden:
             notes.append(f"selfcall-audit: {hidden} finding(s) already present at {diff_base} not shown")
-    output.write(_rendered(report, output_format, statistics, output, common.quiet))
+    seconds = time.perf_counter() - common.started
+    output.write(_rendered(report, output_format, statistics, output, common.quiet, seconds))
+    if output_format == "concise" and not (common.quiet or statistics) and stderr_is_terminal():
+        # results piped or written to a file while someone watches: the count said apart, as ruff
+        from ..report.summary import duration, summary_line
+
+        say(f"{summary_line(report)} ({duration(seconds)}).")
     if notes and not common.quiet:
         say("\n".join(notes))
     if common.verbose:
@@ -299,11 +349,13 @@ def scan(
             f"may use newer syntax. Run selfcall-audit with Python {major}.{minor} or newer."
         )
         return EXIT_ERROR
-    failed = report.findings or report.strict_failure
+    failed = report.findings or report.inputs_failed
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
 
-def _rendered(report: Report, output_format: str, statistics: bool, output: Output, quiet: bool) -> str:
+def _rendered(
+    report: Report, output_format: str, statistics: bool, output: Output, quiet: bool, seconds: float
+) -> str:
     from ..report import renderer
     from ..report.paths import base_for, relocated
 
@@ -319,7 +371,7 @@ def _rendered(report: Report, output_format: str, statistics: bool, output: Outp
     from ..report.text import render as render_text
 
     width = terminal_width() if output.terminal else None
-    return render_text(report, width=width, color=output.color, summary=not quiet)
+    return render_text(report, width=width, color=output.color, summary=not quiet, seconds=seconds)
 
 
 def render_statistics(report: Report, as_json: bool) -> str:
@@ -378,6 +430,14 @@ def _write_baseline(report: Report, path: Path) -> None:
     except OSError as exc:
         raise UsageError(f"cannot write the baseline to {path}: {exc.strerror or exc}") from None
     say(f"selfcall-audit: recorded {count} finding(s) in {path}")
+
+
+def stderr_is_terminal() -> bool:
+    """Does someone watch the run's messages? (Not a CI log, nor a test's capture.)"""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced by something that is no stream, or closed
+        return False
 
 
 def terminal_width() -> int | None:

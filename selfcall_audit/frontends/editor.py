@@ -122,12 +122,11 @@ class Editor:
         )
 
     def _error(self, error: InputError, lines: list[str]) -> lsp.Diagnostic:
-        line, column = error.position
-        where = _position(lines, line, column, self.units)
+        where = _position(lines, error.line, error.column, self.units)
         return lsp.Diagnostic(
             range=lsp.Range(where, where),
             message=error.message,
-            severity=lsp.DiagnosticSeverity.Error,
+            severity=lsp.DiagnosticSeverity.Error if error.fails else lsp.DiagnosticSeverity.Warning,
             code=error.code,
             source=SOURCE,
         )

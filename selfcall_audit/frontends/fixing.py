@@ -63,7 +63,8 @@ def plan_project(
         placement = place_helper(root, spec)
     except (ValueError, VendorError) as exc:
         where = "--helper" if helper_spec else "the `helper` setting"
-        raise commands.UsageError(f"{where}: {exc}" if spec else str(exc)) from None
+        error = commands.UsageError if helper_spec else commands.SettingsError
+        raise error(f"{where}: {exc}" if spec else str(exc)) from None
     unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
     placement = placement or Placement(DEFAULT_HELPER)
     helper = Helper.parse(placement.spec)
@@ -211,11 +212,13 @@ def finish_project(
                     f"{shown(file.path)}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
                     "unused after the rewrite"
                 )
+    if not common.quiet:
+        commands.say_excluded(plan.report)
     not_fixed = plan.not_fixed
     for finding, reason in not_fixed:
         say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
     for error in plan.report.errors:
-        say(f"{shown(error.path)}:{error.position[0]}:{error.position[1]}: {error.code} {error.message}")
+        say(f"{shown(error.path)}:{error.line}:{error.column}: {error.code} {error.message}")
     for error in plan.errors:
         click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
     if not common.quiet:
@@ -245,7 +248,8 @@ def finish_project(
         _end_run(128 + plan.interrupted)
     if plan.errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if not_fixed or (dry_run and rewritten) else EXIT_CLEAN
+    failed = not_fixed or plan.report.inputs_failed  # a file that does not parse may hide one
+    return EXIT_FINDINGS if failed or (dry_run and rewritten) else EXIT_CLEAN
 
 
 def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpdate]]:

@@ -1,9 +1,13 @@
-"""flake8 front end: the whole-project analysis, reported for the one file flake8 hands over.
+"""flake8 front end: the whole-project analysis, reported for each file flake8 hands over.
 
 A self-call is only visible from the whole project (base classes in other files, instance names
-in YAML), so each flake8 process analyses a project root once and answers every file of that
-root from the same report. flake8 applies its own select/ignore, `# noqa` and per-file-ignores
-to the codes we yield; the analysis also honours `# noqa` on any line of a multi-line call.
+in YAML), so the paths flake8 was given are analysed once per flake8 run, in flake8's main process
+as it reads its options (`parse_options`), before its worker processes fork and inherit the
+result. Each file's check is then a look-up of its path in that result: a file with nothing to
+say costs a dictionary look-up, and no worker imports or runs the analysis. (Where workers do not
+fork, each reads the options again and so analyses once, from the warm cache.) flake8 applies its
+own select/ignore, `# noqa` and per-file-ignores to the codes we yield; the analysis also honours
+`# noqa` on any line of a multi-line call.
 """
 
 from __future__ import annotations
@@ -20,14 +24,23 @@ from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
 from ..report.messages import message
 from ..rules import POSSIBLE_SELF_CALL, RULES
-from ..workspace.discovery import find_root
 
 POSSIBLE = POSSIBLE_SELF_CALL
+Result = tuple[int, int, str]  # flake8's line, 0-based column and text
 
-# flake8 makes one checker per file, and a file's findings come from the whole project: the
-# analysis of a root is kept for the process's other files of that root. Analysing per file
-# instead would repeat the whole-project work once per file (1,600 times on NeMo Gym).
-_reports: dict[tuple[Path, bool], Report] = {}
+
+def _results(report: Report) -> dict[str, list[Result]]:
+    """What the report says of each file, by absolute path: what a file's check looks up."""
+    found: dict[str, list[Result]] = {}
+    for finding in report.findings:
+        key = os.path.join(report.root, finding.path)
+        found.setdefault(key, []).append(
+            (finding.line, finding.column - 1, f"{finding.code} {message(finding)}")
+        )
+    for error in report.errors:
+        key = os.path.join(report.root, error.path)
+        found.setdefault(key, []).append((error.line, error.column - 1, f"{error.code} {error.message}"))
+    return found
 
 
 def _settings(root: Path, possible: bool) -> Settings:
@@ -75,6 +88,11 @@ class SelfCallChecker:
     name = "selfcall-audit"
     version = __version__
     report_possible: ClassVar[bool] = False
+    # The run's analysis, made by `parse_options`: the folders it covers (realpaths of the paths
+    # flake8 was given) and what it says of each file. Class state, as flake8's plugin interface
+    # keeps it: one checker object per file, options given to the class.
+    covered: ClassVar[tuple[str, ...]] = ()
+    results: ClassVar[dict[str, list[Result]]] = {}
 
     def __init__(self, tree: ast.AST, filename: str, lines: list[str]) -> None:
         self.filename = filename
@@ -88,29 +106,35 @@ class SelfCallChecker:
         chosen = [*(options.select or ()), *(options.extend_select or ())]
         _check_our_codes(options)
         cls.report_possible = any(POSSIBLE.startswith(code) for code in chosen)
+        paths = [p for p in getattr(options, "filenames", None) or ["."] if p != "-" and os.path.lexists(p)]
+        if not paths:  # a buffer on stdin: analysed with its text, when flake8 hands it over
+            cls.covered, cls.results = (), {}
+            return
+        report = api.analyze(paths, settings_for=cls._settings_for)
+        cls.covered = tuple(os.path.realpath(p) for p in paths)
+        cls.results = _results(report)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        path = Path(self.filename).resolve()
+        path = os.path.realpath(self.filename)
+        if self._covered(path):
+            results = self.results.get(path, ())
+        else:  # not among the paths flake8 was given (an editor's buffer on stdin, a direct call)
+            results = self._analysed(Path(path)).get(path, ())
+        for line, column, text in results:
+            yield line, column, text, type(self)
+
+    def _covered(self, path: str) -> bool:
+        return any(
+            path == folder or path.startswith(folder.rstrip(os.sep) + os.sep) for folder in self.covered
+        )
+
+    def _analysed(self, path: Path) -> dict[str, list[Result]]:
+        """This file's project analysed for it alone, from the unsaved text flake8 checks."""
         if not path.is_file():
-            return
-        root = find_root(path)
-        rel = os.path.relpath(path, root).replace(os.sep, "/")
-        report = self._report(root, rel, path)
-        for finding in report.findings:
-            if finding.path == rel:
-                yield finding.line, finding.column - 1, f"{finding.code} {message(finding)}", type(self)
-        for error in report.errors:
-            if error.path == rel:
-                yield error.position[0], error.position[1] - 1, f"{error.code} {error.message}", type(self)
+            return {}
+        sources = {path: "".join(self.lines).encode("utf-8")} if _buffer_differs(path, self.lines) else None
+        return _results(api.analyze([path], settings_for=self._settings_for, sources=sources))
 
-    def _report(self, root: Path, rel: str, path: Path) -> Report:
-        if _buffer_differs(path, self.lines):
-            data = "".join(self.lines).encode("utf-8")
-            return api.analyze([root], settings_for=self._settings_for, sources={path: data})
-        key = (root, self.report_possible)
-        if key not in _reports:
-            _reports[key] = api.analyze([root], settings_for=self._settings_for)
-        return _reports[key]
-
-    def _settings_for(self, root: Path) -> Settings:
-        return _settings(root, self.report_possible)
+    @classmethod
+    def _settings_for(cls, root: Path) -> Settings:
+        return _settings(root, cls.report_possible)

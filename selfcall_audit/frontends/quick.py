@@ -41,7 +41,7 @@ def scan_arguments(argv: list[str]) -> tuple[tuple[Path, ...], str | None] | Non
     return tuple(paths), output_format
 
 
-def quick_scan(argv: list[str], early: GitListing | None) -> int | None:
+def quick_scan(argv: list[str], early: GitListing | None, started: float | None = None) -> int | None:
     """The exit code of a command line `scan_arguments` reads, or None: `cli.main` runs it."""
     arguments = scan_arguments(argv)
     if arguments is None:
@@ -51,6 +51,7 @@ def quick_scan(argv: list[str], early: GitListing | None) -> int | None:
         paths=paths,
         config_file=None,
         exclude=(),
+        extend_exclude=(),
         include_tests=None,
         no_cache=False,
         jobs=None,
@@ -58,6 +59,7 @@ def quick_scan(argv: list[str], early: GitListing | None) -> int | None:
         verbose=False,
         color="auto",
         early=early,
+        **({} if started is None else {"started": started}),
     )
 
     def run() -> int:
@@ -76,6 +78,9 @@ def quick_scan(argv: list[str], early: GitListing | None) -> int | None:
                 write_baseline=None,
                 diff_base=None,
             )
+        except commands.SettingsError as exc:  # not the command line's: one line
+            commands.say(f"selfcall-audit: error: {exc}")
+            return commands.EXIT_ERROR
         except commands.UsageError as exc:  # said as click says it, with the command's usage
             from .cli import usage_error
 

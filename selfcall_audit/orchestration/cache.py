@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
+    from ..ftypes import InputError
 
 _GITIGNORE = b"# Automatically created by selfcall-audit.\n*\n"
 
@@ -169,7 +170,7 @@ class FactsCache:
                 "fingerprint": found["fingerprint"],
                 "findings": [decode(f, "Finding") for f in found["findings"]],
                 "suppressed": found["suppressed"],
-                "errors": dict(found["errors"]),
+                "errors": [decode(e, "InputError") for e in found["errors"]],
                 "files_scanned": found["files_scanned"],
                 "agent_count": found["agent_count"],
                 "agents": [decode(a, "AgentInfo") for a in found["agents"]]
@@ -193,17 +194,19 @@ class FactsCache:
             {"fingerprint": fingerprint, "observed": observed}
         )
 
-    def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, str]] | None:
+    def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, InputError]] | None:
         try:
             found = self._get("instances", key)
             if found is None:
                 return None
-            return [decode(i, "AgentInstance") for i in found["instances"]], dict(found["errors"])
+            errors = (decode(e, "InputError") for e in found["errors"])
+            return [decode(i, "AgentInstance") for i in found["instances"]], {e.path: e for e in errors}
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
-    def put_instances(self, key: str, instances: list[AgentInstance], errors: dict[str, str]) -> None:
-        self._put("instances", key, marshalled({"instances": encode_all(instances), "errors": errors}))
+    def put_instances(self, key: str, instances: list[AgentInstance], errors: dict[str, InputError]) -> None:
+        encoded = {"instances": encode_all(instances), "errors": encode_all(errors.values())}
+        self._put("instances", key, marshalled(encoded))
 
     def _index(self, name: str) -> dict[str, Any]:
         if name not in self._indexes:

@@ -12,7 +12,16 @@ from dataclasses import fields
 from functools import cache, lru_cache
 from operator import attrgetter
 
-from ..ftypes import AgentInfo, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
+from ..ftypes import (
+    AgentInfo,
+    CallArgument,
+    CallDescription,
+    CallReceiver,
+    Evidence,
+    Finding,
+    InputError,
+    LocalBinding,
+)
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -31,7 +40,7 @@ class _Schema:
 
 
 _REPORT_SCHEMA = _Schema(
-    (Finding, Evidence, AgentInfo, CallDescription, CallReceiver, CallArgument, LocalBinding),
+    (Finding, Evidence, AgentInfo, InputError, CallDescription, CallReceiver, CallArgument, LocalBinding),
     {
         Finding: {"evidence": "Evidence*", "call": "CallDescription", "config": "Evidence"},
         CallDescription: {

@@ -18,6 +18,7 @@ from .jobs import import_lines_of, instances_of
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
+    from ..ftypes import InputError
     from .warm import Warm
 
 _MAX_NAMES = 32  # names the word index answers for; one more starts it again
@@ -34,7 +35,7 @@ class Indexes:
         cache: FactsCache | None,
         workers: Workers,
         read: Callable[[str], bytes | None],
-        errors: dict[str, str],
+        errors: dict[str, InputError],
         warm: Warm | None = None,
     ):
         """`warm`: what a long-lived process keeps of the project, used and kept up to date."""

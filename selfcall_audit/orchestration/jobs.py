@@ -15,12 +15,13 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance, Node
+    from ..ftypes import InputError
 
 # A YAML file without these words configures no agent instance.
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
 
 
-def extract_facts(item: tuple[str, bytes, bool]) -> tuple[ModuleFacts | str, bytes | None]:
+def extract_facts(item: tuple[str, bytes, bool]) -> tuple[ModuleFacts | InputError, bytes | None]:
     """The facts of a file (`path`, `data`, `cached`), or why there are none; when `cached`, also
     their cache entry, encoded here rather than by the parent, which is busy analysing."""
     from ..analysis.facts import FactsError, extract
@@ -29,7 +30,7 @@ def extract_facts(item: tuple[str, bytes, bool]) -> tuple[ModuleFacts | str, byt
     try:
         facts = extract(rel, data)
     except FactsError as exc:
-        return str(exc), None
+        return exc.entry(rel), None
     return facts, facts_payload(facts) if cached else None
 
 
@@ -48,14 +49,14 @@ def instances_of(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[l
     """The instances the configs define, and the files that could not be read or parsed."""
     from ..analysis.gym_config import ConfigSet, parse_yaml
 
-    errors: dict[str, str] = {}
+    errors: dict[str, InputError] = {}
 
     @functools.cache
     def read(rel: str) -> bytes | None:
         try:
             return read_file(root / rel, max_size)
         except UnreadableFile as exc:
-            errors[rel] = str(exc)
+            errors[rel] = exc.entry(rel)
             return None
 
     def parse(rel: str) -> list[Node]:

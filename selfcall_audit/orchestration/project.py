@@ -41,7 +41,7 @@ class Analysis:
 
     findings: list[Finding]  # every rule, `noqa` already applied
     suppressed: int
-    errors: dict[str, str]
+    errors: list[InputError]  # by path
     files_scanned: int
     agent_count: int
     agents: list[AgentInfo] | None  # only when the inventory was asked for
@@ -93,7 +93,7 @@ class Project:
         self.warm = warm
         self.settings = settings
         self.progress = progress
-        self.errors: dict[str, str] = {}
+        self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
@@ -117,7 +117,7 @@ class Project:
         try:
             data = read_file(self.root / rel, self.settings.max_file_size)
         except UnreadableFile as exc:
-            self.errors[rel] = str(exc)
+            self.errors[rel] = exc.entry(rel)
             return None
         (self.warm.disk if self.warm else self._bytes)[rel] = data
         return data
@@ -203,7 +203,7 @@ class Project:
         return Report(
             root=self.root,
             findings=findings,
-            errors=[InputError(p, m) for p, m in sorted(result.errors.items()) if in_scope(p, scopes)],
+            errors=[e for e in result.errors if in_scope(e.path, scopes)],
             files_scanned=result.files_scanned,
             files_parsed=self.files_parsed,
             agent_count=result.agent_count,
@@ -215,6 +215,7 @@ class Project:
                 for folder in files.projects
                 if in_scope(folder, scopes)
             ),
+            excluded=_excluded(files, scopes),
         )
 
     def _stored(
@@ -235,7 +236,7 @@ class Project:
             fingerprints.setup,
             files.stats,
             files.sources,
-            unusable={*files.configs, *stored["errors"]},
+            unusable={*files.configs, *(e.path for e in stored["errors"])},
             base_tokens=base_tokens(self.settings.agent_bases, self.settings.route),
             read=self.read,
             facts_now=self._facts,
@@ -332,7 +333,7 @@ class Project:
         return Analysis(
             findings=sorted(set(findings), key=lambda f: f.sort_key),
             suppressed=suppressed,
-            errors=dict(self.errors),
+            errors=[self.errors[rel] for rel in sorted(self.errors)],
             files_scanned=len(files.sources) + len(files.configs),
             agent_count=sum(
                 1
@@ -360,6 +361,23 @@ class Project:
                     AgentInfo(klass.name, module.path, klass.line, bases, names, hierarchy.recognised(ref))
                 )
         return sorted(agents, key=lambda a: (a.path, a.line))
+
+
+def _excluded(files: FileSet, scopes: tuple[str, ...]) -> tuple[str, ...]:
+    """The scopes named on purpose that hold Python files, none of them analysed: each excluded
+    by the settings or as test code (said, not passed over in silence)."""
+    sources = set(files.sources)
+    theirs = tuple(f"{folder}/" for folder in files.projects)  # a nested project's files are not ours
+    found = []
+    for scope in scopes:
+        if not scope or scope in sources or f"{scope}/".startswith(theirs):
+            continue
+        if scope in files.modules or (
+            not any(in_scope(rel, (scope,)) for rel in files.sources)
+            and any(in_scope(rel, (scope,)) for rel in files.modules)
+        ):
+            found.append(scope)
+    return tuple(found)
 
 
 def _noqa(module: ModuleFacts, finding: Finding) -> bool:

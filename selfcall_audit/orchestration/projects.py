@@ -68,13 +68,14 @@ def merged(reports: list[Report], root: Path) -> Report:
     """One report of every project's, its paths relative to `root`, a folder holding each one's root."""
     if len(reports) == 1 and reports[0].root == root:
         return reports[0]
-    findings, errors, agents = [], [], []
+    findings, errors, agents, excluded = [], [], [], []
     for report in reports:
         prefix = os.path.relpath(report.root, root).replace(os.sep, "/")
         if prefix == ".":
             findings += report.findings
             errors += report.errors
             agents += report.agents
+            excluded += report.excluded
             continue
 
         def move(rel: str, prefix: str = prefix) -> str:
@@ -83,6 +84,7 @@ def merged(reports: list[Report], root: Path) -> Report:
         findings += [f.moved(move) for f in report.findings]
         errors += [replace(e, path=move(e.path)) for e in report.errors]
         agents += [replace(a, path=move(a.path)) for a in report.agents]
+        excluded += [move(rel) for rel in report.excluded]
     return Report(
         root=root,
         findings=sorted(findings, key=lambda f: f.sort_key),
@@ -93,6 +95,7 @@ def merged(reports: list[Report], root: Path) -> Report:
         agents=sorted(agents, key=lambda a: (a.path, a.line)),
         seconds=sum(p.seconds for p in reports),
         suppressed=sum(p.suppressed for p in reports),
-        strict_failure=any(p.strict_failure for p in reports),
+        inputs_failed=any(p.inputs_failed for p in reports),
+        excluded=tuple(excluded),
         needs_python=max((p.needs_python for p in reports if p.needs_python), default=None),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sized
 
+from ..ftypes import InputError
 from ..workspace.workers import Workers
 from .cache import FactsCache, content_key
 from .jobs import extract_facts
@@ -27,7 +28,7 @@ class FactsStore:
         read: Callable[[str], bytes | None],
         cache: FactsCache | None,
         workers: Workers,
-        errors: dict[str, str],
+        errors: dict[str, InputError],
         progress: Progress | None = None,
         memory: dict[str, tuple[bytes | None, ModuleFacts | str]] | None = None,
     ):
@@ -113,11 +114,13 @@ class FactsStore:
             if ahead is None:
                 yield rel, data, self.cache is not None
 
-    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None, parsed: bool = True) -> None:
+    def _keep(
+        self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True
+    ) -> None:
         self.parsed += parsed
         if parsed and self.memory is not None:
             self.memory[rel] = (self.read(rel), result)
-        if isinstance(result, str):
+        if isinstance(result, InputError):
             self.errors[rel] = result
             self._facts[rel] = None
             return

@@ -20,6 +20,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
+    from ..ftypes import InputError
 
 
 @dataclass
@@ -29,7 +30,7 @@ class Warm:
     files: FileSet | None = None  # the listing: until files are created or deleted
     disk: dict[str, bytes] = field(default_factory=dict)  # files as read from the disk
     facts: dict[str, tuple[bytes | None, ModuleFacts | str]] = field(default_factory=dict)  # of what
-    instances: tuple[list[AgentInstance], dict[str, str]] | None = None  # and the configs' errors
+    instances: tuple[list[AgentInstance], dict[str, InputError]] | None = None  # and the configs' errors
     lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
     named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
     mentioned: dict[frozenset[str], dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)

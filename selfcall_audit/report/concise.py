@@ -8,15 +8,17 @@ from ..ftypes import Report
 from .escape import neutralise
 from .messages import message
 
-_BOLD, _CYAN, _BOLD_RED, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[1;31m", "\x1b[0m"
+_BOLD, _CYAN, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[0m"
+_CODE = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m"}  # bold red, bold yellow
 
 
 def render(report: Report, color: bool = False) -> str:
-    rows = [(f.path, f.line, f.column, f.code, message(f)) for f in report.findings]
-    rows += [(e.path, *e.position, e.code, e.message) for e in report.errors]
-    bold, cyan, red, reset = (_BOLD, _CYAN, _BOLD_RED, _RESET) if color else ("", "", "", "")
+    rows = [(f.path, f.line, f.column, f.code, message(f), "error") for f in report.findings]
+    rows += [(e.path, e.line, e.column, e.code, e.message, e.severity) for e in report.errors]
+    bold, cyan, reset = (_BOLD, _CYAN, _RESET) if color else ("", "", "")
     colon = f"{cyan}:{reset}"
     return "".join(  # one line each, whatever the names hold
-        f"{bold}{neutralise(path)}{reset}{colon}{line}{colon}{col}{colon} {red}{code}{reset} {neutralise(message)}\n"
-        for path, line, col, code, message in rows
+        f"{bold}{neutralise(path)}{reset}{colon}{line}{colon}{col}{colon} "
+        f"{_CODE[severity] if color else ''}{code}{reset} {neutralise(text)}\n"
+        for path, line, col, code, text, severity in rows
     )

@@ -47,8 +47,8 @@ def render(report: Report) -> str:
     lines = [_annotation(f) for f in report.findings]
     lines += [
         _command(
-            "warning",
-            {"file": e.path, "line": e.position[0], "col": e.position[1], "title": e.code},
+            e.severity,
+            {"file": e.path, "line": e.line, "col": e.column, "title": e.code},
             [e.message],
         )
         for e in report.errors

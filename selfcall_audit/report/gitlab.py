@@ -14,7 +14,7 @@ from .escape import neutralise
 from .messages import message
 
 _SEVERITY = {"error": "major", "warning": "minor"}  # the registry's, in GitLab's words
-_UNREADABLE = "critical"  # a file the scan could not read may hide any finding
+_INPUT = {"error": "critical", "warning": "info"}  # an entry that fails the gate may hide any finding
 
 
 def as_list(report: Report) -> list[dict]:
@@ -35,8 +35,8 @@ def as_list(report: Report) -> list[dict]:
                 "description": neutralise(f"{error.code} {error.message}"),
                 "check_name": error.code,
                 "fingerprint": hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:20],
-                "severity": _UNREADABLE,
-                "location": {"path": neutralise(error.path), "lines": {"begin": error.position[0]}},
+                "severity": _INPUT[error.severity],
+                "location": {"path": neutralise(error.path), "lines": {"begin": error.line}},
             }
         )
     return issues

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..ftypes import Report
 from ..workspace.discovery import in_scope
 from .escape import neutralise
+from .fit import cut, left_abbreviated
 
 
 def rows(report: Report, scopes: tuple[str, ...]) -> list[dict]:
@@ -60,25 +61,29 @@ def render_concise(rows: list[dict], root: Path) -> str:
 
 
 def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -> str:
-    """A table whose file column is never cut: on a narrow terminal the other columns fold, and
-    a path longer than the terminal is wider than it rather than shortened."""
+    """A table that fits `width` columns (80 when not a terminal's): each class as Python writes it,
+    `Name(Bases)`, over its file; a path longer than the column is abbreviated from the left with
+    an ellipsis (its file name and line stay), bases cut with one; instances wrap at their commas,
+    and a word too long for its column ends in an ellipsis rather than folding letter by letter."""
+    from rich import box
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"{len(rows)} agent classes", title_justify="left")
-    longest = max((len(_where(row, root)) for row in rows), default=4)
-    table.add_column("agent", overflow="fold")
-    table.add_column("file", no_wrap=True, min_width=longest)
-    table.add_column("bases", overflow="fold")
-    table.add_column("instances", overflow="fold")
-    table.add_column("self-calls", justify="right")
-    for row in rows:  # Text: names from the repository are never read as markup
-        cells = (neutralise(row["agent"]), _where(row, root), neutralise(_bases(row)), _instances(row))
-        table.add_row(*(Text(cell) for cell in cells), str(row["self_calls"]))
+    width = width or 80
+    places = [_where(row, root) for row in rows]
+    classes = [f"{neutralise(row['agent'])}({neutralise(_bases(row))})" for row in rows]
+    longest = max((len(text) for text in (*places, *classes)), default=5)
+    first = min(longest, max(30, width - 42))  # the rest: instances and the count
+    table = Table(title=f"{len(rows)} agent classes", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("class / file", no_wrap=True, overflow="ellipsis", width=first)
+    table.add_column("instances", overflow="ellipsis", ratio=1)
+    table.add_column("calls", justify="right", no_wrap=True)  # self-calls, in every class's own words
+    for row, place, written in zip(rows, places, classes):  # Text: never read as markup
+        cell = Text(cut(written, first), style="bold")
+        cell.append("\n" + left_abbreviated(place, first), style="dim")
+        table.add_row(cell, Text(_instances(row)), str(row["self_calls"]))
     buffer = StringIO()
-    console = Console(
-        file=buffer, width=max(width or 160, longest + 40), force_terminal=color, no_color=not color
-    )
+    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color)
     console.print(table)
     return buffer.getvalue()

@@ -28,7 +28,17 @@ def as_dict(report: Report) -> dict:
             }
             for f in report.findings
         ],
-        "errors": [{"code": e.code, "path": e.path, "message": e.message} for e in report.errors],
+        "errors": [
+            {
+                "code": e.code,
+                "path": e.path,
+                "message": e.message,
+                "line": e.line,
+                "column": e.column,
+                "severity": e.severity,
+            }
+            for e in report.errors
+        ],
         "summary": {
             "files_scanned": report.files_scanned,
             "files_parsed": report.files_parsed,

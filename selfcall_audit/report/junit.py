@@ -1,6 +1,6 @@
 """JUnit XML, as CI test-report viewers read it: one test suite per file, one failing test case per
-finding (`classname` the file, `name` the code), and a suite per run; an unreadable file is an
-error case. Text from the repository is neutralised first: XML 1.0 cannot carry control
+finding (`classname` the file, `name` the code), and a suite per run; an SCA900 entry that fails
+the gate is an error case, one that does not a skipped case (the file was not checked). Text from the repository is neutralised first: XML 1.0 cannot carry control
 characters at all, even escaped."""
 
 from __future__ import annotations
@@ -31,18 +31,19 @@ def render(report: Report) -> str:
         failure.text = f"line {finding.line}, col {finding.column}, {message}"
     for error in report.errors:
         ElementTree.SubElement(
-            case(error.path, error.code, error.position[0]),
-            "error",
+            case(error.path, error.code, error.line),
+            "error" if error.fails else "skipped",
             message=neutralise(error.message),
             type=error.code,
         )
-    failures, errors = len(report.findings), len(report.errors)
+    failures, errors = len(report.findings), sum(error.fails for error in report.errors)
     top = ElementTree.Element(
         "testsuites",
         name="selfcall-audit",
-        tests=str(failures + errors),
+        tests=str(failures + len(report.errors)),
         failures=str(failures),
         errors=str(errors),
+        skipped=str(len(report.errors) - errors),
     )
     for path, members in cases.items():
         suite = ElementTree.SubElement(
@@ -52,6 +53,7 @@ def render(report: Report) -> str:
             tests=str(len(members)),
             failures=str(sum(m.find("failure") is not None for m in members)),
             errors=str(sum(m.find("error") is not None for m in members)),
+            skipped=str(sum(m.find("skipped") is not None for m in members)),
         )
         suite.extend(members)
     if not cases:  # a clean run is one passing case, so a viewer shows that the audit ran

@@ -106,13 +106,13 @@ def as_dict(report: Report) -> dict:
     notifications = [
         {
             "descriptor": {"id": error.code, "index": 0},
-            "level": "error",
+            "level": error.severity,
             "message": {"text": error.message},
             "locations": [
                 {
                     "physicalLocation": {
                         "artifactLocation": _artifact(error.path),
-                        "region": {"startLine": error.position[0], "startColumn": error.position[1]},
+                        "region": {"startLine": error.line, "startColumn": error.column},
                     }
                 }
             ],

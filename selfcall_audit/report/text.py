@@ -13,32 +13,48 @@ from rich.text import Text
 from ..ftypes import Report
 from ..rules import RULES
 from .escape import neutralise
+from .fit import cut, left_abbreviated
 from .messages import message
+from .summary import duration, summary_line
 
 _CONTEXT = 1
 
 
-def _frame(report: Report, path: str, line: int, end_line: int) -> Syntax | None:
+def _frame(report: Report, path: str, line: int, end_line: int, width: int) -> Syntax | None:
+    """The call's lines and one around them, each cut with an ellipsis to fit `width` columns."""
     try:
         source = (report.root / path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None
     lines = source.split("\n")
     start, stop = max(1, line - _CONTEXT), min(len(lines), end_line + _CONTEXT)
+    room = width - len(str(stop)) - 5  # rich's gutter: the marker, the number and its rule
+    shown = [
+        cut(neutralise(text, keep="\t"), room) if start <= number <= stop else ""
+        for number, text in enumerate(lines, start=1)
+    ]
     return Syntax(
-        "\n".join(neutralise(text, keep="\t") for text in lines),  # escape sequences shown, not sent
+        "\n".join(shown),  # escape sequences shown, not sent
         "python",
         line_numbers=True,
         line_range=(start, stop),
         highlight_lines=set(range(line, end_line + 1)),
         theme="ansi_dark",
         word_wrap=False,
+        tab_size=8,
     )
 
 
-def render(report: Report, width: int | None = None, color: bool = False, summary: bool = True) -> str:
+def render(
+    report: Report,
+    width: int | None = None,
+    color: bool = False,
+    summary: bool = True,
+    seconds: float | None = None,
+) -> str:
     """`summary`: the per-agent table and the closing line, which `-q` leaves out (every finding
-    and every unreadable file is printed either way)."""
+    and every unreadable file is printed either way); `seconds`: the run's time, since the process
+    started (default: the analysis')."""
     buffer = StringIO()
     console = Console(
         file=buffer, width=width or 120, force_terminal=color, no_color=not color, highlight=False
@@ -54,7 +70,7 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
         if finding.fixable:
             header.append(" [fixable]", style="cyan")
         console.print(header, soft_wrap=True)
-        frame = _frame(report, finding.path, finding.line, finding.end_line)
+        frame = _frame(report, finding.path, finding.line, finding.end_line, console.width)
         if frame is not None:
             console.print(frame)
         for evidence in finding.evidence:
@@ -71,43 +87,30 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
     if report.findings and summary:
         per_agent = Counter((f.agent, f.path) for f in report.findings)
         table = Table(title="Self-calls per agent", title_justify="left")
-        table.add_column("agent")
-        table.add_column("file")
-        table.add_column("self-calls", justify="right")
+        table.add_column("agent", overflow="ellipsis")
+        table.add_column("file", no_wrap=True, overflow="ellipsis")
+        table.add_column("self-calls", justify="right", no_wrap=True)
+        budget = max(24, console.width - 40)  # a long path loses its start, not its file name
         for (agent, path), count in sorted(per_agent.items(), key=lambda item: (item[0][1], item[0][0])):
-            table.add_row(Text(neutralise(agent)), Text(neutralise(path)), str(count))  # Text: no markup
+            cells = (neutralise(agent), left_abbreviated(neutralise(path), budget))
+            table.add_row(*(Text(cell) for cell in cells), str(count))  # Text: no markup
         console.print(table)
 
     for error in report.errors:
         console.print(
             Text(
-                neutralise(f"{error.path}:{error.position[0]}: {error.code} {error.message}"), style="yellow"
+                neutralise(f"{error.path}:{error.line}:{error.column}: {error.code} {error.message}"),
+                style="red" if error.fails else "yellow",
             ),
             soft_wrap=True,
         )
 
     if summary:
         console.print(
-            Text(f"{_summary(report)} ({_duration(report.seconds)}).", style="bold"), soft_wrap=True
+            Text(
+                f"{summary_line(report)} ({duration(seconds if seconds is not None else report.seconds)}).",
+                style="bold",
+            ),
+            soft_wrap=True,
         )
     return buffer.getvalue()
-
-
-def _summary(report: Report) -> str:
-    fixable = sum(f.fixable for f in report.findings)
-    files = f"{report.files_scanned} files, {report.agent_count} agents"
-    if report.findings:
-        noun = "self-call" if len(report.findings) == 1 else "self-calls"
-        line = f"Found {len(report.findings)} {noun} in {files}"
-        if fixable:
-            line += f"; {fixable} fixable with `selfcall-audit fix`"
-    else:
-        line = f"No self-calls in {files}"
-    if report.errors:
-        line += f"; {len(report.errors)} file(s) could not be analysed"
-    return line
-
-
-def _duration(seconds: float) -> str:
-    """`1.23s`, or milliseconds under a tenth of a second: a warm run is not `0.00s`."""
-    return f"{seconds:.2f}s" if seconds >= 0.1 else f"{max(seconds * 1000, 1):.0f} ms"

@@ -11,7 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_TEST_PATTERNS, declares_settings
+from ..ftypes import InputError
 from .listing import GitListing, is_project_root, project_root
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..ftypes import ErrorKind
 
 ALWAYS_SKIPPED_DIRS = frozenset(
     {
@@ -75,7 +80,7 @@ def _git_files(root: Path, early: GitListing | None) -> list[str] | None:
 UNROOTED_FOLDER_LIMIT = 5_000
 
 
-def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
+def _walk_files(root: Path, errors: dict[str, InputError]) -> list[str]:
     """Every Python and YAML file under the root, following symbolic links that stay inside it, each
     folder once."""
     found: list[str] = []
@@ -85,7 +90,7 @@ def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
 
     def unlisted(exc: OSError) -> None:
         rel = os.path.relpath(exc.filename, root).replace(os.sep, "/") if exc.filename else "."
-        errors[rel] = f"cannot list the folder: {exc.strerror or exc}"
+        errors[rel] = InputError(rel, f"cannot list the folder: {exc.strerror or exc}")
 
     for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted, followlinks=True):
         try:
@@ -100,9 +105,10 @@ def _walk_files(root: Path, errors: dict[str, str]) -> list[str]:
             continue
         seen_dirs.add(key)
         if limit is not None and len(seen_dirs) > limit:
-            errors["."] = (
+            errors["."] = InputError(
+                ".",
                 f"stopped listing after {limit:,} folders: no pyproject.toml or .git marks this folder "
-                "as a project root; run from the project's folder"
+                "as a project root; run from the project's folder",
             )
             break
         dirnames[:] = sorted(
@@ -128,12 +134,12 @@ def _stays_inside(folder: str, real_root: str) -> bool:
 
 def list_project_files(
     root: Path, early: GitListing | None = None
-) -> tuple[dict[str, tuple[int, int] | None], dict[str, str]]:
+) -> tuple[dict[str, tuple[int, int] | None], dict[str, InputError]]:
     """Every Python and YAML file of the project, and every pyproject.toml below its root, as
     root-relative POSIX paths (git's view when it is a checkout; `early`, git started before, is
     used if it is for this root) with its size and modification time (None when it cannot be had:
     reading it will say why), and the folders that could not be listed, with the reason."""
-    errors: dict[str, str] = {}
+    errors: dict[str, InputError] = {}
     names = _git_files(root, early)
     if names is None:
         names = _walk_files(root, errors)
@@ -153,6 +159,13 @@ def list_project_files(
 
 class UnreadableFile(Exception):
     """A listed file whose bytes cannot be had: reported as SCA900, and the scan goes on."""
+
+    def __init__(self, message: str, kind: ErrorKind = "unreadable"):
+        super().__init__(message)
+        self.kind = kind
+
+    def entry(self, path: str) -> InputError:
+        return InputError(path, str(self), self.kind)
 
 
 _NOT_REGULAR = (
@@ -197,7 +210,9 @@ def read_file(path: Path, max_size: int) -> bytes:
         os.close(fd)
     size = max(status.st_size, len(data))
     if size > max_size:
-        raise UnreadableFile(f"skipped: {size:,} bytes is over the max-file-size limit of {max_size:,}")
+        raise UnreadableFile(
+            f"skipped: {size:,} bytes is over the max-file-size limit of {max_size:,}", "too_large"
+        )
     return data
 
 
@@ -230,7 +245,7 @@ class FileSet:
     sources: tuple[str, ...]  # Python files to analyse and report on
     configs: tuple[str, ...]  # YAML files that may define server instances
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
-    errors: dict[str, str] = field(default_factory=dict)  # folders that could not be listed: SCA900
+    errors: dict[str, InputError] = field(default_factory=dict)  # folders that could not be listed
     stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # size and mtime of listed files
     projects: tuple[str, ...] = ()  # folders of nested projects, whose files are theirs, not ours
 

@@ -1,0 +1,79 @@
+"""Read at 80 columns: the `agents` table, the text report's code frames and per-agent table fit,
+paths lose their start (with an ellipsis) rather than being wrapped letter by letter, and one run
+shows one progress bar."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from selfcall_audit import api
+from selfcall_audit.frontends.commands import LazyProgress
+from selfcall_audit.report import inventory, text
+
+DEEP = "responses_api_agents/conversational_tool_use/simulation/with/a/deeply/nested/layout/app.py"
+LONG_LINE_AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class ToolUseAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body.responses_create_params)  # SCA001
+"""
+
+
+def make_project(root: Path) -> Path:
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "wide"\n')
+    (root / DEEP).parent.mkdir(parents=True)
+    (root / DEEP).write_text(LONG_LINE_AGENT)
+    return root
+
+
+def test_the_agents_table_fits_80_columns_with_paths_abbreviated_from_the_left(
+    tmp_path: Path, monkeypatch
+) -> None:
+    root = make_project(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    report = api.analyze([root], inventory=True)
+
+    table = inventory.render_table(inventory.rows(report, ("",)), root, 80, color=False)
+
+    lines = table.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    (class_line,) = [line for line in lines if "ToolUseAgent" in line]
+    assert "ToolUseAgent(SimpleResponsesAPIAgent)" in class_line  # whole, not folded letter by letter
+    (path_line,) = [line for line in lines if "app.py:4" in line]
+    shown = path_line.split()[0]
+    assert shown.startswith("…") and f"{DEEP}:4".endswith(shown[1:])  # its end, the file name kept
+
+
+def test_the_text_report_frames_and_table_fit_80_columns(tmp_path: Path, monkeypatch) -> None:
+    root = make_project(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    report = api.analyze([root])
+
+    rendered = text.render(report, width=80)
+
+    # the finding's header and evidence lines are prose, soft-wrapped by the terminal itself
+    prose = ("responses_api_agents/", "  = ", "Found ")
+    drawn = [line for line in rendered.splitlines() if not line.startswith(prose)]
+    assert drawn and max(len(line) for line in drawn) <= 80
+    (call,) = [line for line in drawn if "server_client.post" in line]
+    assert call.endswith("…")  # the code line cut, and saying so
+    (row,) = [line for line in drawn if "ToolUseAgent" in line]
+    assert "…" in row and row.split("…")[1].split()[0] in DEEP  # the path's end, whole words of it
+
+
+def test_one_progress_bar_counts_every_batch_of_a_run() -> None:
+    progress = LazyProgress(True, since=time.perf_counter() - 10)  # shown at once
+    seen = []
+    for batch in (3, 2, 4):  # the analysis reports batches one after the other, each from 1
+        for done in range(1, batch + 1):
+            progress(f"file{done}.py", done, batch)
+            task = progress._bar.tasks[0]
+            seen.append((task.completed, task.total))
+    progress.close()
+
+    assert [completed for completed, _ in seen] == list(range(1, 10))  # never back to the start
+    assert seen[-1] == (9, 9)
