@@ -57,12 +57,15 @@ _SERVER_ERROR_HEADERS = (
     (b"content-length", b"21"),
     (b"connection", b"close"),
 )
-_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the phrases uvicorn sends
+# the phrases uvicorn sends
+_REASONS = {status.value: status.phrase for status in HTTPStatus}
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
-_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # RFC 9110's, as aiohttp 3.14 refuses
+# RFC 9110's, as aiohttp 3.14 refuses
+_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
 RawHeaders = list[tuple[bytes, bytes]]
+Answer = tuple[int, RawHeaders, bytes]  # status, headers, body
 
 
 async def responses_in_process(
@@ -92,7 +95,12 @@ async def responses_in_process(
         raise aiohttp.InvalidUrlClientError(origin + url_path) from error
     if isinstance(json, BaseModel):
         json = json.model_dump(exclude_unset=True)
-    body = orjson.dumps(json) if json else b"" if json is None else jsonlib.dumps(json).encode()
+    if json is None:
+        body = b""
+    elif json:
+        body = orjson.dumps(json)
+    else:
+        body = jsonlib.dumps(json).encode()
     request_headers = _request_headers(url, json, body, cookies, headers)
     scope = {
         "type": "http",
@@ -114,19 +122,35 @@ async def responses_in_process(
     contextvars.Context().run(asyncio.get_running_loop().create_task, exchange.run())
     status, raw_headers, content = await exchange.answered
     return InProcessResponse(
-        status, raw_headers, content, aiohttp.RequestInfo(url, "POST", _multidict(request_headers), url)
+        status,
+        raw_headers,
+        content,
+        aiohttp.RequestInfo(url, "POST", _multidict(request_headers), url),
     )
 
 
-def _request_headers(url: URL, json: Any, body: bytes, cookies: Any, headers: Headers | None) -> RawHeaders:
+def _request_headers(
+    url: URL,
+    json: Any,
+    body: bytes,
+    cookies: Any,
+    headers: Headers | None,
+) -> RawHeaders:
     """The headers the HTTP self-call puts on the wire, in aiohttp's order, encoded as it does."""
     raw = [(b"host", f"{url.host}:{url.port}".encode())]
     cookie_header, typed = None, False
-    for name, value in (headers.items() if isinstance(headers, Mapping) else headers) if headers else ():
+    given = headers or ()
+    if isinstance(given, Mapping):
+        given = given.items()
+    for name, value in given:
         if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError(f"header {name!r}: names and values must be strings, not {value!r}")
+            raise TypeError(
+                f"header {name!r}: names and values must be strings, not {value!r}",
+            )
         if _FORBIDDEN_IN_HEADERS.search(name + value):
-            raise ValueError(f"header {name!r}: a control character, forbidden in headers")
+            raise ValueError(
+                f"header {name!r}: a control character, forbidden in headers",
+            )
         lowered = name.lower()
         if lowered == "cookie":
             cookie_header = value
@@ -134,7 +158,9 @@ def _request_headers(url: URL, json: Any, body: bytes, cookies: Any, headers: He
             raw[0] = (b"host", value.encode())
         elif lowered == "content-type":
             typed = True  # ServerClient sets its own for a body it serialises
-            raw.append((b"content-type", b"application/json" if json else value.encode()))
+            raw.append(
+                (b"content-type", b"application/json" if json else value.encode()),
+            )
         else:
             raw.append((lowered.encode(), value.encode()))
     if json and not typed:
@@ -143,7 +169,8 @@ def _request_headers(url: URL, json: Any, body: bytes, cookies: Any, headers: He
         cookie_header = _cookie_header(url, cookies, cookie_header)
     if cookie_header:
         raw.append((b"cookie", cookie_header.encode()))
-    if json is not None and not json and not typed:  # a falsy body aiohttp serialises itself
+    # a falsy body aiohttp serialises itself
+    if json is not None and not json and not typed:
         raw.append((b"content-type", b"application/json"))
     raw.append((b"content-length", str(len(body)).encode()))
     return raw
@@ -168,9 +195,8 @@ class _Exchange:
 
     def __init__(self, app: Any, scope: dict[str, Any], body: bytes) -> None:
         self.app, self.scope, self.body = app, scope, body
-        self.answered: asyncio.Future[tuple[int, RawHeaders, bytes]] = (
-            asyncio.get_running_loop().create_future()
-        )
+        loop = asyncio.get_running_loop()
+        self.answered: asyncio.Future[Answer] = loop.create_future()
         self.status: int | None = None
         self.headers: RawHeaders = []
         self.chunks: list[bytes] = []
@@ -188,9 +214,13 @@ class _Exchange:
         if self.answered.done():
             return
         if self.status is None:  # uvicorn's answer
-            self.answered.set_result((500, list(_SERVER_ERROR_HEADERS), b"Internal Server Error"))
+            self.answered.set_result(
+                (500, list(_SERVER_ERROR_HEADERS), b"Internal Server Error"),
+            )
         else:  # started, never finished: uvicorn closes the connection
-            self.answered.set_exception(aiohttp.ClientPayloadError("Response payload is not completed"))
+            self.answered.set_exception(
+                aiohttp.ClientPayloadError("Response payload is not completed"),
+            )
 
     async def receive(self) -> dict[str, Any]:
         """The body, then, once the response is complete or the caller has gone, a disconnect."""
@@ -198,18 +228,22 @@ class _Exchange:
             self.body_sent = True
             return {"type": "http.request", "body": self.body, "more_body": False}
         if not self.answered.done():
-            await asyncio.wait((self.answered,))  # which, cancelled, leaves the future be
+            # which, cancelled, leaves the future be
+            await asyncio.wait((self.answered,))
         return {"type": "http.disconnect"}
 
     async def send(self, message: Mapping[str, Any]) -> None:
         if self.answered.done():  # the caller has gone, or the response is complete
             return
         if message["type"] == "http.response.start":
-            self.status, self.headers = message["status"], list(message.get("headers", ()))
+            self.status = message["status"]
+            self.headers = list(message.get("headers", ()))
         elif message["type"] == "http.response.body":
             self.chunks.append(bytes(message.get("body", b"")))
             if not message.get("more_body", False) and self.status is not None:
-                self.answered.set_result((self.status, self.headers, b"".join(self.chunks)))
+                self.answered.set_result(
+                    (self.status, self.headers, b"".join(self.chunks)),
+                )
 
 
 class InProcessResponse:
@@ -221,7 +255,11 @@ class InProcessResponse:
     """
 
     def __init__(
-        self, status: int, raw_headers: RawHeaders, body: bytes, request_info: aiohttp.RequestInfo
+        self,
+        status: int,
+        raw_headers: RawHeaders,
+        body: bytes,
+        request_info: aiohttp.RequestInfo,
     ) -> None:
         self.status = status
         self.reason = _REASONS.get(status, "")
@@ -265,9 +303,11 @@ class InProcessResponse:
         body = await self.read() if self._body is None else self._body
         if content_type:
             ctype = self.headers.get("Content-Type", "").lower()
-            if not (
-                _JSON_MEDIA_TYPE.match(ctype) if content_type == "application/json" else content_type in ctype
-            ):
+            if content_type == "application/json":
+                expected = bool(_JSON_MEDIA_TYPE.match(ctype))
+            else:
+                expected = content_type in ctype
+            if not expected:
                 raise aiohttp.ContentTypeError(
                     self.request_info,
                     (),
@@ -276,7 +316,9 @@ class InProcessResponse:
                     headers=self.headers,
                 )
         stripped = body.strip()
-        return loads(stripped.decode(encoding or self._encoding())) if stripped else None
+        if not stripped:
+            return None
+        return loads(stripped.decode(encoding or self._encoding()))
 
     def _encoding(self) -> str:
         """The declared charset if Python knows it, else UTF-8 (JSON's, and aiohttp's fallback)."""
@@ -295,7 +337,11 @@ class InProcessResponse:
         if not self._in_context:
             self.release()
         raise aiohttp.ClientResponseError(
-            self.request_info, (), status=self.status, message=self.reason, headers=self.headers
+            self.request_info,
+            (),
+            status=self.status,
+            message=self.reason,
+            headers=self.headers,
         )
 
     def release(self) -> _Done:
@@ -339,4 +385,5 @@ class _Done:
 def _multidict(raw: RawHeaders) -> CIMultiDictProxy[str]:
     """Headers as aiohttp reads them: UTF-8, an invalid byte kept as a surrogate escape."""
     text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
-    return CIMultiDictProxy(CIMultiDict((text(name), text(value)) for name, value in raw))
+    pairs = CIMultiDict((text(name), text(value)) for name, value in raw)
+    return CIMultiDictProxy(pairs)
