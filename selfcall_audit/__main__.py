@@ -3,9 +3,17 @@ plain scans of pre-commit and CI through `frontends.quick`)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
+
+# `python -m` puts the current folder first on the module path, where a scanned checkout's
+# `click.py` (or `select.py`, shadowing the standard library) would be imported in place of the
+# real module: the tool never runs code of what it scans, so that entry goes before anything else
+# is imported. (The console script's first entry is its own folder, left alone.)
+if __name__ == "__main__" and sys.path and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0]
+
+import contextlib
 
 from .workspace.listing import GitListing, project_root
 
