@@ -336,7 +336,8 @@ class ConfigSet:
         found: list[AgentInstance] = []
         for path in paths:
             namespace = self._namespace(path)
-            own_keys = {k for document in self._documents(path) for k in document}
+            # In the order written (a set's order would follow the hash seed, and reports with it).
+            own_keys = dict.fromkeys(k for document in self._documents(path) for k in document)
             for key in own_keys:
                 instance = self._instance(key, namespace, path)
                 if instance is not None:
