@@ -67,11 +67,13 @@ def test_output_file_takes_the_results_and_stdout_stays_empty(demo: Path) -> Non
     assert (demo / "audit.txt").read_text() == run("scan", cwd=demo).stdout
 
 
-def test_output_file_that_cannot_be_written_is_a_usage_error(demo: Path) -> None:
+def test_output_file_that_cannot_be_written_is_one_line_and_exit_2(demo: Path) -> None:
     done = run("scan", "-o", "no/such/folder/out.txt", cwd=demo)
 
     assert done.returncode == 2
-    assert "cannot write the output to no/such/folder/out.txt" in done.stderr
+    assert done.stderr == (
+        "selfcall-audit: cannot write the results to no/such/folder/out.txt: No such file or directory\n"
+    )
 
 
 @pytest.mark.parametrize("output_format", ["text", "json", "junit"])

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..analysis.projects import Part, Projects
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED = 143  # SIGTERM: 128 + its number, as a shell reports a process it ended
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -29,7 +30,8 @@ class UsageError(Exception):
 
 
 class OutputFailed(Exception):
-    """stdout would not take the results (`> /dev/full`, a closed pipe): said in one line, exit 2."""
+    """stdout or the -o file would not take the results (`> /dev/full`, a closed pipe, a full disk):
+    said in one line, exit 2."""
 
     def __init__(self, error: OSError):
         super().__init__(error)
@@ -81,11 +83,13 @@ class Output:
             except OSError as exc:
                 raise OutputFailed(exc) from exc
             return
-        try:
-            with open(self.file, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                handle.write(text)
+        from ..migrate.write import replace_file  # not loaded by the runs that print their results
+
+        try:  # swapped in whole: a full disk or a signal leaves the previous report as it was
+            replace_file(self.file, text.encode("utf-8", "surrogateescape"))
         except OSError as exc:
-            raise UsageError(f"cannot write the output to {self.file}: {exc.strerror or exc}") from None
+            # Named as the user named it (not the temporary file beside it that failed).
+            raise OutputFailed(OSError(exc.errno, exc.strerror, str(self.file))) from exc
 
 
 @dataclass(frozen=True)
