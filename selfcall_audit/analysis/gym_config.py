@@ -239,6 +239,7 @@ class ConfigSet:
         self._parsed: dict[str, list[Node]] = {}
         self._namespaces: dict[str, Node] = {}
         self.errors: dict[str, str] = {}
+        self.failed: set[str] = set()  # files that could not be parsed
 
     def _documents(self, path: str) -> list[Node]:
         if path not in self._parsed:
@@ -246,6 +247,7 @@ class ConfigSet:
                 self._parsed[path] = self._parse(path)
             except ConfigFileError as exc:
                 self.errors[path] = str(exc)
+                self.failed.add(path)
                 self._parsed[path] = []
         return self._parsed[path]
 

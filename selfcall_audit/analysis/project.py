@@ -16,8 +16,8 @@ from pathlib import Path
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError
-from ..workspace.cache import FactsCache
-from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
+from ..workspace.cache import FactsCache, content_key
+from ..workspace.discovery import FileSet, TooLarge, UnreadableFile, discover, in_scope, read_file
 from ..workspace.fingerprint import Fingerprints
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
@@ -46,6 +46,7 @@ class Analysis:
     files_scanned: int
     agent_count: int
     agents: list[AgentInfo] | None  # only when the inventory was asked for
+    outside: dict[str, str] = field(default_factory=dict)  # content keys of parsed non-source files
 
 
 @dataclass
@@ -101,6 +102,10 @@ class Project:
         self.progress = progress
         self.errors: dict[str, str] = {}
         self._bytes: dict[str, bytes] = {}
+        self._keys: dict[str, str | None] = {}
+        # Files that could not be read (not those skipped for their size) or parsed: a result that
+        # met one is never stored, so that it is looked at again once it can be.
+        self.failed: set[str] = set()
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
         # whichever front end runs (the command line, flake8, the pytest helper).
@@ -120,11 +125,25 @@ class Project:
             return self._bytes[rel]
         try:
             data = read_file(self.root / rel, self.settings.max_file_size)
+        except TooLarge as exc:
+            self.errors[rel] = str(exc)
+            self._keys[rel] = f"skipped:{exc.size}"  # what it holds does not matter, its size does
+            return None
         except UnreadableFile as exc:
             self.errors[rel] = str(exc)
+            self.failed.add(rel)
             return None
         self._bytes[rel] = data
         return data
+
+    def key(self, rel: str) -> str | None:
+        """What the file's results depend on: its path and bytes (its size, when it is skipped for
+        its size); None when it cannot be read."""
+        if rel not in self._keys:
+            data = self.read(rel)
+            if rel not in self._keys:
+                self._keys[rel] = None if data is None else content_key(rel, data)
+        return self._keys[rel]
 
     def _facts(self, rel: str) -> ModuleFacts | None:
         return self._facts_store().facts(rel)
@@ -137,7 +156,9 @@ class Project:
         if self._store is None:
             from ..workspace.store import FactsStore
 
-            self._store = FactsStore(self.read, self.cache, self._pool(), self.errors, self.progress)
+            self._store = FactsStore(
+                self.read, self.key, self.cache, self._pool(), self.errors, self.failed, self.progress
+            )
         return self._store
 
     def _pool(self) -> Workers:
@@ -166,7 +187,7 @@ class Project:
             early=early,
         )
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
-        fingerprint = fingerprints.of() if fingerprints else None
+        fingerprint = fingerprints.of(self.key) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
@@ -176,7 +197,7 @@ class Project:
             if self._workers is not None:
                 self._workers.close()
         if analysed and self.cache:
-            if whole and fingerprint:
+            if whole and fingerprint and not self.failed:
                 self.cache.put_snapshot(fingerprint, vars(result), self._observed)
             self.cache.save(prune=whole)
         findings = [
@@ -219,23 +240,26 @@ class Project:
             return None
         then = stored.pop("fingerprint")
         if then == fingerprint:
-            return Analysis(**stored)
+            unchanged = all(self.key(rel) == key for rel, key in stored["outside"].items())
+            return Analysis(**stored) if unchanged else None
         from ..workspace.reuse import still_holds
 
         observed = still_holds(
             self.cache.observed(then),
             fingerprints.setup,
-            files.stats,
+            self._contents(files),
             files.sources,
             unusable={*files.configs, *stored["errors"]},
             base_tokens=base_tokens(self.settings.agent_bases),
             read=self.read,
+            key=self.key,
             facts_now=self._facts,
             facts_then=self.cache.facts,
         )
-        if observed is None:
+        if observed is None or self.failed:
             return None
         result = Analysis(**stored)
+        result.outside = {rel: observed["parsed"][rel][0] for rel in result.outside}
         self.cache.put_snapshot(fingerprint, vars(result), observed)
         self.cache.save(prune=False)
         return result
@@ -260,10 +284,18 @@ class Project:
         index = Index(set(files.modules), store.facts)
         bases = frozenset(settings.agent_bases)
         indexes = Indexes(
-            self.root, settings.max_file_size, files, self.cache, self._pool(), self.read, self.errors
+            self.root,
+            settings.max_file_size,
+            files,
+            self.cache,
+            self._pool(),
+            self.read,
+            self.key,
+            self.errors,
+            self.failed,
         )
         instances = indexes.instances(
-            fingerprints.of(files.configs) if fingerprints else None, background=whole
+            fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
         chosen = Targets(
             files.sources, self.read, self._bytes.get, indexes.naming, store, settings.agent_bases
@@ -302,7 +334,7 @@ class Project:
 
             self._observed = observe(
                 fingerprints.setup,
-                files.stats,
+                self._contents(files),
                 store.keys(),
                 rounds,
                 searched,
@@ -321,7 +353,12 @@ class Project:
                 if hierarchy.is_agent_class(ClassRef(rel, klass.name))
             ),
             agents=self._inventory(hierarchy, resolver, instances()) if inventory else None,
+            outside={rel: key for rel, key in store.keys().items() if rel not in source_set},
         )
+
+    def _contents(self, files: FileSet) -> dict[str, str | None]:
+        """The content key of each source and config file."""
+        return {rel: self.key(rel) for rel in (*files.sources, *files.configs)}
 
     def _inventory(self, hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
         from .index import ClassRef

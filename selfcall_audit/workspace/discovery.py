@@ -155,6 +155,14 @@ class UnreadableFile(Exception):
     """A listed file whose bytes cannot be had: reported as SCA900, and the scan goes on."""
 
 
+class TooLarge(UnreadableFile):
+    """A file over the max-file-size limit: skipped for its size, whatever it holds."""
+
+    def __init__(self, size: int, max_size: int):
+        super().__init__(f"skipped: {size:,} bytes is over the max-file-size limit of {max_size:,}")
+        self.size = size
+
+
 _NOT_REGULAR = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a named pipe"),
@@ -197,7 +205,7 @@ def read_file(path: Path, max_size: int) -> bytes:
         os.close(fd)
     size = max(status.st_size, len(data))
     if size > max_size:
-        raise UnreadableFile(f"skipped: {size:,} bytes is over the max-file-size limit of {max_size:,}")
+        raise TooLarge(size, max_size)
     return data
 
 

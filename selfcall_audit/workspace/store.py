@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sized
 
-from .cache import FactsCache, content_key
+from .cache import FactsCache
 from .jobs import extract_facts
 from .workers import Workers
 
@@ -19,21 +19,25 @@ Progress = Callable[[str, int, int], None]
 
 
 class FactsStore:
-    """Facts by root-relative path; a file that cannot be read or parsed has none, and an entry in
-    `errors` saying why."""
+    """Facts by root-relative path; a file that cannot be read or parsed has none, an entry in
+    `errors` saying why, and its path in `failed`. `key` gives a file's content key."""
 
     def __init__(
         self,
         read: Callable[[str], bytes | None],
+        key: Callable[[str], str | None],
         cache: FactsCache | None,
         workers: Workers,
         errors: dict[str, str],
+        failed: set[str],
         progress: Progress | None = None,
     ):
         self.read = read
+        self.key = key
         self.cache = cache
         self.workers = workers
         self.errors = errors
+        self.failed = failed
         self.progress = progress
         self.parsed = 0  # files extracted by this run (not found in the cache)
         self._facts: dict[str, ModuleFacts | None] = {}
@@ -77,7 +81,7 @@ class FactsStore:
             if rel not in self._facts
             and rel not in self._ahead
             and (data := self.read(rel)) is not None
-            and not (self.cache and self.cache.holds_facts(content_key(rel, data)))
+            and not (self.cache and self.cache.holds_facts(self.key(rel)))  # type: ignore[arg-type]
         ]
         for (rel, _, _), extracted in zip(items, self.workers.map(extract_facts, items)):
             self._ahead[rel] = extracted
@@ -95,7 +99,7 @@ class FactsStore:
             if data is None:
                 self._facts[rel] = None
                 continue
-            key = self._keys[rel] = content_key(rel, data)
+            key = self._keys[rel] = self.key(rel)  # type: ignore[assignment]
             cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
                 self._facts[rel] = cached
@@ -109,6 +113,7 @@ class FactsStore:
         self.parsed += 1
         if isinstance(result, str):
             self.errors[rel] = result
+            self.failed.add(rel)
             self._facts[rel] = None
             return
         self._facts[rel] = result
