@@ -24,8 +24,8 @@ from pathlib import Path
 import libcst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 
-from selfcall_audit.analysis.project import Project
 from selfcall_audit.config import load_settings
+from selfcall_audit.orchestration.project import Project
 
 
 def parsed_by_scan(root: Path) -> list[Path]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import keyword
 import os
 import stat
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
 
-from .rules import UnknownCode, check_codes, code_selected
+from .rules import POSSIBLE_SELF_CALL, UnknownCode, check_codes, code_selected
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -32,6 +33,23 @@ def _toml() -> Any:
 
 class ConfigError(Exception):
     """A user error in settings: reported with exit code 2, never as a traceback."""
+
+
+HELPER_NAME = "responses_in_process"
+DEFAULT_HELPER = f"selfcall_audit.inprocess:{HELPER_NAME}"
+
+
+def is_dotted(text: str) -> bool:
+    """A dotted Python name (`a.b.c`), as an import statement takes it."""
+    return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
+
+
+def helper_parts(spec: str) -> tuple[str, str]:
+    """`MODULE:NAME` as its module and its name; a ValueError says how it should look."""
+    module, sep, name = spec.strip().partition(":")
+    if not sep or not is_dotted(module) or not is_dotted(name) or "." in name:
+        raise ValueError(f"the helper must be given as MODULE:NAME (like {DEFAULT_HELPER}), not {spec!r}")
+    return module, name
 
 
 @dataclass(frozen=True)
@@ -69,7 +87,7 @@ class Settings:
 
     def selects(self, code: str) -> bool:
         """Is `code` reported? As ruff selects, and `strict` adds SCA003 unless it is ignored."""
-        if self.strict and code == "SCA003" and not code.startswith(self.ignore):
+        if self.strict and code == POSSIBLE_SELF_CALL and not code.startswith(self.ignore):
             return True
         return code_selected(code, self.select, self.ignore, self.extend_select)
 
@@ -128,8 +146,6 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
     if values.get("helper"):  # checked as it is read: `scan` looks for the copy it names (SCA004)
-        from .migrate.vendor import helper_parts
-
         try:
             helper_parts(values["helper"])
         except ValueError as exc:

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .rules import UNREADABLE
 
 TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from typing import Literal
 
     ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
     ReceiverKind = Literal["self_attribute", "alias", "bound_method", "partial", "helper"]
     CallContext = Literal["expression", "with", "default", "decorator"]
+
+Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
 
 
 @dataclass(frozen=True)
@@ -74,37 +79,37 @@ class CallDescription:
 
 @dataclass(frozen=True)
 class Finding:
+    """One reported call, as data: reporters word it from its rule's message template
+    (`report.messages`), so that the same finding reads the same in every format."""
+
     code: str
     path: str
     line: int
     column: int
     end_line: int
     end_column: int
-    message: str
+    detail: str  # the rule's subject: the route (SCA001/SCA002), why unsure (SCA003), why stale (SCA004)
     agent: str
     method: str
     fixable: bool = False
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
     fix_blocker: str | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
+    config: Evidence | None = None  # the YAML reference that makes the target the agent itself
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
 
     def moved(self, move: Callable[[str], str]) -> Finding:
-        """The finding with every path it names seen from elsewhere (a monorepo's top, the current
-        folder): its file, its evidence, the YAML config its message names (`... in PATH)`) and
-        the file of the command it gives (SCA004's `helper --write PATH --force`, run from there)."""
-        own = f" --write {self.path} --force"
-        message = self.message.replace(own, f" --write {move(self.path)} --force")
-        for evidence in self.evidence:
-            named = f" in {evidence.path})"
-            if message.endswith(named):
-                message = f"{message.removesuffix(named)} in {move(evidence.path)})"
-                break
-        evidence = tuple(replace(e, path=move(e.path)) for e in self.evidence)
-        return replace(self, path=move(self.path), message=message, evidence=evidence)
+        """The finding with every path it names seen from elsewhere (a monorepo's top, the
+        current folder): its file, its evidence and its config reference."""
+        return replace(
+            self,
+            path=move(self.path),
+            evidence=tuple(replace(e, path=move(e.path)) for e in self.evidence),
+            config=replace(self.config, path=move(self.config.path)) if self.config else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,7 @@ _AT = re.compile(r" at line (\d+)(?:, column (\d+))?")
 class InputError:
     path: str
     message: str
-    code: str = "SCA900"
+    code: str = UNREADABLE
 
     @property
     def position(self) -> tuple[int, int]:
@@ -131,3 +136,21 @@ class InputError:
         so that a report points there; else the file's start."""
         found = _AT.search(self.message)
         return (int(found[1]), int(found[2] or 1)) if found else (1, 1)
+
+
+@dataclass
+class Report:
+    """What an analysis of one or more projects found: the one result every front end reads."""
+
+    root: Path
+    findings: list[Finding]
+    errors: list[InputError]
+    files_scanned: int
+    files_parsed: int
+    agent_count: int
+    agents: list[AgentInfo]  # filled by `analyze(inventory=True)`
+    seconds: float
+    suppressed: int = 0
+    baseline_stale: list[dict] = field(default_factory=list)
+    projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
+    strict_failure: bool = False  # a project whose settings are strict has unreadable files

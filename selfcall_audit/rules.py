@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# The codes, for the code that emits or treats a rule specially; everything else about a rule is
+# in its entry of RULES below.
+SELF_CALL = "SCA001"
+OTHER_ROUTE = "SCA002"
+POSSIBLE_SELF_CALL = "SCA003"
+STALE_HELPER = "SCA004"
+UNREADABLE = "SCA900"
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -24,7 +32,7 @@ RULES: dict[str, Rule] = {
     rule.code: rule
     for rule in (
         Rule(
-            code="SCA001",
+            code=SELF_CALL,
             name="agent-self-call",
             message="{agent}.{method} posts to its own {route} over HTTP; call the handler in-process",
             summary="Agent server posts over HTTP to its own /v1/responses.",
@@ -52,7 +60,7 @@ RULES: dict[str, Rule] = {
                 ")"
             ),
             good=(
-                "from selfcall_audit.inprocess import responses_in_process\n"
+                "from nemo_gym.inprocess import responses_in_process  # the copy `selfcall-audit fix` vendors\n"
                 "\n"
                 "response = await responses_in_process(\n"
                 "    self,\n"
@@ -64,7 +72,7 @@ RULES: dict[str, Rule] = {
             fixable=True,
         ),
         Rule(
-            code="SCA002",
+            code=OTHER_ROUTE,
             name="agent-self-call-other-route",
             message="{agent}.{method} calls its own {route} route over HTTP; call the method directly",
             summary="Agent server calls its own server on another path (e.g. /run, or one it cannot resolve) over HTTP.",
@@ -80,7 +88,7 @@ RULES: dict[str, Rule] = {
             good="await self.aggregate_metrics(req)",
         ),
         Rule(
-            code="SCA003",
+            code=POSSIBLE_SELF_CALL,
             name="possible-agent-self-call",
             message="{agent}.{method} may post to itself: {reason}",
             summary="Possible self-call: a post to /v1/responses whose target cannot be resolved statically.",
@@ -100,7 +108,7 @@ RULES: dict[str, Rule] = {
             precision="medium",
         ),
         Rule(
-            code="SCA004",
+            code=STALE_HELPER,
             name="stale-vendored-helper",
             message="the vendored in-process helper {why}; refresh it with `{command}`",
             summary="The in-process helper vendored into the repo was edited or is older than the tool's.",
@@ -129,7 +137,7 @@ RULES: dict[str, Rule] = {
             ),
         ),
         Rule(
-            code="SCA900",
+            code=UNREADABLE,
             name="unreadable-input",
             message="{detail}",
             summary="A file or config could not be read or parsed; the scan went on without it.",
@@ -146,7 +154,7 @@ RULES: dict[str, Rule] = {
     )
 }
 
-FINDING_CODES = ("SCA001", "SCA002", "SCA003", "SCA004")
+FINDING_CODES = (SELF_CALL, OTHER_ROUTE, POSSIBLE_SELF_CALL, STALE_HELPER)
 
 
 class UnknownCode(ValueError):

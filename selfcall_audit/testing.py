@@ -15,9 +15,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from .analysis.project import Report
-from .analysis.projects import Projects, analyze_projects, by_project, merged
+from . import api
 from .config import Settings, load_settings
+from .ftypes import Report
+from .report.messages import message
 from .rules import parse_codes
 from .workspace.discovery import find_root
 
@@ -58,8 +59,8 @@ def assert_no_self_calls(
         settings = load_settings(folder)  # `select` replaces the settings' selection, extensions too
         return settings if codes is None else settings.with_overrides(select=codes, extend_select=())
 
-    _, groups = by_project(tuple(project_root / p for p in given) or (project_root,))
-    report = merged(analyze_projects(Projects(groups, settings_for), None), project_root)
+    _, projects = api.grouped([project_root / p for p in given] or [project_root], settings_for)
+    report = api.analyze_projects(projects, project_root)
 
     allowed = set(allow or ())
     findings = [
@@ -75,7 +76,7 @@ def assert_no_self_calls(
         noun = "self-call" if len(findings) == 1 else "self-calls"
         lines.append(f"{len(findings)} agent {noun} found by selfcall-audit:")
         for f in findings:
-            lines.append(f"  {f.path}:{f.line}:{f.column}: {f.code} {f.message}")
+            lines.append(f"  {f.path}:{f.line}:{f.column}: {f.code} {message(f)}")
             lines.append(f"      allow with: {allow_key(f.path, f.agent, f.method)!r}")
         lines.append("Migrate them with `selfcall-audit fix`.")
     if errors:

@@ -1,13 +1,42 @@
-"""click's test runner as the tests read it: stdout and stderr apart, which click 8.2 and later
-always keep and 8.1 (the lowest version the project supports) keeps when asked."""
+"""The command line as the tests run it in-process: through `main(argv)`, the one front door the
+console script and `python -m selfcall_audit` use, with stdout and stderr captured apart."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 from click.testing import CliRunner
+
+from selfcall_audit.frontends.cli import main
 
 
 def runner() -> CliRunner:
+    """click's runner with stdout and stderr apart: click 8.2 and later always keep them apart,
+    8.1 (the lowest version the project supports) when asked."""
     try:
         return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
     except TypeError:  # click 8.2+: no such argument, the streams are apart already
         return CliRunner()
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One run of `main(argv)`: its exit code and what it wrote."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout
+
+
+def run_main(args: list[str], env: Mapping[str, str] | None = None, input: str | None = None) -> Ran:
+    """`main(args)` with its streams captured (click's runner isolates them, as for a terminal-less
+    process), and the environment changed by `env` for the run."""
+    with runner().isolation(input=input, env=env) as streams:
+        code = main(args)
+        out, err = streams[0], streams[1]
+        return Ran(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))

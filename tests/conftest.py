@@ -9,17 +9,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cli_support import runner
-from click.testing import Result
+from cli_support import Ran, run_main
 from fixture_annotations import NOT_COPIED
-
-from selfcall_audit.frontends.cli import group as main
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _invoke(*args: object) -> Result:
-    return runner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+def _invoke(*args: object) -> Ran:
+    return run_main([str(arg) for arg in args])
 
 
 def _run_command(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,8 +40,9 @@ def no_project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cli() -> Callable[..., Result]:
-    """`cli("scan", path, ...)`: the CLI through click's runner; stdout and stderr kept apart."""
+def cli() -> Callable[..., Ran]:
+    """`cli("scan", path, ...)`: the command line in-process, through `main(argv)`; stdout and
+    stderr kept apart."""
     return _invoke
 
 

@@ -10,10 +10,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
-from cli_support import runner
-from click.testing import Result
-
-from selfcall_audit.frontends.cli import group as main
+from cli_support import Ran, run_main
 
 HEADER = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -64,19 +61,19 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def scan(repo: Path, *args: str, paths: tuple[str, ...] = ("",)) -> Result:
+def scan(repo: Path, *args: str, paths: tuple[str, ...] = ("",)) -> Ran:
     """The CLI in-process, run from the repo (concise paths are relative to the current folder);
     `paths` relative to the repo (default: all of it)."""
     where = [str(repo / p) for p in paths]
     before = os.getcwd()
     os.chdir(repo)
     try:
-        return runner().invoke(main, ["scan", "--no-cache", "--format", "concise", *args, *where])
+        return run_main(["scan", "--no-cache", "--format", "concise", *args, *where])
     finally:
         os.chdir(before)
 
 
-def reported(result: Result) -> list[tuple[str, int]]:
+def reported(result: Ran) -> list[tuple[str, int]]:
     return [(line.split(":")[0], int(line.split(":")[1])) for line in result.stdout.splitlines()]
 
 

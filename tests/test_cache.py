@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from selfcall_audit.config import load_settings
-from selfcall_audit.analysis.project import Project
+from selfcall_audit.orchestration.project import Project
 
 root = Path(sys.argv[1])
 report = Project(root, load_settings(root)).analyze([root])
@@ -52,6 +52,23 @@ def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path
         "libcst",
     ):
         assert module not in warm
+
+
+def test_a_scan_from_the_command_line_never_loads_the_codemod(tmp_path: Path) -> None:
+    """libcst takes longer to import than a warm scan takes to run: only `fix` may load it."""
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    script = (
+        "import sys\n"
+        "from selfcall_audit.frontends.cli import main\n"
+        "code = main(['scan', '--format', 'json', sys.argv[1]])\n"
+        "loaded = sorted(m for m in sys.modules if m.startswith(('libcst', 'selfcall_audit.migrate.codemod')))\n"
+        "print(code, *loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root)], capture_output=True, text=True, check=True
+    )
+    assert done.stderr.splitlines()[-1] == "1", done.stderr  # findings: it analysed, and loaded neither
 
 
 def test_a_changed_file_is_analysed_again(cli, tmp_path: Path) -> None:

@@ -464,7 +464,7 @@ def test_without_a_project_root_the_run_warns_and_stops_listing_early(no_project
 
 _FAILING = """
 import sys
-from selfcall_audit.analysis import project
+from selfcall_audit.orchestration import project
 from selfcall_audit.frontends.cli import main
 
 def analyze(self, *args, **kwargs):

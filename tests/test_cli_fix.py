@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from selfcall_audit.api import plan_fix
 from selfcall_audit.config import load_settings
 from selfcall_audit.migrate import arguments, codemod
-from selfcall_audit.migrate.codemod import Helper, plan_fix
+from selfcall_audit.migrate.codemod import Helper
 from selfcall_audit.migrate.vendor import helper_source, is_vendored
 
 REPO = Path(__file__).resolve().parents[1]

@@ -242,7 +242,7 @@ def test_usage_errors_exit_2_with_a_message(cli, args: list[str], expected: str)
 
     assert result.exit_code == 2
     assert expected in result.stderr
-    assert "Traceback" not in result.output
+    assert "internal error" not in result.stderr  # a usage error, said as one
 
 
 def test_an_unknown_setting_in_pyproject_exits_2(cli, tmp_path: Path) -> None:
@@ -253,7 +253,7 @@ def test_an_unknown_setting_in_pyproject_exits_2(cli, tmp_path: Path) -> None:
 
     assert result.exit_code == 2
     assert "unknown setting `agent_base` in [tool.selfcall-audit]" in result.stderr
-    assert "Traceback" not in result.output
+    assert "internal error" not in result.stderr  # a usage error, said as one
 
 
 def test_a_setting_of_the_wrong_type_exits_2(cli, tmp_path: Path) -> None:

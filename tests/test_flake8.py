@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from agent_sources import SELF_CALLING_AGENT
 
-from selfcall_audit.analysis.project import Project
 from selfcall_audit.frontends import flake8_plugin
 from selfcall_audit.frontends.flake8_plugin import SelfCallChecker
+from selfcall_audit.orchestration.project import Project
 
 AGENT = (
     SELF_CALLING_AGENT

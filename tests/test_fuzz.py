@@ -28,13 +28,10 @@ from pathlib import Path
 
 import hypothesmith
 import libcst
-from cli_support import runner
-from click.testing import Result
+from cli_support import Ran, run_main
 from fixture_annotations import fixture_projects
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from selfcall_audit.frontends.cli import group as main
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_DIRS = fixture_projects(shapes=False)
@@ -91,9 +88,9 @@ FUZZ = settings(
 )
 
 
-def run(*args: object) -> Result:
+def run(*args: object) -> Ran:
     """The CLI in-process; SELFCALL_AUDIT_DEBUG makes an internal error print its traceback."""
-    return runner().invoke(main, [str(a) for a in args], env={"SELFCALL_AUDIT_DEBUG": "1"})
+    return run_main([str(a) for a in args], env={"SELFCALL_AUDIT_DEBUG": "1"})
 
 
 @contextmanager
@@ -145,7 +142,7 @@ def python_files(root: Path) -> dict[Path, bytes]:
 INSTALLED_HELPER = ("--helper", "selfcall_audit.inprocess:responses_in_process")
 
 
-def fix_never_breaks(root: Path) -> Result:
+def fix_never_breaks(root: Path) -> Ran:
     """`fix` exits 0 or 1; what it writes parses; a second run changes nothing."""
     before = python_files(root)
     first = run("fix", root, "--no-cache", *INSTALLED_HELPER)

@@ -1042,7 +1042,7 @@ def test_a_well_formed_but_altered_cache_entry_is_not_trusted(cli, tmp_path: Pat
 
 def test_a_broken_file_that_cannot_matter_is_not_read_by_a_whole_project_scan(cli, tmp_path: Path) -> None:
     """The prefilter reads only files that can hold a self-call: a broken module that names no
-    agent is not parsed, so it is no SCA900 entry (documented in the README's limits)."""
+    agent is not parsed, so it is no SCA900 entry (documented in docs/guarantees.md)."""
     root = make_project(tmp_path / "p", {"tools/broken.py": "def helper(:\n"})
 
     _, report = scan(cli, root)
@@ -1111,7 +1111,7 @@ import concurrent.futures, json, sys, threading
 from pathlib import Path
 
 from selfcall_audit.config import Settings
-from selfcall_audit.analysis.project import Project
+from selfcall_audit.orchestration.project import Project
 
 pools = []
 real = concurrent.futures.ProcessPoolExecutor

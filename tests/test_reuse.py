@@ -64,7 +64,7 @@ import json, sys
 from pathlib import Path
 
 from selfcall_audit.config import load_settings
-from selfcall_audit.analysis.project import Project
+from selfcall_audit.orchestration.project import Project
 
 root = Path(sys.argv[1])
 report = Project(root, load_settings(root)).analyze([root])

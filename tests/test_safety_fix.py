@@ -96,7 +96,7 @@ mode = sys.argv[2]
 sys.argv = ["selfcall-audit", *sys.argv[3:]]
 swaps = [(os, "rename"), (os, "replace"), (os, "link")]
 try:
-    from selfcall_audit.migrate import write
+    from selfcall_audit.workspace import write
 except ImportError:  # a version without it
     write = None
 if write is not None and hasattr(write, "_exchange"):

@@ -12,9 +12,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 from agent_sources import SELF_CALLING_AGENT
-from cli_support import runner
+from cli_support import run_main
 
-from selfcall_audit.frontends.cli import group as main
 from selfcall_audit.report.github import escape_data, escape_property
 from selfcall_audit.rules import FINDING_CODES, RULES
 
@@ -73,8 +72,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 def scan(repo: Path, *args: str) -> tuple[int, str]:
-    result = runner().invoke(main, ["scan", "--no-cache", *args, str(repo)])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    result = run_main(["scan", "--no-cache", *args, str(repo)])
+    assert "internal error" not in result.stderr, result.stderr
     return result.exit_code, result.stdout
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from fixture_annotations import NOT_COPIED
 
-from selfcall_audit.workspace.cache import FactsCache, content_key
+from selfcall_audit.orchestration.cache import FactsCache, content_key
+from selfcall_audit.orchestration.indexes import _MAX_NAMES, Indexes
 from selfcall_audit.workspace.discovery import discover, read_file
-from selfcall_audit.workspace.indexes import _MAX_NAMES, Indexes
 from selfcall_audit.workspace.workers import Workers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..config import Settings
 from ..ftypes import Evidence
+from ..rules import OTHER_ROUTE, POSSIBLE_SELF_CALL, SELF_CALL
 from .deployment import Deployment, normal_route
 from .evaluate import (
     HOLE,
@@ -39,6 +40,7 @@ class Verdict:
     detail: str  # the route reached, or why the call may be a self-call
     evidence: tuple[Evidence, ...]
     servers: tuple[Server, ...]  # what the target name evaluated to
+    config: Evidence | None = None  # the YAML reference that routes the target back to the agent
 
 
 class Classifier:
@@ -55,6 +57,7 @@ class Classifier:
         if any(isinstance(s, FromParam) for s in servers) or any(PARAM in alt for alt in paths):
             return None  # a forwarding helper: its callers are checked instead
         evidence: list[Evidence] = list(call.via)
+        config_refs: list[Evidence] = []
         running = self.deployment.instances_running(site_cls)
         verdicts = []
         for server in servers:
@@ -64,12 +67,13 @@ class Classifier:
                 case ConfigRef(key):
                     back = [(i, r) for i in running for r in i.self_refs() if r.key == key]
                     verdicts.append("self" if back else "other")
-                    evidence.extend(
+                    config_refs.extend(
                         Evidence(
                             r.where.path, r.where.line, f"instance `{i.name}` routes `{key}` back to itself"
                         )
                         for i, r in back
                     )
+                    evidence.extend(config_refs)
                 case Literal(text):
                     bound = [i for i in running if i.name == text]
                     verdicts.append("self" if bound else "other")
@@ -87,11 +91,14 @@ class Classifier:
         main = self.settings.route.split("?")[0]
 
         def verdict(code: str, detail: str) -> Verdict:
-            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers))
+            config = config_refs[0] if config_refs else None
+            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers), config)
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
-                return verdict("SCA003", f"the server name posting to {main} cannot be resolved statically")
+                return verdict(
+                    POSSIBLE_SELF_CALL, f"the server name posting to {main} cannot be resolved statically"
+                )
             return None
         # The target is the agent's own server: a self-call whatever the path.
         if any(isinstance(s, OwnName) for s in servers):
@@ -107,18 +114,18 @@ class Classifier:
         if all(r and r <= family for r in reached):
             match method:
                 case Str(text) if text.upper() == "POST":
-                    return verdict("SCA001", main)
+                    return verdict(SELF_CALL, main)
                 case Str(text):
-                    return verdict("SCA002", f"{text.upper()} {main}")
-            return verdict("SCA003", f"its own {main} with a method that cannot be resolved")
+                    return verdict(OTHER_ROUTE, f"{text.upper()} {main}")
+            return verdict(POSSIBLE_SELF_CALL, f"its own {main} with a method that cannot be resolved")
         if all(HOLE not in alt for alt in paths):
             names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]
             found = list(dict.fromkeys(name for group in names for name in group))
             sources = self.deployment.route_sources[site_cls]
             evidence.extend(sources[route] for route in found if route in sources)
-            return verdict("SCA002", " or ".join(found))
+            return verdict(OTHER_ROUTE, " or ".join(found))
         shown = " or ".join(dict.fromkeys(path_text(alt) for alt in paths))
-        return verdict("SCA002", f"{shown} (a path that cannot be resolved statically)")
+        return verdict(OTHER_ROUTE, f"{shown} (a path that cannot be resolved statically)")
 
 
 def path_text(alternative: Path) -> str:

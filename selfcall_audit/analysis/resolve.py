@@ -12,8 +12,8 @@ from dataclasses import replace
 
 from ..config import Settings
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding, LocalBinding
-from ..migrate import policy
-from ..rules import RULES
+from ..rules import SELF_CALL
+from . import policy
 from .classify import Classifier, Verdict
 from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, Literal
@@ -83,17 +83,9 @@ class Resolver:
     def _finding(
         self, verdict: Verdict, call: ClientCall, method: FunctionFacts, site_cls: ClassRef, agent: str
     ) -> Finding:
-        code, detail = verdict.code, verdict.detail
-        rule = RULES[code]
-        if code == "SCA003":
-            message = rule.message.format(agent=agent, method=method.name, reason=detail)
-        else:
-            message = rule.message.format(agent=agent, method=method.name, route=detail)
-        config_refs = [e for e in verdict.evidence if "routes `" in e.note]
-        if config_refs:
-            message += f" ({config_refs[0].note} in {config_refs[0].path})"
+        code = verdict.code
         description = None
-        if code == "SCA001":
+        if code == SELF_CALL:
             description = describe(call, method)
             blocker = policy.blocker(description) or self._other_target_somewhere(verdict, site_cls)
             description = replace(description, blocker=blocker)
@@ -105,13 +97,14 @@ class Resolver:
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
-            message=message,
+            detail=verdict.detail,
             agent=agent,
             method=method.name,
             fixable=description is not None and description.blocker is None,
             evidence=verdict.evidence,
             fix_blocker=description.blocker if description else None,
             call=description,
+            config=verdict.config,
         )
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:

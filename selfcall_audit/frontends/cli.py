@@ -192,12 +192,11 @@ def scan(common: Common, **options: Any) -> None:
 def agents(common: Common, output_format: str | None) -> None:
     """List the agent classes in PATHS (default: the project): file, bases, YAML instance names, and
     the self-calls in each class (counted over the whole project, whatever PATHS)."""
-    from ..analysis.projects import merged
     from ..report import inventory
 
     root, _, projects = common.prepare(whole=True)
     output = commands.Output.choose(None, common.color)
-    report = merged(run_analysis(common, projects, inventory=True), root)
+    report = run_analysis(common, projects, root, inventory=True)
     scopes = tuple(
         "" if rel == "." else rel.replace(os.sep, "/")
         for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)

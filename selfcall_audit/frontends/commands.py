@@ -9,7 +9,10 @@ import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from .. import api
+from ..api import Projects, by_project
 from ..config import ConfigError, Settings, load_settings
+from ..ftypes import Report
 from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
 
@@ -17,8 +20,6 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..analysis.project import Report
-    from ..analysis.projects import Part, Projects
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_TERMINATED = 143  # SIGTERM: 128 + its number, as a shell reports a process it ended
@@ -83,7 +84,7 @@ class Output:
             except OSError as exc:
                 raise OutputFailed(exc) from exc
             return
-        from ..migrate.write import replace_file  # not loaded by the runs that print their results
+        from ..workspace.write import replace_file  # not loaded by the runs that print their results
 
         try:  # swapped in whole: a full disk or a signal leaves the previous report as it was
             replace_file(self.file, text.encode("utf-8", "surrogateescape"))
@@ -118,8 +119,6 @@ class Common:
         """The folder the report's paths are relative to (the project root, or the outermost of
         several) and its settings, and the projects to analyse, each with these options applied
         to its own settings; `whole`: each project entire, whatever the paths."""
-        from ..analysis.projects import Projects, by_project
-
         for path in self.paths:  # a broken link or an unreadable file is reported by the scan
             if not os.path.lexists(path):
                 import click  # only now: a run that needs no message need not load it
@@ -229,12 +228,12 @@ class LazyProgress:
             self._bar.stop()
 
 
-def run_analysis(common: Common, projects: Projects, inventory: bool = False) -> list[Part]:
-    from ..analysis.projects import analyze_projects
-
+def run_analysis(common: Common, projects: Projects, root: Path, inventory: bool = False) -> Report:
     progress = common.progress()
     try:
-        return analyze_projects(projects, progress, inventory=inventory, early=common.early)
+        return api.analyze_projects(
+            projects, root, progress=progress, inventory=inventory, early=common.early
+        )
     finally:
         progress.close()
 
@@ -252,8 +251,6 @@ def scan(
     baseline_file: Path | None,
     write_baseline: Path | None,
 ) -> int:
-    from ..analysis.projects import failed_strictly, merged
-
     output = Output.choose(output_file, common.color)
     root, settings, projects = common.prepare(
         strict=strict,
@@ -263,8 +260,7 @@ def scan(
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
     output_format = output_format or ("text" if output.terminal else "concise")
-    parts = run_analysis(common, projects)
-    report = merged(parts, root)
+    report = run_analysis(common, projects, root)
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
         return EXIT_CLEAN
@@ -279,7 +275,7 @@ def scan(
         say("\n".join(notes))
     if common.verbose:
         say(f"{report.files_parsed} files parsed in {report.seconds:.3f}s")
-    failed = report.findings or failed_strictly(parts)
+    failed = report.findings or report.strict_failure
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 
 

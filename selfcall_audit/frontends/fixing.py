@@ -17,7 +17,7 @@ from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
 
 if TYPE_CHECKING:
-    from ..analysis.projects import Projects
+    from ..api import Projects
     from ..config import Settings
     from ..migrate.codemod import FixPlan, Helper
 
@@ -49,7 +49,8 @@ def plan_project(
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
     helper that cannot go where asked stops the run with nothing written."""
-    from ..migrate.codemod import DEFAULT_HELPER, Helper, plan_fix
+    from ..api import plan_fix
+    from ..migrate.codemod import DEFAULT_HELPER, Helper
     from ..migrate.vendor import Placement, VendorError, place_beside, place_helper
 
     spec = helper_spec or settings.helper

@@ -15,32 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
-from .. import __version__
-from ..analysis.project import Project, Report
+from .. import __version__, api
 from ..config import ConfigError, Settings, load_settings
-from ..rules import RULES
+from ..ftypes import Report
+from ..report.messages import message
+from ..rules import POSSIBLE_SELF_CALL, RULES
 from ..workspace.discovery import find_root
 
-POSSIBLE = "SCA003"
+POSSIBLE = POSSIBLE_SELF_CALL
 
 # flake8 makes one checker per file, and a file's findings come from the whole project: the
 # analysis of a root is kept for the process's other files of that root. Analysing per file
 # instead would repeat the whole-project work once per file (1,600 times on NeMo Gym).
 _reports: dict[tuple[Path, bool], Report] = {}
-
-
-class _BufferProject(Project):
-    """A project in which one file is read from the editor's buffer instead of the disk."""
-
-    def __init__(self, root: Path, settings: Settings, rel: str, data: bytes):
-        super().__init__(root, settings)
-        self._buffer = (rel, data)
-
-    def read(self, rel: str) -> bytes | None:
-        if rel == self._buffer[0]:
-            self._bytes[rel] = self._buffer[1]
-            return self._buffer[1]
-        return super().read(rel)
 
 
 def _settings(root: Path, possible: bool) -> Settings:
@@ -111,7 +98,7 @@ class SelfCallChecker:
         report = self._report(root, rel, path)
         for finding in report.findings:
             if finding.path == rel:
-                yield finding.line, finding.column - 1, f"{finding.code} {finding.message}", type(self)
+                yield finding.line, finding.column - 1, f"{finding.code} {message(finding)}", type(self)
         for error in report.errors:
             if error.path == rel:
                 yield error.position[0], error.position[1] - 1, f"{error.code} {error.message}", type(self)
@@ -119,10 +106,11 @@ class SelfCallChecker:
     def _report(self, root: Path, rel: str, path: Path) -> Report:
         if _buffer_differs(path, self.lines):
             data = "".join(self.lines).encode("utf-8")
-            # No cache: its whole-project results are keyed by what is on disk.
-            settings = _settings(root, self.report_possible).with_overrides(cache_dir="")
-            return _BufferProject(root, settings, rel, data).analyze([root])
+            return api.analyze([root], settings_for=self._settings_for, sources={path: data})
         key = (root, self.report_possible)
         if key not in _reports:
-            _reports[key] = Project(root, _settings(root, self.report_possible)).analyze([root])
+            _reports[key] = api.analyze([root], settings_for=self._settings_for)
         return _reports[key]
+
+    def _settings_for(self, root: Path) -> Settings:
+        return _settings(root, self.report_possible)

@@ -8,20 +8,20 @@ are still the ones that were analysed. It also vendors the helper into a project
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..analysis.project import Progress, Project, Report
-from ..config import Settings
-from ..ftypes import Finding
+from ..config import DEFAULT_HELPER
+from ..ftypes import Finding, Report
 from ..report.escape import neutralise
+from ..report.messages import message
+from ..rules import SELF_CALL
+from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
-from .vendor import DEFAULT_HELPER
-from .write import resolved_inside, write_all
 
-__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_fix"]
+__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ class FixPlan:
                     result.append((outcome.finding, file.write_error))
         for finding in self.report.findings:
             if (finding.path, finding.line, finding.column) not in seen:
-                result.append((finding, f"{finding.message}; {finding.code} is not rewritten automatically"))
+                result.append((finding, f"{message(finding)}; {finding.code} is not rewritten automatically"))
         return sorted(result, key=lambda item: item[0].sort_key)
 
     def write(self) -> None:
@@ -127,15 +127,12 @@ def _written_as(root: Path, path: str) -> str:
     return resolved_inside(root, path) or path  # outside the project: refused when written
 
 
-def plan_fix(
-    root: Path, settings: Settings, paths: Iterable[Path], helper: Helper, progress: Progress | None = None
-) -> FixPlan:
-    """Analyse the project and compute the new text of every file with fixable self-calls."""
-    project = Project(root, settings, progress=progress)
-    report = project.analyze(paths)
+def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None], helper: Helper) -> FixPlan:
+    """The new text of every file with fixable self-calls in `report`, from the bytes `read` gives
+    (those the analysis read)."""
     by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
-        if finding.code == "SCA001":
+        if finding.code == SELF_CALL:
             by_path.setdefault(_written_as(root, finding.path), {}).setdefault(
                 (finding.path, finding.line, finding.column), finding
             )
@@ -146,7 +143,7 @@ def plan_fix(
     plan = FixPlan(root, report, [])
     for path, sites in sorted(by_path.items()):
         findings = list(sites.values())
-        source = project.read(path)
+        source = read(path)
         if source is None:
             outcomes = [Outcome(f, "the file could not be read again") for f in findings]
             plan.files.append(FileFix(path, b"", b"", outcomes))

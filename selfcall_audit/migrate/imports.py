@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from ..config import helper_parts
 from .arguments import uncommented
-from .vendor import helper_parts
 
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
 

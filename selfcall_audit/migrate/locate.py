@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
+from ..analysis import policy
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding
-from . import policy
 from .imports import dotted_name
 from .scope import enclosing_method
 

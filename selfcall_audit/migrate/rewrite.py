@@ -18,8 +18,9 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from ..analysis import policy
 from ..ftypes import CallDescription, Finding
-from . import arguments, policy, scope
+from . import arguments, scope
 from .aliases import unused_aliases
 from .imports import Helper, add_import, imported_name
 from .locate import Site, describe, locate, mismatch

@@ -8,7 +8,6 @@ This module is imported by every scan: it uses the standard library only.
 
 from __future__ import annotations
 
-import keyword
 import os
 import re
 import stat
@@ -16,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from .. import __version__
+from ..config import HELPER_NAME, is_dotted
 from ..ftypes import Finding
-from ..rules import RULES
-from ..workspace.cache import blake2b
+from ..orchestration.cache import blake2b
+from ..report.messages import refresh_command
+from ..rules import STALE_HELPER
 from ..workspace.discovery import find_root
 
-HELPER_NAME = "responses_in_process"
-DEFAULT_HELPER = f"selfcall_audit.inprocess:{HELPER_NAME}"
 FILE_NAME = "inprocess.py"
 # The package next to NeMo Gym's server_utils.py: the agents import it wherever they run.
 DEFAULT_PACKAGES = ("nemo_gym", "src/nemo_gym")
@@ -38,10 +37,6 @@ class VendorError(Exception):
 
 def _digest(data: bytes) -> str:
     return blake2b(data, digest_size=16).hexdigest()
-
-
-def refresh_command(rel: str) -> str:
-    return f"selfcall-audit helper --write {rel} --force"
 
 
 def helper_source(rel: str | None = None) -> bytes:
@@ -84,7 +79,7 @@ def staleness(data: bytes) -> str | None:
 
 def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
     """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
-    from .write import atomic_write, new_file_mode
+    from ..workspace.write import atomic_write, new_file_mode
 
     path = target / FILE_NAME if target.is_dir() or not target.suffix else target
     if path.suffix != ".py":
@@ -107,19 +102,6 @@ def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
         path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, source, mode)
     return path, True
-
-
-def is_dotted(text: str) -> bool:
-    """A dotted Python name (`a.b.c`), as an import statement takes it."""
-    return bool(text) and all(part.isidentifier() and not keyword.iskeyword(part) for part in text.split("."))
-
-
-def helper_parts(spec: str) -> tuple[str, str]:
-    """`MODULE:NAME` as its module and its name; a ValueError says how it should look."""
-    module, sep, name = spec.strip().partition(":")
-    if not sep or not is_dotted(module) or not is_dotted(name) or "." in name:
-        raise ValueError(f"the helper must be given as MODULE:NAME (like {DEFAULT_HELPER}), not {spec!r}")
-    return module, name
 
 
 def helper_spec_for(path: Path, name: str = HELPER_NAME) -> str | None:
@@ -216,7 +198,7 @@ def _placed(root: Path, rel: str) -> Placement:
 def check_place(root: Path, rel: str) -> None:
     """Can the copy go to `rel`? Not through a folder linked out of the project, nor below a
     file: refused when `fix` plans (so that nothing is written), and again just before it writes."""
-    from .write import resolved_inside
+    from ..workspace.write import resolved_inside
 
     if resolved_inside(root, rel) is None:
         raise VendorError(
@@ -255,13 +237,13 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
         if why is not None:
             findings.append(
                 Finding(
-                    code="SCA004",
+                    code=STALE_HELPER,
                     path=rel,
                     line=1,
                     column=1,
                     end_line=1,
                     end_column=1,
-                    message=RULES["SCA004"].message.format(why=why, command=refresh_command(rel)),
+                    detail=why,
                     agent="",
                     method="",
                 )

@@ -7,7 +7,7 @@ from importlib import import_module
 
 TYPE_CHECKING = False  # the console script reads FORMATS before it loads the analysis
 if TYPE_CHECKING:
-    from ..analysis.project import Report
+    from ..ftypes import Report
 
 FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab", "junit")
 

@@ -18,9 +18,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
-from ..analysis.project import Report
 from ..config import Settings
-from ..ftypes import Finding
+from ..ftypes import Finding, Report
 from ..rules import FINDING_CODES
 from ..workspace.discovery import in_scope
 
@@ -93,7 +92,7 @@ def _entries(report: Report) -> list[dict]:
 
 def write_baseline(report: Report, path: Path) -> int:
     """Write the report's findings to `path`; returns how many. Sorted and line-free, so it diffs well."""
-    from ..migrate.write import replace_file  # not loaded by the scans that only apply a baseline
+    from ..workspace.write import replace_file  # not loaded by the scans that only apply a baseline
 
     entries = _entries(report)
     document = {"version": VERSION, "tool": "selfcall-audit", "findings": entries}

@@ -4,14 +4,15 @@ when asked: the path bold, the colons cyan, the code bold red."""
 
 from __future__ import annotations
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from .escape import neutralise
+from .messages import message
 
 _BOLD, _CYAN, _BOLD_RED, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[1;31m", "\x1b[0m"
 
 
 def render(report: Report, color: bool = False) -> str:
-    rows = [(f.path, f.line, f.column, f.code, f.message) for f in report.findings]
+    rows = [(f.path, f.line, f.column, f.code, message(f)) for f in report.findings]
     rows += [(e.path, *e.position, e.code, e.message) for e in report.errors]
     bold, cyan, red, reset = (_BOLD, _CYAN, _BOLD_RED, _RESET) if color else ("", "", "", "")
     colon = f"{cyan}:{reset}"

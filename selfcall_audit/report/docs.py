@@ -1,7 +1,7 @@
-"""The README's rules section, generated from the rules registry so the two never disagree.
+"""The rules page (docs/rules.md), generated from the rules registry so the two never disagree.
 
-python -m selfcall_audit.report.docs --write README.md   # regenerate between the markers
-python -m selfcall_audit.report.docs --check README.md   # exit 1 when it is out of date
+python -m selfcall_audit.report.docs --write docs/rules.md   # regenerate between the markers
+python -m selfcall_audit.report.docs --check docs/rules.md   # exit 1 when it is out of date
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 def _default(rule: Rule) -> str:
     if rule.code not in FINDING_CODES:
         return "always (an error entry, not a finding)"
-    return "on" if rule.default_on else "off (`--select SCA003` or `--strict`)"
+    return "on" if rule.default_on else f"off (`--select {rule.code}` or `--strict`)"
 
 
 def _example(rule: Rule) -> list[str]:
     return [
-        f"#### {rule.code} `{rule.name}`",
+        f"## {rule.code} `{rule.name}`",
         "",
         rule.explanation,
         "",

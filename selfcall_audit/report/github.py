@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..analysis.project import Report
-from ..ftypes import Finding
+from ..ftypes import Finding, Report
 from ..rules import RULES
 from .escape import neutralise
+from .messages import message
 
 
 def escape_data(text: str) -> str:
@@ -28,7 +28,7 @@ def _command(kind: str, properties: dict[str, object], lines: list[str]) -> str:
 
 
 def _annotation(finding: Finding) -> str:
-    lines = [finding.message]
+    lines = [message(finding)]
     lines += [f"= {e.path}:{e.line}: {e.note}" for e in finding.evidence]
     if finding.fixable:
         lines.append("= fixable with `selfcall-audit fix`")

@@ -7,10 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from ..rules import RULES
 from .baseline import fingerprints
 from .escape import neutralise
+from .messages import message
 
 _SEVERITY = {"error": "major", "warning": "minor"}  # the registry's, in GitLab's words
 _UNREADABLE = "critical"  # a file the scan could not read may hide any finding
@@ -19,7 +20,7 @@ _UNREADABLE = "critical"  # a file the scan could not read may hide any finding
 def as_list(report: Report) -> list[dict]:
     issues = [
         {
-            "description": neutralise(f"{f.code} {f.message}"),
+            "description": neutralise(f"{f.code} {message(f)}"),
             "check_name": f.code,
             "fingerprint": fingerprint,
             "severity": _SEVERITY[RULES[f.code].severity],

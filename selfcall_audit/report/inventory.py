@@ -8,7 +8,7 @@ import os
 from io import StringIO
 from pathlib import Path
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from ..workspace.discovery import in_scope
 from .escape import neutralise
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..analysis.project import Report
+from ..ftypes import Report
+from .messages import message
 
 
 def as_dict(report: Report) -> dict:
@@ -19,7 +20,7 @@ def as_dict(report: Report) -> dict:
                 "column": f.column,
                 "end_line": f.end_line,
                 "end_column": f.end_column,
-                "message": f.message,
+                "message": message(f),
                 "agent": f.agent,
                 "method": f.method,
                 "fixable": f.fixable,

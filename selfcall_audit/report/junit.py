@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
-from ..analysis.project import Report
+from ..ftypes import Report
 from .escape import neutralise
+from .messages import message as describe
 
 
 def render(report: Report) -> str:
@@ -23,7 +24,7 @@ def render(report: Report) -> str:
         return element
 
     for finding in report.findings:
-        message = neutralise(finding.message)
+        message = neutralise(describe(finding))
         failure = ElementTree.SubElement(
             case(finding.path, finding.code, finding.line), "failure", message=message, type=finding.code
         )

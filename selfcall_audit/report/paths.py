@@ -10,7 +10,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from ..analysis.project import Report
+from ..ftypes import Report
 
 RELATIVE_TO_CWD = ("text", "concise", "junit")
 RELATIVE_TO_REPOSITORY = ("sarif", "github", "gitlab")

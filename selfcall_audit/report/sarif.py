@@ -7,14 +7,15 @@ import json
 from urllib.parse import quote
 
 from .. import __version__
-from ..analysis.project import Report
-from ..rules import FINDING_CODES, RULES, Rule
+from ..ftypes import Report
+from ..rules import FINDING_CODES, RULES, UNREADABLE, Rule
 from .baseline import fingerprints
+from .messages import message
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "selfcallAudit/v1"
-ERROR_CODE = "SCA900"
+ERROR_CODE = UNREADABLE
 
 
 def _level(code: str) -> str:
@@ -73,7 +74,7 @@ def as_dict(report: Report) -> dict:
                 "ruleId": finding.code,
                 "ruleIndex": rule_index[finding.code],
                 "level": _level(finding.code),
-                "message": {"text": finding.message},
+                "message": {"text": message(finding)},
                 "locations": [
                     {
                         "physicalLocation": {

@@ -10,8 +10,10 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.project import Report
+from ..ftypes import Report
+from ..rules import RULES
 from .escape import neutralise
+from .messages import message
 
 _CONTEXT = 1
 
@@ -45,8 +47,10 @@ def render(report: Report, width: int | None = None, color: bool = False, summar
         header = Text()
         header.append(f"{neutralise(finding.path)}:{finding.line}:{finding.column}", style="bold")
         header.append(": ")
-        header.append(finding.code, style="bold red" if finding.code != "SCA003" else "bold yellow")
-        header.append(f" {neutralise(finding.message)}")
+        header.append(
+            finding.code, style="bold red" if RULES[finding.code].severity == "error" else "bold yellow"
+        )
+        header.append(f" {neutralise(message(finding))}")
         if finding.fixable:
             header.append(" [fixable]", style="cyan")
         console.print(header, soft_wrap=True)

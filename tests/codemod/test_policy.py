@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from selfcall_audit.analysis import policy
+from selfcall_audit.config import DEFAULT_HELPER
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, Finding
-from selfcall_audit.migrate import policy
 from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
-from selfcall_audit.migrate.vendor import DEFAULT_HELPER
 
 HELPER = Helper.parse(DEFAULT_HELPER)
 ON_SELF = CallReceiver("self_attribute", "post", "self.server_client.post")
@@ -110,7 +110,7 @@ CALL = {"line": 7, "column": 22, "end_line": 7, "end_column": 72}
 
 def finding(call: CallDescription | None) -> Finding:
     return Finding(
-        "SCA001", "app.py", message="m", agent="EchoAgent", method="run", fixable=True, call=call, **CALL
+        "SCA001", "app.py", detail="m", agent="EchoAgent", method="run", fixable=True, call=call, **CALL
     )
 
 
@@ -175,7 +175,7 @@ def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_sa
     in_a_decorator = Finding(
         "SCA001",
         "app.py",
-        message="m",
+        detail="m",
         agent="EchoAgent",
         method="run",
         call=described(BOUND, POSITIONAL),

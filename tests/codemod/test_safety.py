@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from selfcall_audit.config import DEFAULT_HELPER
 from selfcall_audit.ftypes import Finding
 from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
-from selfcall_audit.migrate.vendor import DEFAULT_HELPER
 
 APP = "responses_api_agents/x/app.py"
 HELPER = Helper.parse(DEFAULT_HELPER)

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Callable, Iterable
 
 from ..config import Settings
+from ..workspace.discovery import FileSet
 from .cache import code_version
-from .discovery import FileSet
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b

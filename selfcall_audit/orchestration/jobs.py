@@ -7,9 +7,9 @@ import functools
 import os
 from pathlib import Path
 
+from ..workspace.discovery import TooLarge, UnreadableFile, read_file
+from ..workspace.prefilter import import_lines, mentions_any
 from .cache import facts_payload
-from .discovery import TooLarge, UnreadableFile, read_file
-from .prefilter import import_lines, mentions_any
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:

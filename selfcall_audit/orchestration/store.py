@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sized
 
+from ..workspace.workers import Workers
 from .cache import FactsCache
 from .jobs import extract_facts
-from .workers import Workers
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:

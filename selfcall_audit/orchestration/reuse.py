@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from .prefilter import POSTER_TOKENS, mentions_any, names_found
+from ..workspace.prefilter import POSTER_TOKENS, mentions_any, names_found
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:

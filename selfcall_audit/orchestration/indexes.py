@@ -9,11 +9,11 @@ import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..workspace.discovery import FileSet
+from ..workspace.prefilter import import_lines, word_matcher
+from ..workspace.workers import Workers
 from .cache import FactsCache
-from .discovery import FileSet
 from .jobs import import_lines_of, instances_of
-from .prefilter import import_lines, word_matcher
-from .workers import Workers
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:

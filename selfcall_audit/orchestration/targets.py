@@ -10,16 +10,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 
+from ..analysis.index import ClassRef, Index
 from ..workspace.discovery import in_scope
 from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
-from .index import ClassRef, Index
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
-    from ..workspace.store import FactsStore
-    from .gym_config import AgentInstance
-    from .hierarchy import Hierarchy
-    from .resolve import Resolver
+    from ..analysis.gym_config import AgentInstance
+    from ..analysis.hierarchy import Hierarchy
+    from ..analysis.resolve import Resolver
+    from .store import FactsStore
 
 _MAX_SCOPED_FILES = 60
 _SHARED_BY = 4  # first-round files importing a module that is then parsed ahead of need

@@ -10,30 +10,27 @@ import contextlib
 import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
-from ..ftypes import AgentInfo, Finding, InputError
-from ..workspace.cache import FactsCache, content_key
+from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
 from ..workspace.discovery import FileSet, TooLarge, UnreadableFile, discover, in_scope, read_file
-from ..workspace.fingerprint import Fingerprints
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
+from .cache import FactsCache, content_key
+from .fingerprint import Fingerprints
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
+    from ..analysis.facts import ModuleFacts
+    from ..analysis.hierarchy import Hierarchy
+    from ..analysis.resolve import Resolver
     from ..workspace.listing import GitListing
-    from ..workspace.reuse import Observed
-    from ..workspace.store import FactsStore
     from ..workspace.workers import Workers
-    from .facts import ModuleFacts
-    from .hierarchy import Hierarchy
-    from .resolve import Resolver
-
-
-Progress = Callable[[str, int, int], None]
+    from .reuse import Observed
+    from .store import FactsStore
 
 
 @dataclass
@@ -47,21 +44,6 @@ class Analysis:
     agent_count: int
     agents: list[AgentInfo] | None  # only when the inventory was asked for
     outside: dict[str, str] = field(default_factory=dict)  # content keys of parsed non-source files
-
-
-@dataclass
-class Report:
-    root: Path
-    findings: list[Finding]
-    errors: list[InputError]
-    files_scanned: int
-    files_parsed: int
-    agent_count: int
-    agents: list[AgentInfo]  # filled by `analyze(inventory=True)`
-    seconds: float
-    suppressed: int = 0
-    baseline_stale: list[dict] = field(default_factory=list)
-    projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
 
 
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
@@ -96,23 +78,32 @@ def _few_collections() -> Iterator[None]:
 class Project:
     """One analysis of one project root; front ends ask it for findings and inventory."""
 
-    def __init__(self, root: Path, settings: Settings, progress: Progress | None = None):
+    def __init__(
+        self,
+        root: Path,
+        settings: Settings,
+        progress: Progress | None = None,
+        sources: Mapping[str, bytes] | None = None,
+    ):
+        """`sources`: root-relative paths whose text is read from memory (an editor's unsaved buffer)."""
         self.root = root
         self.settings = settings
         self.progress = progress
         self.errors: dict[str, str] = {}
-        self._bytes: dict[str, bytes] = {}
+        self._bytes: dict[str, bytes] = dict(sources or {})
         self._keys: dict[str, str | None] = {}
         # Files that could not be read (not those skipped for their size) or parsed: a result that
         # met one is never stored, so that it is looked at again once it can be.
         self.failed: set[str] = set()
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
-        # whichever front end runs (the command line, flake8, the pytest helper).
-        cached = settings.cache_dir and is_project_root(os.fspath(root))
+        # whichever front end runs (the command line, flake8, the pytest helper). Text from memory
+        # is not what the cache's fingerprints (of the files on disk) describe: no cache then.
+        cached = settings.cache_dir and not sources and is_project_root(os.fspath(root))
         self.cache = FactsCache.open(root, settings.cache_dir) if cached else None
         self._store: FactsStore | None = None
         self._workers: Workers | None = None  # started by the first batch that repays them
+        self.listed_sources: list[str] = []  # the Python files of the last analysis
 
     @property
     def files_parsed(self) -> int:
@@ -154,7 +145,7 @@ class Project:
 
     def _facts_store(self) -> FactsStore:
         if self._store is None:
-            from ..workspace.store import FactsStore
+            from .store import FactsStore
 
             self._store = FactsStore(
                 self.read, self.key, self.cache, self._pool(), self.errors, self.failed, self.progress
@@ -186,6 +177,7 @@ class Project:
             nested=self.settings.nested_projects,
             early=early,
         )
+        self.listed_sources = files.sources
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
         fingerprint = fingerprints.of(self.key) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
@@ -206,13 +198,6 @@ class Project:
             if self.settings.selects(f.code)
             and (in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence))
         ]
-        if self.settings.selects("SCA004"):  # whatever the scope: the hook sees a stale copy too
-            from ..migrate.vendor import stale_copies
-
-            findings = sorted(
-                findings + stale_copies(self.root, files.sources, self.settings.helper),
-                key=lambda f: f.sort_key,
-            )
         return Report(
             root=self.root,
             findings=findings,
@@ -242,7 +227,7 @@ class Project:
         if then == fingerprint:
             unchanged = all(self.key(rel) == key for rel, key in stored["outside"].items())
             return Analysis(**stored) if unchanged else None
-        from ..workspace.reuse import still_holds
+        from .reuse import still_holds
 
         observed = still_holds(
             self.cache.observed(then),
@@ -272,10 +257,10 @@ class Project:
         whole: bool,
         inventory: bool,
     ) -> Analysis:
-        from ..workspace.indexes import Indexes
-        from .hierarchy import Hierarchy
-        from .index import ClassRef, Index
-        from .resolve import Resolver
+        from ..analysis.hierarchy import Hierarchy
+        from ..analysis.index import ClassRef, Index
+        from ..analysis.resolve import Resolver
+        from .indexes import Indexes
         from .targets import Targets
 
         settings = self.settings
@@ -330,7 +315,7 @@ class Project:
         if indexed is not None:
             indexed()
         if fingerprints and whole:
-            from ..workspace.reuse import observe
+            from .reuse import observe
 
             self._observed = observe(
                 fingerprints.setup,
@@ -361,7 +346,7 @@ class Project:
         return {rel: self.key(rel) for rel in (*files.sources, *files.configs)}
 
     def _inventory(self, hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
-        from .index import ClassRef
+        from ..analysis.index import ClassRef
 
         index = hierarchy.index
         agents = []

@@ -11,20 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings
+from ..ftypes import Report
 from ..workspace.discovery import find_root
-from ..workspace.listing import GitListing
-from .project import Progress, Project, Report
-
-
-class Part:
-    """One project's share of a run, with the settings it was analysed under. (Not a dataclass:
-    making one costs every run, most of them of one project, more than this whole module.)"""
-
-    __slots__ = ("report", "settings")
-
-    def __init__(self, report: Report, settings: Settings) -> None:
-        self.report = report
-        self.settings = settings
 
 
 class Projects:
@@ -72,26 +60,12 @@ def by_project(paths: tuple[Path, ...]) -> tuple[Path, dict[Path, tuple[Path, ..
     return root, {r: tuple(p) for r, p in groups.items()}
 
 
-def analyze_projects(
-    projects: Projects, progress: Progress | None, inventory: bool = False, early: GitListing | None = None
-) -> list[Part]:
-    """Each project's report, the nested ones each analysis finds included; `early`: git's listing
-    of one of them, started before."""
-    parts = []
-    for root, settings, paths in projects:
-        report = Project(root, settings, progress=progress).analyze(paths, inventory=inventory, early=early)
-        projects.found(report)
-        parts.append(Part(report, settings))
-    return parts
-
-
-def merged(parts: list[Part], root: Path) -> Report:
-    """One report of every part, its paths relative to `root`, a folder holding each part's root."""
-    if len(parts) == 1 and parts[0].report.root == root:
-        return parts[0].report
+def merged(reports: list[Report], root: Path) -> Report:
+    """One report of every project's, its paths relative to `root`, a folder holding each one's root."""
+    if len(reports) == 1 and reports[0].root == root:
+        return reports[0]
     findings, errors, agents = [], [], []
-    for part in parts:
-        report = part.report
+    for report in reports:
         prefix = os.path.relpath(report.root, root).replace(os.sep, "/")
         if prefix == ".":
             findings += report.findings
@@ -109,15 +83,11 @@ def merged(parts: list[Part], root: Path) -> Report:
         root=root,
         findings=sorted(findings, key=lambda f: f.sort_key),
         errors=sorted(errors, key=lambda e: e.path),
-        files_scanned=sum(p.report.files_scanned for p in parts),
-        files_parsed=sum(p.report.files_parsed for p in parts),
-        agent_count=sum(p.report.agent_count for p in parts),
+        files_scanned=sum(p.files_scanned for p in reports),
+        files_parsed=sum(p.files_parsed for p in reports),
+        agent_count=sum(p.agent_count for p in reports),
         agents=sorted(agents, key=lambda a: (a.path, a.line)),
-        seconds=sum(p.report.seconds for p in parts),
-        suppressed=sum(p.report.suppressed for p in parts),
+        seconds=sum(p.seconds for p in reports),
+        suppressed=sum(p.suppressed for p in reports),
+        strict_failure=any(p.strict_failure for p in reports),
     )
-
-
-def failed_strictly(parts: list[Part]) -> bool:
-    """Does a project whose settings are strict have unreadable files (SCA900)?"""
-    return any(part.settings.strict and part.report.errors for part in parts)

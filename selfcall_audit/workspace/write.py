@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..workspace.discovery import UnreadableFile, read_file
-from ..workspace.signals import deferred_signals, signals_held
+from .discovery import UnreadableFile, read_file
+from .signals import deferred_signals, signals_held
 
 _MAX_SIZE = 1 << 30  # the analysed file's size bounds what is compared; this only bounds the read
 

@@ -21,8 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import __version__
-from .codec import decode, encode, encode_all
-from .entries import (
+from ..workspace.entries import (
     NOFOLLOW,
     dump,
     is_folder,
@@ -33,7 +32,8 @@ from .entries import (
     real_folders,
     signing_key,
 )
-from .signals import signals_held
+from ..workspace.signals import signals_held
+from .codec import decode, encode, encode_all
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -57,13 +57,11 @@ def code_version() -> str:
     old code."""
     digest = blake2b(__version__.encode(), digest_size=8)
     package = Path(__file__).parent.parent
-    for folder in ("", "analysis", "workspace"):
+    for folder in ("", "analysis", "orchestration", "workspace"):
         for source in sorted(os.scandir(package / folder), key=lambda entry: entry.name):
             if source.name.endswith(".py"):
                 stat = source.stat()
                 digest.update(f"{folder}/{source.name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    policy = (package / "migrate" / "policy.py").stat()  # it decides which findings are fixable
-    digest.update(f"migrate/policy.py\0{policy.st_size}\0{policy.st_mtime_ns}\n".encode())
     return f"{__version__}-{digest.hexdigest()}"
 
 

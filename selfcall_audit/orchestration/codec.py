@@ -33,7 +33,7 @@ class _Schema:
 _REPORT_SCHEMA = _Schema(
     (Finding, Evidence, AgentInfo, CallDescription, CallReceiver, CallArgument, LocalBinding),
     {
-        Finding: {"evidence": "Evidence*", "call": "CallDescription"},
+        Finding: {"evidence": "Evidence*", "call": "CallDescription", "config": "Evidence"},
         CallDescription: {
             "receiver": "CallReceiver",
             "arguments": "CallArgument*",

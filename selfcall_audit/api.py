@@ -1,0 +1,112 @@
+"""The one way into the analysis: the command line, flake8, the pytest helper, the language server
+and the stage specs all call these, so that a run means the same whatever starts it.
+
+    report = analyze(["responses_api_agents"])           # findings, errors, agents
+    report = analyze([path], sources={path: b"..."})      # an editor's unsaved text
+    plan = plan_fix(root, settings, [root], helper)       # the rewrites `fix` would write
+
+Each project under the paths (a monorepo's nested ones included) is analysed on its own, with its
+own root and settings, and the results merged into one `Report` whose paths are relative to the
+outermost root.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from pathlib import Path
+
+from .config import Settings, load_settings
+from .ftypes import Progress, Report
+from .migrate.vendor import stale_copies
+from .orchestration.project import Project
+from .orchestration.projects import Projects, by_project, merged
+from .rules import STALE_HELPER
+from .workspace.listing import GitListing
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .migrate.codemod import FixPlan
+    from .migrate.imports import Helper
+
+__all__ = ["Projects", "Report", "analyze", "analyze_projects", "by_project", "grouped", "plan_fix"]
+
+
+def grouped(
+    paths: Iterable[str | os.PathLike[str]], settings_for: Callable[[Path], Settings] = load_settings
+) -> tuple[Path, Projects]:
+    """The folder a report of `paths` is relative to, and their projects, each under its own
+    settings (`settings_for(root)`); no paths: the project around the current folder."""
+    root, groups = by_project(tuple(Path(p) for p in paths))
+    return root, Projects(groups, settings_for)
+
+
+def analyze_projects(
+    projects: Projects,
+    root: Path,
+    *,
+    sources: Mapping[str | os.PathLike[str], bytes] | None = None,
+    progress: Progress | None = None,
+    inventory: bool = False,
+    early: GitListing | None = None,
+) -> Report:
+    """One report of every project of the run, the nested ones each analysis finds included.
+    `sources`: files whose text is read from memory instead of the disk (no cache is used then);
+    `inventory`: list every agent with its YAML instances; `early`: git's listing, started before."""
+    texts = {os.path.abspath(path): data for path, data in (sources or {}).items()}
+    parts = []
+    for project_root, settings, paths in projects:
+        own = {
+            os.path.relpath(path, project_root).replace(os.sep, "/"): data
+            for path, data in texts.items()
+            if Path(path).is_relative_to(project_root)
+        }
+        project = Project(project_root, settings, progress=progress, sources=own)
+        report = _analyzed(project, paths, inventory=inventory, early=early)
+        if settings.strict and report.errors:
+            report = replace(report, strict_failure=True)
+        projects.found(report)
+        parts.append(report)
+    return merged(parts, root)
+
+
+def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Report:
+    """The project's report, with the stale copies of the helper (SCA004) whatever the scope."""
+    report = project.analyze(paths, **options)
+    if not project.settings.selects(STALE_HELPER):
+        return report
+    stale = stale_copies(project.root, project.listed_sources, project.settings.helper)
+    return replace(report, findings=sorted(report.findings + stale, key=lambda f: f.sort_key))
+
+
+def analyze(
+    paths: Iterable[str | os.PathLike[str]] = (),
+    *,
+    settings_for: Callable[[Path], Settings] = load_settings,
+    sources: Mapping[str | os.PathLike[str], bytes] | None = None,
+    progress: Progress | None = None,
+    inventory: bool = False,
+) -> Report:
+    """The findings for `paths` (files or folders; none: the project around the current folder),
+    each project's whole tree indexed whatever part is reported on."""
+    root, projects = grouped(paths, settings_for)
+    return analyze_projects(projects, root, sources=sources, progress=progress, inventory=inventory)
+
+
+def plan_fix(
+    root: Path,
+    settings: Settings,
+    paths: Iterable[Path],
+    helper: Helper,
+    progress: Progress | None = None,
+) -> FixPlan:
+    """Analyse one project and compute the new text of every file with fixable self-calls, from
+    the very bytes the analysis read; nothing is written."""
+    # The codemod is libcst's, which takes longer to import than a warm scan takes to run: it loads
+    # for a fix only (tests/test_cache.py checks that a scan never loads it).
+    from .migrate.codemod import plan_rewrites
+
+    project = Project(root, settings, progress=progress)
+    report = _analyzed(project, paths)
+    return plan_rewrites(root, report, project.read, helper)
