@@ -115,7 +115,7 @@ class Project:
         if rel in self._bytes:
             return self._bytes[rel]
         try:
-            data = read_file(self.root / rel, self.settings.max_file_size)
+            data = read_file(os.path.join(self.root, rel), self.settings.max_file_size)
         except TooLarge as exc:
             self.errors[rel] = str(exc)
             self._keys[rel] = f"skipped:{exc.size}"  # what it holds does not matter, its size does
