@@ -1,0 +1,84 @@
+"""No input exhausts the interpreter's stack: long chains in a scanned file, a baseline or a YAML
+config give findings or one clear error, never an internal RecursionError (scan, flake8 and the
+pytest helper alike)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import run_main
+
+from selfcall_audit.testing import assert_no_self_calls
+
+CHAIN = 1_000  # rebindings of one name: deeper than the interpreter's default stack of 1,000 frames
+REBINDINGS = {
+    "plain": "n = n",
+    "conditional": "n = n if c else n",
+    "walrus": "(n := n)",
+}
+
+
+def _rebinding_agent(line: str) -> str:
+    body = "\n".join(f"        {line}" for _ in range(CHAIN))
+    return f"""\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class ChainAgent(SimpleResponsesAPIAgent):
+    async def run(self, body, c=True):
+        n = self.config.name
+{body}
+        return await self.server_client.post(server_name=n, url_path="/v1/responses", json=body)  # SCA001
+"""
+
+
+CALL_LINE = 7 + CHAIN
+
+
+@pytest.fixture
+def chains(tmp_path: Path) -> Path:
+    """One agent per shape of rebinding, each ending in a self-call through the rebound name."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "chains"\n')
+    for shape, line in REBINDINGS.items():
+        app = tmp_path / "responses_api_agents" / f"{shape}_agent" / "app.py"
+        app.parent.mkdir(parents=True)
+        app.write_text(_rebinding_agent(line))
+    return tmp_path
+
+
+def test_a_thousand_rebindings_are_followed_by_scan(chains: Path) -> None:
+    done = run_main(["scan", str(chains), "--no-cache", "--format", "json"])
+
+    assert done.exit_code == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["errors"] == []
+    assert sorted((f["code"], f["path"], f["line"]) for f in report["findings"]) == [
+        ("SCA001", f"responses_api_agents/{shape}_agent/app.py", CALL_LINE) for shape in sorted(REBINDINGS)
+    ]
+
+
+def test_a_thousand_rebindings_are_followed_by_the_pytest_helper(chains: Path) -> None:
+    with pytest.raises(AssertionError) as caught:
+        assert_no_self_calls(chains)
+
+    for shape in REBINDINGS:
+        assert f"responses_api_agents/{shape}_agent/app.py:{CALL_LINE}:" in str(caught.value)
+
+
+def test_a_thousand_rebindings_are_followed_by_flake8(chains: Path) -> None:
+    app = "responses_api_agents/walrus_agent/app.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "flake8", "--isolated", "--select", "SCA", app],
+        cwd=chains,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith(f"./{app}:{CALL_LINE}:") or done.stdout.startswith(f"{app}:{CALL_LINE}:")
+    assert "SCA001" in done.stdout and "Recursion" not in done.stdout + done.stderr
