@@ -82,3 +82,19 @@ def test_a_thousand_rebindings_are_followed_by_flake8(chains: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith(f"./{app}:{CALL_LINE}:") or done.stdout.startswith(f"{app}:{CALL_LINE}:")
     assert "SCA001" in done.stdout and "Recursion" not in done.stdout + done.stderr
+
+
+def test_a_baseline_nested_a_hundred_thousand_deep_is_a_clear_error(chains: Path) -> None:
+    baseline = chains / "baseline.json"
+    baseline.write_text("[" * 100_000)
+
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcall_audit", "scan", "--baseline", str(baseline), str(chains)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.endswith(f"Error: {baseline} is not a selfcall-audit baseline (nested too deeply)\n")
+    assert "internal error" not in done.stderr
