@@ -98,3 +98,43 @@ def test_a_baseline_nested_a_hundred_thousand_deep_is_a_clear_error(chains: Path
     assert done.returncode == 2
     assert done.stderr.endswith(f"Error: {baseline} is not a selfcall-audit baseline (nested too deeply)\n")
     assert "internal error" not in done.stderr
+
+
+CRITIC_AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class CriticAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await self.server_client.post(  # SCA001: the YAML routes `critic` back to the agent
+            server_name=self.config.critic.name, url_path="/v1/responses", json=body
+        )
+"""
+SELF_CRITIC = """\
+critic_agent:
+  responses_api_agents:
+    critic_agent:
+      entrypoint: app.py
+      critic:
+        type: responses_api_agents
+        name: critic_agent
+"""
+
+
+def test_a_large_yaml_file_without_aliases_is_read(tmp_path: Path) -> None:
+    """300,000 items written out (0.9 MB, under the file size limit): only what aliases copy is
+    bounded, not what a file holds."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "large"\n')
+    agent = tmp_path / "responses_api_agents" / "critic_agent"
+    (agent / "configs").mkdir(parents=True)
+    (agent / "app.py").write_text(CRITIC_AGENT)
+    items = ", ".join(["a"] * 300_000)
+    (agent / "configs" / "critic_agent.yaml").write_text(f"{SELF_CRITIC}prompts: [{items}]\n")
+
+    done = run_main(["scan", str(tmp_path), "--no-cache", "--format", "json"])
+
+    report = json.loads(done.stdout)
+    assert report["errors"] == []
+    assert [(f["code"], f["path"], f["line"]) for f in report["findings"]] == [
+        ("SCA001", "responses_api_agents/critic_agent/app.py", 6)
+    ]

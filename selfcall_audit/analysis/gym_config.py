@@ -89,8 +89,18 @@ class AgentInstance:
         return tuple(r for r in self.refs if r.type == AGENT_TYPE and r.name == self.name)
 
 
-def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) -> object:
-    budget[0] -= 1
+def _to_python(
+    node: yaml.Node, path: str, budget: list[int], seen: set[int], depth: int = 0, copied: bool = False
+) -> object:
+    """The node as plain values. `budget` bounds the nodes copied by aliases (each visit of a
+    collection after its first is a copy, and so is everything below it): a large file written
+    out in full costs only its size, an alias bomb stops at the bound. `seen`: the collections
+    visited."""
+    if node.id != "scalar":
+        copied = copied or id(node) in seen
+        seen.add(id(node))
+    if copied:
+        budget[0] -= 1
     if budget[0] < 0:
         raise ConfigFileError(
             f"more than {_MAX_NODES:,} YAML nodes once aliases are expanded (an alias bomb?)"
@@ -106,21 +116,21 @@ def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) ->
         result = Node()
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                merged = _to_python(value_node, path, budget, depth)
+                merged = _to_python(value_node, path, budget, seen, depth, copied)
                 for item in merged if isinstance(merged, list) else [merged]:
                     if isinstance(item, Node):
                         for k, v in item.items():
                             result.setdefault(k, v)
                             result.where.setdefault(k, item.where[k])
                 continue
-            key = _to_python(key_node, path, budget, depth)
+            key = _to_python(key_node, path, budget, seen, depth, copied)
             if not isinstance(key, str):
                 key = str(key)
-            result[key] = _to_python(value_node, path, budget, depth)
+            result[key] = _to_python(value_node, path, budget, seen, depth, copied)
             result.where[key] = Where(path, key_node.start_mark.line + 1)
         return result
     if node.id == "sequence":
-        return [_to_python(item, path, budget, depth) for item in node.value]
+        return [_to_python(item, path, budget, seen, depth, copied) for item in node.value]
     return (
         node.value
         if node.tag == "tag:yaml.org,2002:str"
@@ -151,11 +161,12 @@ def parse_yaml(path: str, data: bytes) -> list[Node]:
     except RecursionError:
         raise ConfigFileError(f"YAML nested more than {_MAX_DEPTH} levels deep (not loaded)") from None
     budget = [_MAX_NODES]
+    seen: set[int] = set()
     result = []
     for document in documents:
         if document is None:
             continue
-        value = _to_python(document, path, budget)
+        value = _to_python(document, path, budget, seen)
         if isinstance(value, Node):
             result.append(value)
         elif value not in (None, ""):
