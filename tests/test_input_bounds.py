@@ -138,3 +138,47 @@ def test_a_large_yaml_file_without_aliases_is_read(tmp_path: Path) -> None:
     assert [(f["code"], f["path"], f["line"]) for f in report["findings"]] == [
         ("SCA001", "responses_api_agents/critic_agent/app.py", 6)
     ]
+
+
+def _forwarding_agent(hops: int) -> str:
+    """An agent whose self-call goes through `hops` module functions forwarding it one to the next."""
+    helpers = "".join(
+        f"\n\nasync def hop{n}(client, name, path, body):\n    return await hop{n + 1}(client, name, path, body)\n"
+        for n in range(hops)
+    )
+    return f"""\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+{helpers}
+
+async def hop{hops}(client, name, path, body):
+    return await client.post(server_name=name, url_path=path, json=body)
+
+
+class ForwardingAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await hop0(self.server_client, self.config.name, "/v1/responses", body)
+"""
+
+
+@pytest.mark.parametrize("hops", [20, 30])
+def test_a_chain_of_forwarding_helpers_is_followed_or_said_to_be_cut(tmp_path: Path, hops: int) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "forwarding"\n')
+    app = tmp_path / "responses_api_agents" / "forwarding_agent" / "app.py"
+    app.parent.mkdir(parents=True)
+    app.write_text(_forwarding_agent(hops))
+
+    report = json.loads(run_main(["scan", str(tmp_path), "--no-cache", "--format", "json"]).stdout)
+
+    found = [(f["code"], f["line"]) for f in report["findings"]]
+    errors = [(e["path"], e["message"]) for e in report["errors"]]
+    if hops <= 25:  # LIMITS.helper_depth
+        assert (found, errors) == ([("SCA001", 4 * hops + 10)], [])  # the call in `run`
+    else:
+        assert found == []
+        assert errors == [
+            (
+                "responses_api_agents/forwarding_agent/app.py",
+                "helpers forward a server-client call more than 25 deep: hop25 and what it calls were "
+                "not followed (a self-call there is not reported)",
+            )
+        ]

@@ -259,6 +259,7 @@ class Project:
     ) -> Analysis:
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
+        from ..analysis.limits import LIMITS
         from ..analysis.resolve import Resolver
         from .indexes import Indexes
         from .targets import Targets
@@ -312,6 +313,12 @@ class Project:
                     suppressed += 1
                 else:
                     findings.append(finding)
+        for rel, helper in sorted(resolver.cut.items()):
+            self.errors.setdefault(
+                rel,
+                f"helpers forward a server-client call more than {LIMITS.helper_depth} deep: "
+                f"{helper} and what it calls were not followed (a self-call there is not reported)",
+            )
         if indexed is not None:
             indexed()
         if fingerprints and whole:
