@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from cli_support import run_main
 
+from selfcall_audit.analysis import gym_config
+from selfcall_audit.analysis.gym_config import ConfigSet, parse_yaml
 from selfcall_audit.testing import assert_no_self_calls
 
 CHAIN = 1_000  # rebindings of one name: deeper than the interpreter's default stack of 1,000 frames
@@ -182,3 +184,33 @@ def test_a_chain_of_forwarding_helpers_is_followed_or_said_to_be_cut(tmp_path: P
                 "not followed (a self-call there is not reported)",
             )
         ]
+
+
+def test_dense_config_paths_cost_the_edges_and_a_missing_file_is_said_once(monkeypatch) -> None:
+    """60 configs each chaining in all the others and one missing file: every namespace merges
+    each document once (the merges grow with the edges, n², where merging whole namespaces into
+    each other grew as n³), and the missing file is one error, not one per config naming it."""
+    files = [f"configs/c{n:02d}.yaml" for n in range(60)]
+    documents = {
+        rel: "config_paths:\n"
+        + "".join(f"  - {other}\n" for other in files if other != rel)
+        + f"  - configs/missing.yaml\ninstance_{n}:\n  responses_api_agents:\n    x:\n      entrypoint: app.py\n"
+        for n, rel in enumerate(files)
+    }
+    merges = [0]
+    real_merge = gym_config._merge
+
+    def counted_merge(base: object, override: object) -> object:
+        merges[0] += 1
+        return real_merge(base, override)
+
+    monkeypatch.setattr(gym_config, "_merge", counted_merge)
+    configs = ConfigSet(lambda rel: parse_yaml(rel, documents[rel].encode()), lambda rel: rel in documents)
+
+    instances = configs.instances(tuple(files))
+
+    assert sorted(i.name for i in instances) == sorted(f"instance_{n}" for n in range(60))
+    assert merges[0] <= 4 * len(files) ** 2
+    assert configs.errors == {
+        files[0]: "config_paths entry 'configs/missing.yaml' was not found (looked for configs/missing.yaml)"
+    }

@@ -9,7 +9,7 @@ expansion and `config_paths` chains all have limits; nothing outside the project
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from posixpath import normpath
 
@@ -249,6 +249,9 @@ class ConfigSet:
         self._exists = exists
         self._parsed: dict[str, list[Node]] = {}
         self._namespaces: dict[str, Node] = {}
+        self._plans: dict[str, list[str | Node]] = {}
+        self._missing: set[str] = set()  # `config_paths` targets reported missing (once each)
+        self._too_deep: set[str] = set()  # files whose chain was cut at `_MAX_CHAIN`
         self.errors: dict[str, str] = {}
         self.failed: set[str] = set()  # files that could not be parsed
 
@@ -263,47 +266,53 @@ class ConfigSet:
         return self._parsed[path]
 
     def _namespace(self, path: str) -> Node:
-        """The file merged over the files its `config_paths` chain in (a chain back to a file
-        being merged is cut). Each file is merged once, so shared chains cost no more; the chain
-        is walked with a stack of its own, not by recursion, and at most `_MAX_CHAIN` files deep."""
+        """The file merged over the files its `config_paths` chain in, each file once (a chain back
+        to a file already merged is cut), in NeMo Gym's order: a file's chained files before it.
+        The order is found with a stack of its own, not by recursion, at most `_MAX_CHAIN` files
+        deep; the documents are then merged into one new mapping, so a file's cost is the size of
+        what it chains in, and no namespace is copied for another."""
         if path in self._namespaces:
             return self._namespaces[path]
-        on_path = {path}
-        stack = [(path, self._merged(path, on_path))]
-        value: Node | None = None
-        while stack:
-            current, frame = stack[-1]
-            try:
-                child = frame.send(value)
-            except StopIteration as done:
-                self._namespaces[current] = value = done.value
-                on_path.discard(current)
-                stack.pop()
-                continue
-            value = None
-            if len(stack) >= _MAX_CHAIN:
-                self._error(
-                    current, f"config_paths chain more than {_MAX_CHAIN} files deep; {child} not read"
-                )
-                value = Node()
-                continue
-            on_path.add(child)
-            stack.append((child, self._merged(child, on_path)))
-        return self._namespaces[path]
-
-    def _merged(self, path: str, on_path: set[str]) -> Generator[str, Node | None, Node]:
-        """Merges the file over its chained files, asking (yielding) for each one not merged yet."""
         namespace = Node()
-        for document in self._documents(path):
-            for rel in self._chained(path, document.get("config_paths")):
-                if rel in on_path:
-                    continue
-                child = self._namespaces.get(rel)
-                if child is None:
-                    child = yield rel
-                namespace = _merge(namespace, child)  # type: ignore[assignment]
-            namespace = _merge(namespace, document)  # type: ignore[assignment]
+        for document in self._layers(path):
+            for key, value in document.items():
+                namespace[key] = _merge(namespace.get(key), value)
+                namespace.where[key] = document.where[key]
+        self._namespaces[path] = namespace
         return namespace
+
+    def _layers(self, path: str) -> list[Node]:
+        """The documents merged into the file's namespace, in order."""
+        order: list[Node] = []
+        done = {path}
+        stack = [(path, iter(self._steps(path)))]
+        while stack:
+            current, steps = stack[-1]
+            step = next(steps, None)
+            if step is None:
+                stack.pop()
+            elif isinstance(step, Node):
+                order.append(step)
+            elif step not in done:
+                done.add(step)
+                if len(stack) < _MAX_CHAIN:
+                    stack.append((step, iter(self._steps(step))))
+                elif current not in self._too_deep:  # said once per file, naming the first not read
+                    self._too_deep.add(current)
+                    self._error(
+                        current, f"config_paths chain more than {_MAX_CHAIN} files deep; {step} not read"
+                    )
+        return order
+
+    def _steps(self, path: str) -> list[str | Node]:
+        """Each document of the file after the files its `config_paths` name (worked out once)."""
+        if path not in self._plans:
+            self._plans[path] = [
+                step
+                for document in self._documents(path)
+                for step in (*self._chained(path, document.get("config_paths")), document)
+            ]
+        return self._plans[path]
 
     def _chained(self, path: str, entries: object) -> list[str]:
         """The files a `config_paths` list names, found as NeMo Gym finds them: relative to the
@@ -322,9 +331,12 @@ class ConfigSet:
             if match is not None:
                 found.append(match)
             elif candidates:
-                self._error(
-                    path, f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})"
-                )
+                if candidates[-1] not in self._missing:  # said once, where it is first named
+                    self._missing.add(candidates[-1])
+                    self._error(
+                        path,
+                        f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})",
+                    )
             else:
                 self._error(path, f"config_paths entry {entry!r} is outside the project root (not read)")
         return found
