@@ -35,6 +35,7 @@ class CallArgument:
     role: ArgumentRole  # "other": an argument the in-process helper does not take
     keyword: str | None = None  # None: positional (or a star expansion)
     star: str = ""  # "*" or "**" for an expansion, whose role is "other"
+    text: str = ""  # for the roles that say where the call goes, the argument as Python reads it
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,7 @@ def test_baseline_and_write_baseline_together_is_a_usage_error(repo: Path) -> No
     assert "cannot be used together" in result.stderr
 
 
+@pytest.mark.slow
 def test_the_real_command(repo: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         command = [
@@ -240,6 +241,7 @@ def test_the_real_command(repo: Path) -> None:
     assert len(dirty.stdout.splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="a file size limit stands in for a full disk")
 def test_a_baseline_that_cannot_be_written_leaves_the_old_one_whole(repo: Path) -> None:
     import resource

@@ -63,6 +63,7 @@ def test_too_small_a_tree_is_refused(bench) -> None:
         gen_tree.build(10)
 
 
+@pytest.mark.slow
 def test_scan_of_a_generated_git_tree_reports_exactly_the_expected_list(bench, tmp_path: Path) -> None:
     gen_tree, _ = bench
     expected = gen_tree.generate(tmp_path / "tree", TINY, seed=2, git=True)
@@ -85,6 +86,7 @@ def _values(output: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in output.splitlines() if "=" in line and " " not in line)
 
 
+@pytest.mark.slow
 def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) -> None:
     _, scan_vs_peers = bench
     result = subprocess.run(
@@ -130,6 +132,7 @@ def test_the_stdlib_floor_imports_the_standard_library_modules_the_run_loaded_an
     assert scan_vs_peers.stdlib_floor(other, tmp_path) is None
 
 
+@pytest.mark.slow
 def test_peers_that_are_not_installed_are_skipped_with_a_note(bench, monkeypatch, capsys) -> None:
     _, scan_vs_peers = bench
     real = scan_vs_peers.find_tool
@@ -274,6 +277,7 @@ def test_the_placement_says_whether_the_agent_is_capped(gym_e2e) -> None:
     ("script", "missing"),
     [("gym_e2e.py", "responses_api_agents/"), ("gym_call_cost.py", "responses_api_agents/simple_agent/")],
 )
+@pytest.mark.slow
 def test_the_scripts_refuse_a_folder_that_is_not_a_nemo_gym_checkout(
     tmp_path: Path, script: str, missing: str
 ) -> None:
@@ -368,3 +372,18 @@ def test_a_ruff_shim_with_no_interpreter_behind_it_is_left_out(bench, tmp_path: 
         "skipped ruff_cold: it failed: ruff printed what cannot be read "
         "(ValueError(\"no 'Found N errors.' or 'All checks passed!' line\"))"
     ]
+
+
+def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None:
+    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "lsp_latency.py"), "--repo", str(demo), "--edits", "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "first analysis (didOpen)" in done.stdout
+    assert "re-diagnose after an edit, cpu: median" in done.stdout
+    assert "x the 20 ms target" in done.stdout

@@ -76,6 +76,7 @@ def test_output_file_that_cannot_be_written_is_one_line_and_exit_2(demo: Path) -
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output_format", ["text", "json", "junit"])
 def test_stdout_gets_the_bytes_output_file_gets_whatever_the_locale(demo: Path, output_format: str) -> None:
     """UTF-8, as ruff writes and as JSON and JUnit's XML declare: a stdout in another encoding (a
@@ -102,6 +103,7 @@ def test_stdout_gets_the_bytes_output_file_gets_whatever_the_locale(demo: Path, 
         assert piped.stdout == (demo / "out").read_bytes()
 
 
+@pytest.mark.slow
 def test_quiet_text_keeps_every_finding_and_unreadable_file_and_drops_the_summary(demo: Path) -> None:
     broken = demo / "responses_api_agents" / "broken.py"
     broken.write_text("from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\nclass (:\n")
@@ -388,6 +390,7 @@ def test_the_config_a_message_names_is_named_from_where_the_file_is(tmp_path: Pa
     assert judged[0]["message"].endswith(routes.format(f"{judge}/"))  # JSON: from `root`, as its paths
 
 
+@pytest.mark.slow
 def test_in_a_monorepo_ci_formats_name_files_from_the_repository_top(tmp_path: Path) -> None:
     monorepo = tmp_path / "mono"
     shutil.copytree(FIXTURES / "demo-gym", monorepo / "gym", ignore=NOT_COPIED)
@@ -447,6 +450,7 @@ def test_a_path_that_does_not_exist_is_a_usage_error(demo: Path) -> None:
 # no project root ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_without_a_project_root_the_run_warns_and_stops_listing_early(no_project: Path) -> None:
     for number in range(5_100):
         (no_project / "data" / f"d{number}").mkdir(parents=True)
@@ -490,6 +494,7 @@ def test_an_interrupt_anywhere_in_the_exception_chain_is_one_line_and_exit_130(d
     assert (done.returncode, done.stderr) == (130, "selfcall-audit: interrupted\n")
 
 
+@pytest.mark.slow
 def test_an_internal_error_is_short_and_its_traceback_comes_with_v(demo: Path) -> None:
     body = "raise ValueError('x' * 100_000)"
 
@@ -592,11 +597,12 @@ def test_the_command_list_gives_each_command_a_whole_sentence(demo: Path) -> Non
     top = run("--help", cwd=demo).stdout
     listed = top.split("Commands:\n", 1)[1].split("\n\n", 1)[0].splitlines()
 
-    assert [line.split()[0] for line in listed] == ["agents", "explain", "fix", "helper", "scan"]
+    assert [line.split()[0] for line in listed] == ["agents", "explain", "fix", "helper", "scan", "server"]
     for line in listed:  # click cuts a long first sentence, or one with "e.g.", to "..."
         assert line.endswith(".") and not line.endswith("..."), line
 
 
+@pytest.mark.slow
 def test_a_warm_run_gives_its_time_in_milliseconds(demo: Path) -> None:
     run("scan", cwd=demo)
 
@@ -649,6 +655,7 @@ def slow_git(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_a_long_scan_shows_progress_on_a_terminal(demo: Path, slow_git: Path) -> None:
     code, terminal = _on_a_terminal(["scan", "--no-cache", "--format", "json"], demo, slow_git)
 
@@ -658,6 +665,7 @@ def test_a_long_scan_shows_progress_on_a_terminal(demo: Path, slow_git: Path) ->
     assert "analysing" not in quiet
 
 
+@pytest.mark.slow
 def test_fix_shows_its_rewriting_stage(demo: Path, slow_git: Path) -> None:
     code, terminal = _on_a_terminal(["fix", "--no-cache"], demo, slow_git)
 
@@ -679,6 +687,7 @@ def test_gitlab_ranks_every_code_by_the_registrys_severity(demo: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_a_stale_helper_finding_goes_through_every_format_and_the_baseline(demo: Path) -> None:
     (demo / "nemo_gym" / "inprocess.py").write_bytes(helper_source("nemo_gym/inprocess.py") + b"EDITED = 1\n")
 

@@ -133,6 +133,7 @@ def _latin_1(source: bytes) -> bytes:
     [_latin_1, lambda source: source.replace(b"\n", b"\r")],
     ids=["latin-1", "carriage returns alone"],
 )
+@pytest.mark.slow
 def test_the_patch_applies_with_git_whatever_the_encoding_and_line_endings(
     project: Path, variant: Callable[[bytes], bytes]
 ) -> None:
@@ -149,6 +150,25 @@ def test_the_patch_applies_with_git_whatever_the_encoding_and_line_endings(
     assert diff.returncode == 1, diff.stderr
     assert applied.returncode == 0, applied.stderr
     assert (project / APP).read_bytes() == variant(AFTER)
+
+
+@pytest.mark.parametrize("folder", ["tab\there", "escape\x1b[31m", 'quote"back\\slash', "accentué"])
+def test_the_patch_of_a_file_with_an_unusual_name_applies_with_git(project: Path, folder: str, cli) -> None:
+    """git quotes such a name in the header (a tab would end it, an escape would reach a terminal);
+    `git apply` rejects the whole patch when it is not quoted so."""
+    moved = project / "responses_api_agents" / folder / "app.py"
+    moved.parent.mkdir()
+    (project / APP).rename(moved)
+
+    diff = cli("fix", "--no-cache", "--diff", project)
+    applied = subprocess.run(
+        ["git", "apply", "-"], input=diff.stdout.encode(), capture_output=True, cwd=project
+    )
+
+    assert diff.exit_code == 1, diff.stderr
+    assert "\x1b" not in diff.stdout
+    assert applied.returncode == 0, applied.stderr
+    assert moved.read_bytes() == AFTER
 
 
 def test_check_writes_nothing_and_exits_1_while_anything_would_change(project: Path, cli) -> None:
@@ -186,6 +206,7 @@ def test_paths_limit_which_files_are_rewritten(project: Path, cli) -> None:
     assert (project / APP).read_bytes() == BEFORE
 
 
+@pytest.mark.slow
 def test_the_exit_codes_hold_for_a_real_process(project: Path, command) -> None:
     add_agent(project, "scoped", "async_with")
 
@@ -282,6 +303,7 @@ def test_a_file_outside_the_root_is_never_written(project: Path, tmp_path: Path,
     assert result.exit_code == 1
 
 
+@pytest.mark.slow
 def test_a_file_linked_under_another_name_in_the_project_is_rewritten_once(project: Path, command) -> None:
     linked = project / "responses_api_agents" / "y" / "app.py"
     linked.parent.mkdir()

@@ -49,6 +49,7 @@ def test_every_console_block_says_how_it_runs() -> None:
     assert len(ALL_BLOCKS) - len(skipped) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if "in" in b.options], ids=lambda block: block.id)
 def test_console_example(block: Block, tmp_path: Path) -> None:
     statuses = [int(status) for status in block.options["exit"].split(",")]

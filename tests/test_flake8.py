@@ -103,6 +103,7 @@ def test_plugin_is_registered_with_flake8(repo: Path) -> None:
     assert "selfcall-audit" in result.stdout
 
 
+@pytest.mark.slow
 def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> None:
     scan = subprocess.run(
         [
@@ -144,6 +145,7 @@ def test_test_code_is_excluded_as_in_scan(repo: Path) -> None:
     assert result.returncode == 0, result.stdout
 
 
+@pytest.mark.slow
 def test_possible_self_calls_are_off_unless_selected(repo: Path) -> None:
     default = codes_at(flake8(repo, ECHO).stdout)
     # Setting `ignore` drops flake8's default-ignore list: SCA003 must still stay off.
@@ -156,6 +158,7 @@ def test_possible_self_calls_are_off_unless_selected(repo: Path) -> None:
     assert (ECHO, 17, "SCA003") in selected
 
 
+@pytest.mark.slow
 def test_select_and_ignore_apply_to_sca_codes(repo: Path) -> None:
     only_other_routes = codes_at(flake8(repo, "--select", "SCA002", ECHO).stdout)
     ignored = codes_at(flake8(repo, "--extend-ignore", "SCA001", ECHO).stdout)
@@ -164,6 +167,7 @@ def test_select_and_ignore_apply_to_sca_codes(repo: Path) -> None:
     assert ignored == [(ECHO, 14, "SCA002")]
 
 
+@pytest.mark.slow
 def test_extend_ignore_s_meant_for_bandit_also_silences_sca(repo: Path) -> None:
     # Documented pitfall: flake8 matches codes by prefix, and `S` covers `SCA`.
     assert sca_lines(flake8(repo, "--extend-ignore", "S", ECHO).stdout) == []
@@ -221,6 +225,7 @@ def test_no_cache_is_written_beside_a_file_that_is_in_no_project(no_project: Pat
     assert list(no_project.rglob(".selfcall_audit_cache")) == [], "no cache where there is no project"
 
 
+@pytest.mark.slow
 def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -> None:
     buffer = "# two lines added\n# and not saved yet\n" + AGENT
 
@@ -256,6 +261,7 @@ def test_the_project_is_analysed_once_per_process(repo: Path, monkeypatch: pytes
     assert calls == [repo.resolve()]
 
 
+@pytest.mark.slow
 def test_many_files_in_flake8s_parallel_workers(tmp_path: Path) -> None:
     """flake8 checks files in daemonic worker processes, which may not start processes of their
     own: a project with enough agents to parse in parallel must still be analysed there."""

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import hypothesmith
 import libcst
+import pytest
 from cli_support import Ran, run_main
 from fixture_annotations import fixture_projects
 from hypothesis import HealthCheck, given, settings
@@ -168,6 +169,7 @@ def good_agent_found(report: dict) -> bool:
 # whole programs from the grammar ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=25)
 @given(program=hypothesmith.from_grammar())
 def test_grammar_programs_never_break_scan(program: str) -> None:
@@ -177,6 +179,7 @@ def test_grammar_programs_never_break_scan(program: str) -> None:
         assert good_agent_found(report)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=20)
 @given(program=hypothesmith.from_grammar())
 def test_a_self_call_appended_to_grammar_programs_is_found_and_fixed(program: str) -> None:
@@ -201,6 +204,7 @@ def _as_method(function: str) -> str:
     return "".join(f"    {line}" if line.strip() else line for line in function.splitlines(keepends=True))
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=15)
 @given(function=hypothesmith.from_node(libcst.FunctionDef))
 def test_generated_methods_of_an_agent_never_break_scan_or_fix(function: str) -> None:
@@ -301,6 +305,7 @@ ENCODINGS = {
 }
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=40)
 @given(body=statement_trees, more=statement_trees, encoding=st.sampled_from(sorted(ENCODINGS)))
 def test_self_call_vocabulary_never_breaks_scan_or_fix(body: list, more: list, encoding: str) -> None:
@@ -361,6 +366,7 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     return b"".join(lines)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=30)
 @given(fixture=st.sampled_from(FIXTURE_DIRS), seed=st.integers(0, 2**32 - 1), rounds=st.integers(1, 4))
 def test_mutated_fixtures_never_break_scan_or_fix(fixture: Path, seed: int, rounds: int) -> None:

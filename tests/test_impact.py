@@ -228,6 +228,7 @@ def test_a_test_file_that_does_not_parse_is_skipped(repo: Path) -> None:
     assert len(found) == 4
 
 
+@pytest.mark.slow
 def test_fix_lists_them_after_its_rewrites(repo: Path, command) -> None:
     done = command("fix", "--no-cache", cwd=repo)
 
@@ -241,6 +242,7 @@ def test_fix_lists_them_after_its_rewrites(repo: Path, command) -> None:
     assert len(lines) == start + 5
 
 
+@pytest.mark.slow
 def test_from_a_subfolder_the_tests_are_named_from_there_like_the_rewritten_files(
     repo: Path, command
 ) -> None:
@@ -252,6 +254,7 @@ def test_from_a_subfolder_the_tests_are_named_from_there_like_the_rewritten_file
     assert lines[start + 1].startswith("  echo/tests/test_app.py::test_run_posts_seed_then_self_call: ")
 
 
+@pytest.mark.slow
 def test_a_second_fix_has_nothing_to_name(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
 

@@ -106,6 +106,7 @@ def _console(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Comp
     )
 
 
+@pytest.mark.slow
 def test_the_console_script_lists_the_checkout_once_git_started_before_the_modules_load(
     tmp_path: Path,
 ) -> None:
@@ -122,6 +123,7 @@ def test_the_console_script_lists_the_checkout_once_git_started_before_the_modul
     ]
 
 
+@pytest.mark.slow
 def test_a_run_that_lists_another_project_or_none_ends_the_early_git(tmp_path: Path) -> None:
     here = _checkout(tmp_path / "here")
     other = _checkout(tmp_path / "other")

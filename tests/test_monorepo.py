@@ -96,6 +96,7 @@ def monorepo(tmp_path: Path) -> Path:
     return make_monorepo(tmp_path / "mono")
 
 
+@pytest.mark.slow
 def test_a_scan_from_the_git_top_applies_each_project_s_settings_to_its_own_files(monorepo: Path) -> None:
     done = scan(cwd=monorepo)
 
@@ -105,6 +106,7 @@ def test_a_scan_from_the_git_top_applies_each_project_s_settings_to_its_own_file
     assert "tests/" not in done.stdout  # test code, even with a pyproject.toml of its own
 
 
+@pytest.mark.slow
 def test_ci_formats_name_every_project_s_files_from_the_repository_top(monorepo: Path) -> None:
     sarif = json.loads(scan("--format", "sarif", cwd=monorepo / "services").stdout)
     github = scan("--format", "github", cwd=monorepo / "gym").stdout
@@ -138,6 +140,7 @@ def test_ci_formats_name_every_project_s_files_from_the_repository_top(monorepo:
     assert document["summary"]["findings"] == len(GYM_FINDINGS + OUTER_FINDINGS)
 
 
+@pytest.mark.slow
 def test_files_of_both_projects_as_pre_commit_passes_them(monorepo: Path) -> None:
     changed = [
         OUTER,
@@ -153,6 +156,7 @@ def test_files_of_both_projects_as_pre_commit_passes_them(monorepo: Path) -> Non
     )
 
 
+@pytest.mark.slow
 def test_command_line_options_apply_to_every_project(monorepo: Path) -> None:
     selected = scan("--select", "SCA002", "--exclude", "proof_refinement_agent/", cwd=monorepo)
     one_config = monorepo / "ci.toml"
@@ -166,6 +170,7 @@ def test_command_line_options_apply_to_every_project(monorepo: Path) -> None:
     assert not any(code == "SCA002" for code, _, _ in found(configured.stdout))
 
 
+@pytest.mark.slow
 def test_each_project_keeps_its_cache_inside_its_own_root(monorepo: Path) -> None:
     gym_pyproject = monorepo / "gym" / "pyproject.toml"
     gym_pyproject.write_text(gym_pyproject.read_text() + 'cache-dir = ".cache/audit"\n')
@@ -179,6 +184,7 @@ def test_each_project_keeps_its_cache_inside_its_own_root(monorepo: Path) -> Non
     assert found(cold.stdout) == found(warm.stdout) == sorted(GYM_FINDINGS + OUTER_FINDINGS)
 
 
+@pytest.mark.slow
 def test_agents_lists_each_project_s_agents_under_its_settings(monorepo: Path) -> None:
     done = run("selfcall_audit", "agents", "--format", "json", cwd=monorepo)
 
@@ -193,6 +199,7 @@ def test_agents_lists_each_project_s_agents_under_its_settings(monorepo: Path) -
     assert "GraphAgentAdapter" not in calls  # langchain_agent/ is excluded in gym/
 
 
+@pytest.mark.slow
 def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monorepo: Path) -> None:
     langchain = monorepo / "gym" / "responses_api_agents" / "langchain_agent" / "app.py"
     before = langchain.read_bytes()
@@ -222,6 +229,7 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
     assert found(after.stdout) == left
 
 
+@pytest.mark.slow
 def test_fix_names_the_project_each_summary_is_about(monorepo: Path) -> None:
     done = run("selfcall_audit", "fix", "--check", cwd=monorepo)
 
@@ -233,6 +241,7 @@ def test_fix_names_the_project_each_summary_is_about(monorepo: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 def test_flake8_from_the_git_top_reports_each_file_under_its_project_s_settings(tmp_path: Path) -> None:
     """With gym/'s table, gym/ is its own project; without one (NeMo Gym's own pyproject.toml is
     not a config file), its files are the outer project's, under the outer settings. flake8 checks
@@ -298,6 +307,7 @@ def test_a_mistake_in_a_nested_project_s_settings_names_its_file(
     assert not (monorepo / "outside").exists()
 
 
+@pytest.mark.slow
 def test_fix_places_every_project_s_helper_before_it_writes_any_file(monorepo: Path) -> None:
     own_module = monorepo / "gym" / "nemo_gym" / "inprocess.py"  # gym/'s own module of that name
     own_module.parent.mkdir(exist_ok=True)
@@ -313,6 +323,7 @@ def test_fix_places_every_project_s_helper_before_it_writes_any_file(monorepo: P
     assert "rewrote" not in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("obstacle", ["a folder linked outside", "a file in the way"])
 def test_a_helper_place_that_cannot_be_written_stops_the_run_before_any_file(
     obstacle: str, monorepo: Path, tmp_path: Path

@@ -126,6 +126,7 @@ def make_repo(root: Path, env: dict[str, str], files: dict[str, str]) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_try_repo_fails_on_a_self_call_and_passes_a_clean_file(
     tmp_path: Path, hooks: Hooks, env: dict[str, str]
 ) -> None:
@@ -145,6 +146,7 @@ def test_try_repo_fails_on_a_self_call_and_passes_a_clean_file(
     assert "Passed" in passed
 
 
+@pytest.mark.slow
 def test_scan_hook_passes_a_clean_tree(tmp_path: Path, hooks: Hooks, env: dict[str, str]) -> None:
     repo = make_repo(tmp_path / "clean", env, {ECHO: CLEAN_AGENT})
 
@@ -154,6 +156,7 @@ def test_scan_hook_passes_a_clean_tree(tmp_path: Path, hooks: Hooks, env: dict[s
     assert "Passed" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_changed_yaml_alone_is_checked_against_the_whole_project(
     tmp_path: Path, hooks: Hooks, env: dict[str, str]
 ) -> None:
@@ -203,6 +206,7 @@ def test_without_file_names_the_hook_scans_the_whole_project(
     assert f"{ECHO}:6:26: SCA001" in whole.stdout
 
 
+@pytest.mark.slow
 def test_fix_hook_rewrites_the_self_call(tmp_path: Path, hooks: Hooks, env: dict[str, str]) -> None:
     repo = make_repo(tmp_path / "repo", env, {ECHO: SELF_CALLING_AGENT})
 
@@ -219,6 +223,7 @@ def test_fix_hook_rewrites_the_self_call(tmp_path: Path, hooks: Hooks, env: dict
     assert rescan.returncode == 0, rescan.stdout + rescan.stderr
 
 
+@pytest.mark.slow
 def test_in_a_monorepo_each_file_is_checked_in_its_own_project(
     tmp_path: Path, hooks: Hooks, env: dict[str, str]
 ) -> None:

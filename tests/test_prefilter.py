@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from fixture_annotations import fixture_projects
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,6 +71,7 @@ texts = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(names=names, text=texts)
 def test_word_matcher_agrees_with_a_plain_word_search(names: list[str], text: str) -> None:
@@ -93,6 +95,7 @@ sharing_texts = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(names=sharing, text=sharing_texts)
 def test_word_matcher_agrees_with_a_plain_word_search_when_names_share_a_part(
@@ -115,6 +118,7 @@ source_lines = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(text=source_lines)
 def test_import_lines_are_the_lines_starting_with_from_or_import(text: str) -> None:
@@ -146,6 +150,7 @@ def _findings(cli, *args: object) -> list[tuple]:
     )
 
 
+@pytest.mark.slow
 def test_a_scan_of_one_file_reports_what_the_whole_scan_reports_for_it(cli) -> None:
     """Pre-commit passes the changed files only: for each file of each fixture repo, scanning just
     that file gives the findings of the whole-project scan whose call or evidence is in it."""

@@ -660,6 +660,7 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
     )
 
 
+@pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_among_the_paths_given_or_rewritten_by_fix(tmp_path: Path) -> None:
     """pre-commit passes paths, which the scan follows through import lines; fix then looks for the
     tests that name the rewritten module: by its name, which here is not UTF-8."""
@@ -776,6 +777,7 @@ def _billion_laughs(levels: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow
 def test_an_alias_bomb_is_refused_within_bounded_time_and_memory() -> None:
     data = _billion_laughs().encode()  # 10**10 nodes once expanded
 

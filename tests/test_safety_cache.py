@@ -39,6 +39,7 @@ def checkouts(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", FRONT_ENDS)
 def test_a_committed_cache_link_to_the_parent_leaves_the_parent_alone(
     name: str, checkouts: Path, tmp_path: Path

@@ -4,6 +4,7 @@ after signals; worker processes never outlive the run. All as real commands and 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -16,6 +17,7 @@ from safety_support import (
     AFTER,
     APP,
     BEFORE,
+    CASES,
     as_in_a_terminal,
     children,
     command_line,
@@ -29,6 +31,7 @@ from selfcall_audit.migrate.vendor import helper_source
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, ownership and signals as POSIX has them")
 
 
+@pytest.mark.slow
 def test_a_file_reached_through_a_folder_link_leading_outside_is_not_written(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     outside = tmp_path / "outside" / "a" / "app.py"
@@ -42,6 +45,7 @@ def test_a_file_reached_through_a_folder_link_leading_outside_is_not_written(tmp
     assert "rewrote" not in done.stdout.lower()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
 def test_fix_run_by_root_keeps_the_owner_group_and_mode_of_another_users_file(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
@@ -57,6 +61,7 @@ def test_fix_run_by_root_keeps_the_owner_group_and_mode_of_another_users_file(tm
     assert (status.st_uid, status.st_gid, stat.S_IMODE(status.st_mode)) == (12345, 23456, 0o640)
 
 
+@pytest.mark.slow
 def test_a_file_with_other_hard_links_is_left_whole_with_the_reason(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     twin = tmp_path / "twin.py"
@@ -69,6 +74,7 @@ def test_a_file_with_other_hard_links_is_left_whole_with_the_reason(tmp_path: Pa
     assert (root / APP).read_bytes() == BEFORE and os.path.samefile(root / APP, twin)
 
 
+@pytest.mark.slow
 def test_a_helper_copy_no_rewritten_file_imports_is_not_left_behind(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored
@@ -121,6 +127,7 @@ main()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["exchange", "no-exchange"])
 def test_an_edit_saved_at_the_moment_of_the_swap_is_kept_and_reported(mode: str, tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
@@ -156,6 +163,7 @@ def _apps(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("app.py"))}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     signum: int, tmp_path: Path
@@ -178,6 +186,7 @@ def test_a_signal_during_the_writes_stops_cleanly_and_says_what_was_rewritten(
     assert not [p for p in root.rglob("*") if p.name.endswith((".tmp", ".orig"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_while_the_helper_is_vendored_leaves_it_whole_and_rewrites_nothing(
     signum: int, tmp_path: Path
@@ -242,3 +251,101 @@ def test_no_worker_process_outlives_a_scan_stopped_by_a_signal(signum: int, tmp_
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
         process.stderr.close()
+
+
+def test_a_script_that_puts_the_repo_on_sys_path_still_runs_after_fix(tmp_path: Path) -> None:
+    """The helper's import goes below the `sys.path` change the file's own imports need."""
+    root = tmp_path / "repo"
+    shutil.copytree(CASES.parents[2] / "fixtures" / "demo-gym" / "nemo_gym", root / "nemo_gym")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored into nemo_gym
+    app = root / APP
+    app.parent.mkdir(parents=True)
+    app.write_bytes((CASES / "sys_path_script" / "before.py").read_bytes())
+    script = [sys.executable, str(app)]
+    assert subprocess.run(script, capture_output=True, text=True, cwd=tmp_path).stdout == "ScriptAgent\n"
+
+    done = run("fix", "--no-cache", root)
+    ran = subprocess.run(script, capture_output=True, text=True, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "responses_in_process(self" in app.read_text()
+    assert (ran.returncode, ran.stdout) == (0, "ScriptAgent\n"), ran.stderr
+
+
+def test_fix_rewrites_no_call_whose_server_name_changed_since_the_analysis_was_cached(tmp_path: Path) -> None:
+    """A same-size edit with the modification time put back (as `cp -p` or `rsync -t` leave it):
+    whatever the cache believes, the call is rewritten only if it still names the agent itself."""
+    root = make_project(tmp_path / "repo")
+    app = root / APP
+    assert run("scan", root).returncode == 1  # the self-call, now in the cache
+    before = app.stat()
+    edited = BEFORE.replace(b"server_name=self.config.name,", b"server_name=self.judge1.name,")
+    assert len(edited) == len(BEFORE) and edited != BEFORE
+    app.write_bytes(edited)
+    os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+    done = run("fix", root)
+
+    assert app.read_bytes() == edited, done.stdout
+    assert "rewrote" not in done.stdout.lower()
+
+
+# two runs at once -------------------------------------------------------------------------------
+
+# Runs the command with the helper's vendoring followed by a pause: once the copy is written, the
+# run says so (the first file) and waits until told to go on (the second one), a minute at most.
+_PAUSE_AFTER_VENDORING = """
+import sys, time
+from pathlib import Path
+ready, go = Path(sys.argv[1]), Path(sys.argv[2])
+sys.argv = ["selfcall-audit", *sys.argv[3:]]
+from selfcall_audit.migrate import vendor
+real = vendor.vendor_helper
+
+def pausing(*args, **kwargs):
+    result = real(*args, **kwargs)
+    ready.touch()
+    deadline = time.monotonic() + 60
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return result
+
+vendor.vendor_helper = pausing
+from selfcall_audit.__main__ import run as main
+main()
+"""
+
+
+def _waits_on_a_lock(pid: int) -> bool:
+    """Is the process blocked on a file lock (a `->` line of /proc/locks names the waiters)?"""
+    with open("/proc/locks") as locks:
+        return any(line.split()[1] == "->" and str(pid) in line.split()[2:7] for line in locks)
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="tells a blocked process from /proc/locks")
+def test_two_fix_runs_at_once_leave_the_helper_the_rewritten_file_imports(tmp_path: Path) -> None:
+    """The first run pauses once it has written the helper; the second runs meanwhile; then the
+    first one's rewrite is refused (the file changed under it): the helper must stay."""
+    root = make_project(tmp_path / "repo")
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the helper is vendored into nemo_gym
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    first = subprocess.Popen(
+        [sys.executable, "-c", _PAUSE_AFTER_VENDORING, ready, go, "fix", "--no-cache", root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists() and first.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready.exists(), first.communicate()
+    second = subprocess.Popen(command_line("fix", "--no-cache", root), stdout=subprocess.PIPE, text=True)
+    while second.poll() is None and not _waits_on_a_lock(second.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    first_out, first_err = first.communicate(timeout=120)
+    second_out, _ = second.communicate(timeout=120)
+
+    assert first.returncode in (0, 1) and second.returncode in (0, 1), first_err
+    assert b"from nemo_gym.inprocess import responses_in_process" in (root / APP).read_bytes()
+    assert (root / "nemo_gym" / "inprocess.py").is_file(), first_out + second_out

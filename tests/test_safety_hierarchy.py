@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from safety_support import make_project, run
 
 CHAIN = 3000
 
 
+@pytest.mark.slow
 def test_a_chain_of_three_thousand_classes_is_scanned_to_its_end(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
     chain = root / "responses_api_agents" / "chain" / "app.py"

@@ -96,6 +96,7 @@ def test_json_formats_escape_control_characters_and_keep_the_exact_values(
     )
 
 
+@pytest.mark.slow
 def test_fix_output_escapes_file_names(hostile: Path) -> None:
     done = run("fix", "--check", "--no-cache", hostile)
 
@@ -140,6 +141,7 @@ def test_on_a_terminal_no_sequence_from_the_repository_reaches_it(
         assert b"\\x1b]0;frame\\x07\\x1b[2J" in shown  # the code frame, escaped
 
 
+@pytest.mark.slow
 def test_fix_diff_headers_escape_file_names(hostile: Path) -> None:
     done = run("fix", "--diff", "--no-cache", hostile)
 

@@ -123,6 +123,7 @@ def test_no_cache_is_written_in_a_folder_that_is_no_project(no_project: Path) ->
     assert not (no_project / ".selfcall_audit_cache").exists(), "no cache where there is no project"
 
 
+@pytest.mark.slow
 def test_in_a_real_pytest_run_of_the_audited_repo(tmp_path: Path) -> None:
     audit = (
         "from pathlib import Path\n"

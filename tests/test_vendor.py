@@ -68,6 +68,7 @@ def python_files(root: Path) -> dict[str, bytes]:
 # fix writes the helper and imports it from the repo ----------------------------------------------
 
 
+@pytest.mark.slow
 def test_fix_writes_the_helper_into_nemo_gym_and_imports_it_from_there(repo: Path, command) -> None:
     done = command("fix", "--no-cache", repo)
 
@@ -80,6 +81,7 @@ def test_fix_writes_the_helper_into_nemo_gym_and_imports_it_from_there(repo: Pat
     assert not [rel for rel, data in python_files(repo).items() if "selfcall_audit" in imported(data)]
 
 
+@pytest.mark.slow
 def test_the_migrated_repo_imports_with_selfcall_audit_unavailable(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
     code = (
@@ -93,6 +95,7 @@ def test_the_migrated_repo_imports_with_selfcall_audit_unavailable(repo: Path, c
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow
 def test_a_second_fix_and_a_scan_find_nothing_to_do(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
     after = python_files(repo)
@@ -105,6 +108,7 @@ def test_a_second_fix_and_a_scan_find_nothing_to_do(repo: Path, command) -> None
     assert python_files(repo) == after
 
 
+@pytest.mark.slow
 def test_diff_and_check_say_the_helper_would_be_written_and_write_nothing(repo: Path, command) -> None:
     before = python_files(repo)
 
@@ -118,6 +122,7 @@ def test_diff_and_check_say_the_helper_would_be_written_and_write_nothing(repo: 
     assert python_files(repo) == before
 
 
+@pytest.mark.slow
 def test_without_nemo_gym_the_helper_goes_beside_the_rewritten_file(tmp_path: Path, command) -> None:
     repo = make_repo(tmp_path / "repo", nemo_gym=False)
 
@@ -132,6 +137,7 @@ def test_without_nemo_gym_the_helper_goes_beside_the_rewritten_file(tmp_path: Pa
     )
 
 
+@pytest.mark.slow
 def test_without_a_common_package_fix_refuses_and_writes_nothing(tmp_path: Path, command) -> None:
     repo = make_repo(tmp_path / "repo", nemo_gym=False, agents=(APP, "agents/other/app.py"))
     before = python_files(repo)
@@ -146,6 +152,7 @@ def test_without_a_common_package_fix_refuses_and_writes_nothing(tmp_path: Path,
     assert python_files(repo) == before
 
 
+@pytest.mark.slow
 def test_the_helper_setting_chooses_where_the_copy_goes(repo: Path, command) -> None:
     (repo / "shared").mkdir()
     (repo / "pyproject.toml").write_text(
@@ -160,6 +167,7 @@ def test_the_helper_setting_chooses_where_the_copy_goes(repo: Path, command) -> 
     assert "from shared.loopback import responses_in_process\n" in (repo / APP).read_text()
 
 
+@pytest.mark.slow
 def test_the_installed_helper_is_imported_when_asked_for(repo: Path, command) -> None:
     done = command("fix", "--no-cache", "--helper", "selfcall_audit.inprocess:responses_in_process", repo)
 
@@ -168,6 +176,7 @@ def test_the_installed_helper_is_imported_when_asked_for(repo: Path, command) ->
     assert "from selfcall_audit.inprocess import responses_in_process\n" in (repo / APP).read_text()
 
 
+@pytest.mark.slow
 def test_a_file_of_the_repo_at_the_default_place_is_never_overwritten(repo: Path, command) -> None:
     (repo / COPY).write_text("# our own module\n")
     before = python_files(repo)
@@ -179,6 +188,7 @@ def test_a_file_of_the_repo_at_the_default_place_is_never_overwritten(repo: Path
     assert python_files(repo) == before
 
 
+@pytest.mark.slow
 def test_a_nemo_gym_folder_linked_outside_the_project_gets_no_helper(tmp_path: Path, command) -> None:
     repo = make_repo(tmp_path / "repo")
     outside = tmp_path / "outside"
@@ -198,6 +208,7 @@ def test_a_nemo_gym_folder_linked_outside_the_project_gets_no_helper(tmp_path: P
 # scan reports a copy that is not the tool's helper (SCA004) ----------------------------------------
 
 
+@pytest.mark.slow
 def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
     copy = repo / COPY
@@ -216,6 +227,7 @@ def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Pa
     assert command("scan", "--no-cache", repo).returncode == 0
 
 
+@pytest.mark.slow
 def test_scan_reports_a_copy_an_older_version_wrote(repo: Path, command) -> None:
     command("fix", "--no-cache", repo)
     copy = repo / COPY

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 AGENTS = 30  # enough files for the workers to start
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -49,6 +51,7 @@ def _report(command, root: Path, *options: str) -> dict:
     return report
 
 
+@pytest.mark.slow
 def test_parallel_and_serial_scans_report_the_same(command, tmp_path: Path) -> None:
     root = _project(tmp_path / "repo")
 

@@ -61,6 +61,9 @@ class CallFact:
     written: tuple[tuple[str | None, str], ...] = ()
     callee: str | None = None  # the callee as written when it is a dotted name: `self.server_client.post`
     context: str = "expression"  # "with": an (async) context manager; "default" / "decorator" of a def
+    # for a client call, each argument as written that can say where it goes (positional, server_name,
+    # url_path, method), as `ast.unparse` gives it; "" for the others
+    texts: tuple[str, ...] = ()
 
 
 def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:
@@ -100,8 +103,20 @@ def call_fact(
     recorded_kwargs = tuple(
         (k, prune(v) if not client or k is None or k in ROUTING_KWARGS else UNKNOWN) for k, v in kwargs
     )
-    written = [(a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "") for a in node.args]
-    written += [(kw.lineno, kw.col_offset, kw.arg, "" if kw.arg else "**") for kw in node.keywords]
+    written = [
+        (a.lineno, a.col_offset, None, "*" if isinstance(a, ast.Starred) else "", _text(a, client))
+        for a in node.args
+    ]
+    written += [
+        (
+            kw.lineno,
+            kw.col_offset,
+            kw.arg,
+            "" if kw.arg else "**",
+            _text(kw.value, client and kw.arg in ROUTING_KWARGS),
+        )
+        for kw in node.keywords
+    ]
     if node.args and node.keywords:
         written.sort(key=lambda item: (item[0], item[1]))  # `f(a=1, *rest)` is source order too
     return CallFact(
@@ -113,10 +128,17 @@ def call_fact(
         tuple(map(prune, args)),
         recorded_kwargs,
         tuple(dict.fromkeys(feeds)),
-        tuple((keyword, star) for _, _, keyword, star in written),
+        tuple((keyword, star) for _, _, keyword, star, _ in written),
         _dotted_source(node.func),
         context,
+        tuple(text for *_, text in written),
     )
+
+
+def _text(node: ast.expr, routing: bool) -> str:
+    """An argument that says where a client call goes, as Python reads it (`fix` checks that the
+    call it rewrites still says the same); "" for the others."""
+    return ast.unparse(node) if routing and not isinstance(node, ast.Starred) else ""
 
 
 def _dotted_source(node: ast.expr) -> str | None:

@@ -31,6 +31,7 @@ from .evaluate import (
 )
 from .expand import ClientCall
 from .expr import Str
+from .gym_config import AgentInstance, ServerRef
 from .index import ClassRef
 
 
@@ -48,6 +49,16 @@ class Classifier:
         self.evaluator = evaluator
         self.deployment = deployment
         self.settings = settings
+        self._back: dict[tuple[ClassRef, str], list[tuple[AgentInstance, ServerRef]]] = {}
+
+    def _routed_back(
+        self, site_cls: ClassRef, running: list[AgentInstance], key: str
+    ) -> list[tuple[AgentInstance, ServerRef]]:
+        """The instances running the class whose config reference `key` names the instance itself
+        (worked out once per class and key: an agent many configs run has hundreds of instances)."""
+        if (site_cls, key) not in self._back:
+            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+        return self._back[site_cls, key]
 
     def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> Verdict | None:
         """The rule a client call inside an agent's code breaks, or None."""
@@ -65,7 +76,7 @@ class Classifier:
                 case OwnName():
                     verdicts.append("self")
                 case ConfigRef(key):
-                    back = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+                    back = self._routed_back(site_cls, running, key)
                     verdicts.append("self" if back else "other")
                     config_refs.extend(
                         Evidence(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -32,13 +33,17 @@ class Deployment:
         settings: Settings,
         instances: list[AgentInstance],
         read: Callable[[str], bytes | None] | None = None,
+        mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
+        """`mentions(names, path)`: does the file name one of the names as a word? (a long-lived
+        process keeps the answers; by default the file is read and searched)."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.evaluator = evaluator
         self.settings = settings
         self.instances = instances
         self.read = read
+        self.mentions = mentions
         self._served_memo: dict[str, list[ClassRef]] = {}
         self._running: dict[ClassRef, list[AgentInstance]] = {}
         self._mapped_all = False
@@ -90,8 +95,8 @@ class Deployment:
         entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
         loaded: set[str] = set()
         while True:
-            named = word_matcher(names)
-            new = [e for e in entries - loaded if e == ref.path or (self.read and named(self.read(e)))]
+            named = self._naming(names)
+            new = [e for e in entries - loaded if e == ref.path or named(e)]
             if not new:
                 break
             for entry in new:
@@ -107,6 +112,13 @@ class Deployment:
         ]
         self._running[ref] = found_running
         return found_running
+
+    def _naming(self, names: set[str]) -> Callable[[str], bool]:
+        """A predicate: does the file name one of `names` as a word?"""
+        if self.mentions is not None:
+            return functools.partial(self.mentions, frozenset(names))
+        matcher, read = word_matcher(names), self.read
+        return lambda path: read is not None and matcher(read(path))
 
     # routes ---------------------------------------------------------------------------------
     def own_routes(self, ref: ClassRef) -> dict[str, str | None]:

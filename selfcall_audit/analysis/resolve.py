@@ -31,12 +31,13 @@ class Resolver:
         settings: Settings,
         instances: list[AgentInstance],
         read: Callable[[str], bytes | None] | None = None,
+        mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
         self.evaluator = Evaluator(hierarchy, settings)
-        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read)
+        self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
 
@@ -148,11 +149,15 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
         receiver = CallReceiver("alias", client_method, callee)
     arguments = []
     positional = 0
-    for index, (keyword, star) in enumerate(site.written):
+    texts = site.texts or ("",) * len(site.written)
+    for index, ((keyword, star), text) in enumerate(zip(site.written, texts, strict=True)):
         if star:
             arguments.append(CallArgument(index, "other", None, star))
             continue
-        arguments.append(CallArgument(index, policy.role_of(client_method, positional, keyword), keyword))
+        role = policy.role_of(client_method, positional, keyword)
+        arguments.append(
+            CallArgument(index, role, keyword, text=text if role in policy.ROUTING_ROLES else "")
+        )
         positional += keyword is None
     bindings = tuple(
         LocalBinding(name, line, _feeds(part, client_method)) for name, line, part in site.aliases

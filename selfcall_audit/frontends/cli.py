@@ -165,6 +165,11 @@ def group() -> None:
     metavar="FILE",
     help="Record the current findings in FILE as the baseline, and exit 0.",
 )
+@click.option(
+    "--diff-base",
+    metavar="REF",
+    help="Report only findings that are new against the git commit REF (e.g. origin/main).",
+)
 def scan(common: Common, **options: Any) -> None:
     """Report agent self-calls (SCA001, SCA002; SCA003 on request) in PATHS (default: the project).
 
@@ -292,6 +297,17 @@ def helper(target: Path, force: bool) -> None:
     else:
         click.echo(f"Then: selfcall-audit fix --helper {spec}")
         click.echo(f'  or set helper = "{spec}" under [tool.selfcall-audit] in pyproject.toml')
+
+
+@group.command(short_help="Run the language server (LSP over stdio) for editors.")
+def server() -> None:
+    """Run the language server over stdin and stdout: diagnostics as you type, the rewrite as a
+    quick fix. Needs the `lsp` extra (from a checkout: pip install -e '.[lsp]'); see docs/editors.md."""
+    try:
+        from .lsp import serve  # pygls is an optional dependency
+    except ImportError as exc:
+        raise UsageError(f"the language server needs the `lsp` extra (pygls): {exc}") from None
+    serve()
 
 
 @group.command(short_help="Explain a rule, or every rule with --all.")

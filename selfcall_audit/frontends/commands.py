@@ -250,8 +250,11 @@ def scan(
     statistics: bool,
     baseline_file: Path | None,
     write_baseline: Path | None,
+    diff_base: str | None,
 ) -> int:
     output = Output.choose(output_file, common.color)
+    if diff_base is not None and write_baseline is not None:
+        raise UsageError("--diff-base and --write-baseline cannot be used together")
     root, settings, projects = common.prepare(
         strict=strict,
         select=codes(select, "--select"),
@@ -259,6 +262,14 @@ def scan(
         ignore=codes(ignore, "--ignore"),
     )
     baseline = _load_baseline(root, settings, baseline_file, write_baseline)
+    if diff_base is not None:  # checked before the analysis, which may take a while
+        from .diffbase import DiffBaseError, commit_of, known_at, new_findings
+
+        try:
+            base = commit_of(root, diff_base)
+        except DiffBaseError as exc:  # one line, not click's usage banner: the command line is fine
+            say(f"selfcall-audit: {exc}")
+            return EXIT_ERROR
     output_format = output_format or ("text" if output.terminal else "concise")
     report = run_analysis(common, projects, root)
     if write_baseline is not None:
@@ -270,6 +281,15 @@ def scan(
 
         report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
         notes = notes_for(report, hidden, baseline[0])
+    if diff_base is not None:
+        try:
+            known = known_at(root, common.paths, base, projects.settings)
+        except DiffBaseError as exc:
+            say(f"selfcall-audit: {exc}")
+            return EXIT_ERROR
+        report, hidden = new_findings(report, known)
+        if hidden:
+            notes.append(f"selfcall-audit: {hidden} finding(s) already present at {diff_base} not shown")
     output.write(_rendered(report, output_format, statistics, output, common.quiet))
     if notes and not common.quiet:
         say("\n".join(notes))

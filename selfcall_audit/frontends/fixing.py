@@ -96,6 +96,7 @@ def finish_project(
     (the bar shows the rewriting at once if the run is already long); `named`: the summary says
     which project it is about (a run over several, whose summaries would otherwise contradict)."""
     from ..migrate.vendor import VendorError, check_place, vendor_helper
+    from ..workspace.lock import project_lock
     from ..workspace.signals import deferred_signals
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
@@ -104,40 +105,41 @@ def finish_project(
     def shown(path: str) -> str:
         return os.path.relpath(root / path).replace(os.sep, "/")
 
-    created = False  # the copy is this run's: no file of the project held it before
-    if vendored and not dry_run:
-        with deferred_signals() as received:  # a signal stops the run once the helper is whole
-            try:
-                check_place(root, vendored)
-                created = not os.path.lexists(root / vendored)
-                vendor_helper(root / vendored)
-            except (VendorError, OSError) as exc:
-                message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    with project_lock(root) if not dry_run else contextlib.nullcontext():  # one writing `fix` at a time
+        created = False  # the copy is this run's: no file of the project held it before
+        if vendored and not dry_run:
+            with deferred_signals() as received:  # a signal stops the run once the helper is whole
+                try:
+                    check_place(root, vendored)
+                    created = not os.path.lexists(root / vendored)
+                    vendor_helper(root / vendored)
+                except (VendorError, OSError) as exc:
+                    message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                    click.echo(
+                        f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                        err=True,
+                    )
+                    _end_run(EXIT_ERROR)
+            if received:
                 click.echo(
-                    f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
+                    f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
                     err=True,
                 )
-                _end_run(EXIT_ERROR)
-        if received:
-            click.echo(
-                f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
-                err=True,
-            )
-            _end_run(128 + received[0])
-    if not dry_run:
-        progress = common.progress(since=since)
-        try:
-            progress.stage("rewriting")
-            progress("", 0, sum(file.changed for file in plan.files))
-            plan.write()
-        finally:
-            progress.close()
-        if created and not plan.rewritten and plan.interrupted is None:
-            # every rewrite was refused as it was written (a file edited meanwhile, hard links):
-            # nothing imports the copy, so it goes, as the run found the project
-            with contextlib.suppress(OSError):
-                os.unlink(root / vendored)
-                vendored = None
+                _end_run(128 + received[0])
+        if not dry_run:
+            progress = common.progress(since=since)
+            try:
+                progress.stage("rewriting")
+                progress("", 0, sum(file.changed for file in plan.files))
+                plan.write()
+            finally:
+                progress.close()
+            if created and not plan.rewritten and plan.interrupted is None:
+                # every rewrite was refused as it was written (a file edited meanwhile, hard links):
+                # nothing imports the copy, so it goes, as the run found the project
+                with contextlib.suppress(OSError):
+                    os.unlink(root / vendored)
+                    vendored = None
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)

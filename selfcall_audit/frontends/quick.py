@@ -74,6 +74,7 @@ def quick_scan(argv: list[str], early: GitListing | None) -> int | None:
                 statistics=False,
                 baseline_file=None,
                 write_baseline=None,
+                diff_base=None,
             )
         except commands.UsageError as exc:  # said as click says it, with the command's usage
             from .cli import usage_error

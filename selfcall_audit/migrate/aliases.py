@@ -9,11 +9,9 @@ from collections.abc import Iterable
 import libcst as cst
 import libcst.matchers as m
 
-from .scope import reads_locals
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .rewrite import Plan
+from .imports import ident
+from .locate import Plan
+from .scope import binds, reads_locals
 
 
 def unused_aliases(
@@ -45,7 +43,7 @@ def unused_aliases(
 def _root_name(node: cst.CSTNode) -> str | None:
     while isinstance(node, cst.Attribute):
         node = node.value
-    return node.value if isinstance(node, cst.Name) else None
+    return ident(node.value) if isinstance(node, cst.Name) else None
 
 
 def _is_plain_value(node: cst.BaseExpression) -> bool:
@@ -60,11 +58,11 @@ class _Uses(cst.CSTVisitor):
 
     def __init__(self, name: str):
         super().__init__()
-        self.name = name
+        self.name = ident(name)
         self.count = 0
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.count += node.value == self.name
+        self.count += ident(node.value) == self.name
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         node.value.visit(self)
@@ -91,7 +89,7 @@ def _sole_binding(method: cst.FunctionDef, name: str) -> cst.SimpleStatementLine
                 and len(statement.body) == 1
                 and isinstance(assign := statement.body[0], cst.Assign)
                 and len(assign.targets) == 1
-                and m.matches(assign.targets[0].target, m.Name(name))
+                and binds(assign.targets[0].target, name)
             ):
                 continue
             if not _is_plain_value(assign.value) or len(body) == 1:

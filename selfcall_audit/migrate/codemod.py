@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..config import DEFAULT_HELPER
 from ..ftypes import Finding, Report
-from ..report.escape import neutralise
+from ..report.escape import git_quoted
 from ..report.messages import message
 from ..rules import SELF_CALL
 from ..workspace.write import resolved_inside, write_all
@@ -51,11 +51,9 @@ class FileFix:
     def diff(self) -> bytes:
         """The patch as `git diff` prints it: the file's own bytes, whatever its encoding, in
         lines that only a newline ends (for git and patch, a form feed or a lone carriage return
-        ends none)."""
-        name = neutralise(self.path).encode()  # the code stays as it is
-        lines = difflib.diff_bytes(
-            difflib.unified_diff, _lines(self.before), _lines(self.after), b"a/" + name, b"b/" + name
-        )
+        ends none), and names quoted as git quotes them."""
+        old, new = git_quoted(f"a/{self.path}"), git_quoted(f"b/{self.path}")  # the code stays as it is
+        lines = difflib.diff_bytes(difflib.unified_diff, _lines(self.before), _lines(self.after), old, new)
         return b"".join(
             line if line.endswith(b"\n") else line + b"\n\\ No newline at end of file\n" for line in lines
         )
@@ -115,7 +113,7 @@ class FixPlan:
 
 def _blocker(finding: Finding, helper: Helper) -> str:
     reason = finding.fix_blocker or "it cannot be rewritten safely"
-    if "through the helper" in reason:  # an agent method that forwards its arguments to the client
+    if finding.call is not None and finding.call.receiver.kind == "helper":  # forwards to the client
         reason += f"; rewrite this call by hand to call `{helper.name}(self, url_path=..., ...)` directly"
     return reason
 

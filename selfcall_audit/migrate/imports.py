@@ -6,16 +6,20 @@ imports of it.
 
 from __future__ import annotations
 
+import re
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
+import libcst.matchers as m
 
 from ..config import helper_parts
 from .arguments import uncommented
 
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
+_E402 = re.compile(r"#\s*noqa\b.*\bE402\b")
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,15 @@ class Helper:
         return cls(*helper_parts(spec))
 
 
+def ident(name: str) -> str:
+    """An identifier as Python reads it: NFKC-normalised (a fullwidth `s` in `self` is `s`)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` as Python reads it, or None for another expression."""
     if isinstance(node, cst.Name):
-        return node.value
+        return ident(node.value)
     if isinstance(node, cst.Attribute):
         base = dotted_name(node.value)
         return None if base is None else f"{base}.{node.attr.value}"
@@ -104,7 +114,9 @@ def _blank_prefix(lines: Sequence[cst.EmptyLine]) -> int:
 
 
 def add_import(module: cst.Module, helper: Helper, first_party: Callable[[str], bool]) -> cst.Module:
-    """Merge the helper into an import of its module, or add the line where isort would put it."""
+    """Merge the helper into an import of its module, or add the line where isort would put it:
+    among the imports of its own section, and below a change of `sys.path` that imports below it
+    may need (a script that puts the repo on the path before importing its modules)."""
     body = list(module.body)
     for index, statement in enumerate(body):
         if not _is_import_line(statement):
@@ -144,12 +156,25 @@ def add_import(module: cst.Module, helper: Helper, first_party: Callable[[str], 
         body.insert(at, line)
         return module.with_changes(body=body)
 
-    run = []
-    for index in range(imports[0], len(body)):
-        if not _is_import_line(body[index]):
-            break
-        run.append(index)
     ours = (_section(helper.module, False, first_party), 1, helper.module.lower())
+    runs: list[list[int]] = []
+    for index in imports:
+        if runs and runs[-1][-1] == index - 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    changed = _last_path_change(body[: imports[-1]])
+    if changed is not None:  # the imports below it may need it, and so may the helper's
+        run = next(r for r in runs if r[0] > changed)
+        if any(_E402.search(_comment(body[i])) for i in run):  # as the file's own imports there say
+            line = line.with_changes(
+                trailing_whitespace=cst.TrailingWhitespace(
+                    cst.SimpleWhitespace("  "), cst.Comment("# noqa: E402")
+                )
+            )
+    else:  # with the imports of its own section, else with the first ones
+        sections = {i: _sort_key(body[i], first_party)[0] for i in imports}  # type: ignore[arg-type]
+        run = next((r for r in runs if any(sections[i] == ours[0] for i in r)), runs[0])
     keys = {i: _sort_key(body[i], first_party) for i in run}  # type: ignore[arg-type]
     same = [i for i in run if keys[i][0] == ours[0]]
     if same:
@@ -167,6 +192,27 @@ def add_import(module: cst.Module, helper: Helper, first_party: Callable[[str], 
     if _blank_prefix(following.leading_lines) == 0:
         body[run[0] + 1] = following.with_changes(leading_lines=[cst.EmptyLine(), *following.leading_lines])
     return module.with_changes(body=body)
+
+
+def _comment(statement: cst.BaseStatement) -> str:
+    trailing = getattr(statement, "trailing_whitespace", None)
+    return trailing.comment.value if trailing is not None and trailing.comment is not None else ""
+
+
+def _last_path_change(body: Sequence[cst.BaseStatement]) -> int | None:
+    """The index of the last top-level statement that changes `sys.path` (`sys.path.insert(...)`,
+    an assignment to it, `site.addsitedir(...)`)."""
+    path = m.Attribute(value=m.Name("sys"), attr=m.Name("path"))
+    change = (
+        m.Call(func=m.Attribute(value=path) | m.Attribute(value=m.Name("site"), attr=m.Name("addsitedir")))
+        | m.AssignTarget(target=path | m.Subscript(value=path))
+        | m.AugAssign(target=path)
+    )
+    found = None
+    for index, statement in enumerate(body):
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and m.findall(statement, change):
+            found = index
+    return found
 
 
 def _insert_before(
@@ -220,7 +266,13 @@ def _with_name(node: cst.ImportFrom, name: str) -> cst.ImportFrom:
             step = uncommented(step)
         names[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=step))
         names.append(alias.with_changes(comma=last.comma.with_changes(whitespace_after=uncommented(ending))))
-    else:
-        names[-1] = last.with_changes(comma=single_space)
+    else:  # the new name goes on a line of its own where the last one did, indented as it was
+        if len(names) > 1:
+            step = uncommented(names[-2].comma.whitespace_after)  # type: ignore[union-attr]
+        elif node.lpar is not None and isinstance(node.lpar.whitespace_after, cst.ParenthesizedWhitespace):
+            step = uncommented(node.lpar.whitespace_after)
+        else:
+            step = cst.SimpleWhitespace(" ")
+        names[-1] = last.with_changes(comma=cst.Comma(whitespace_after=step))
         names.append(alias)
     return node.with_changes(names=names)

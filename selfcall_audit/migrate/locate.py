@@ -7,6 +7,7 @@ from the tree with the same rules), so that nothing is rewritten on a position a
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from libcst.metadata import CodePosition, CodeRange
 
 from ..analysis import policy
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding
-from .imports import dotted_name
+from .imports import dotted_name, ident
 from .scope import enclosing_method
 
 TYPE_CHECKING = False
@@ -24,8 +25,25 @@ if TYPE_CHECKING:
     from ..ftypes import CallContext, ReceiverKind
 
 
+_BLANK = cst.Module(body=())  # renders a node in the default layout
+
+
 class LocateError(Exception):
     """A located call is missing from its own syntax tree: a bug."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one call is rewritten: the callee's new name, `self`, and the arguments' fate."""
+
+    callee: str
+    self_name: str
+    drop: frozenset[int]  # argument indexes removed (server_name, method)
+    to_keyword: frozenset[int]  # positional url_path, which becomes `url_path=`
+    method: cst.FunctionDef
+    removed: tuple[cst.CSTNode, ...]  # the expressions that disappear with the rewrite
+    bindings: frozenset[str]  # local names the analysis says the removed parts read
+    ancestors: tuple[cst.CSTNode, ...]
 
 
 @dataclass(frozen=True)
@@ -141,7 +159,10 @@ def describe(site: Site) -> CallDescription:
         if arg.star:
             arguments.append(CallArgument(index, "other", None, arg.star))
             continue
-        arguments.append(CallArgument(index, policy.role_of(client_method, positional, keyword), keyword))
+        role = policy.role_of(client_method, positional, keyword)
+        arguments.append(
+            CallArgument(index, role, keyword, text=_text(arg.value) if role in policy.ROUTING_ROLES else "")
+        )
         positional += keyword is None
     return CallDescription(
         receiver=CallReceiver(kind, client_method, dotted_name(call.func) or ""),
@@ -151,8 +172,17 @@ def describe(site: Site) -> CallDescription:
     )
 
 
+def _text(node: cst.BaseExpression) -> str:
+    """The expression as Python reads it: what the analysis recorded of it (`ast.unparse`)."""
+    code = _BLANK.code_for_node(node)
+    try:
+        return ast.unparse(ast.parse(f"(\n{code}\n)", mode="eval").body)
+    except SyntaxError:  # a form libcst reads and ast does not: it matches no recorded text
+        return code
+
+
 def _is_name(node: cst.CSTNode, name: str | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
+    return isinstance(node, cst.Name) and ident(node.value) == name
 
 
 def _bound_method(site: Site, name: str) -> str:
@@ -189,8 +219,11 @@ def _context(site: Site) -> CallContext:
 
 
 def mismatch(described: CallDescription, seen: CallDescription) -> bool:
-    """Is the call in the tree another one than the analysis described (the file moved on)?"""
+    """Is the call in the tree another one than the analysis described (the file moved on)? Its
+    arguments, its receiver and what its server name, path and method say must be the same."""
     shape = [(a.index, a.keyword, a.star) for a in described.arguments]
-    return shape != [(a.index, a.keyword, a.star) for a in seen.arguments] or (
-        described.receiver.kind != "helper" and described.receiver.text not in ("", seen.receiver.text)
-    )
+    if shape != [(a.index, a.keyword, a.star) for a in seen.arguments]:
+        return True
+    if any(a.text and a.text != b.text for a, b in zip(described.arguments, seen.arguments, strict=True)):
+        return True
+    return described.receiver.kind != "helper" and described.receiver.text not in ("", seen.receiver.text)

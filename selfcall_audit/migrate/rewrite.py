@@ -20,10 +20,10 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from ..analysis import policy
 from ..ftypes import CallDescription, Finding
-from . import arguments, scope
+from . import arguments, flow, scope
 from .aliases import unused_aliases
 from .imports import Helper, add_import, imported_name
-from .locate import Site, describe, locate, mismatch
+from .locate import Plan, Site, describe, locate, mismatch
 from .splice import SpliceError, spliced
 
 
@@ -37,20 +37,7 @@ class Outcome:
 
     finding: Finding
     reason: str | None = None
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How one call is rewritten: the callee's new name, `self`, and the arguments' fate."""
-
-    callee: str
-    self_name: str
-    drop: frozenset[int]  # argument indexes removed (server_name, method)
-    to_keyword: frozenset[int]  # positional url_path, which becomes `url_path=`
-    method: cst.FunctionDef
-    removed: tuple[cst.CSTNode, ...]  # the expressions that disappear with the rewrite
-    bindings: frozenset[str]  # local names the analysis says the removed parts read
-    ancestors: tuple[cst.CSTNode, ...]
+    blocker: policy.Blocker | None = None  # what the reason is about, where the tree around the call tells
 
 
 class _Rewriter:
@@ -65,6 +52,7 @@ class _Rewriter:
         self.imported_as = imported_name(module, helper)
         self.callee = self.imported_as or helper.name
         self.clash = scope.helper_binding(module, helper, self.callee)
+        self.flows = flow.Flows(module, self._line)
 
     def run(self, findings: Sequence[Finding]) -> tuple[cst.Module, list[Outcome], list[tuple[int, str]]]:
         sites = locate(self.module, self.positions, findings, self.source_lines)
@@ -75,6 +63,8 @@ class _Rewriter:
             plan = "the call is not where the analysis found it" if site is None else self.plan(finding, site)
             if isinstance(plan, str):
                 outcomes.append(Outcome(finding, plan))
+            elif isinstance(plan, policy.Blocker):
+                outcomes.append(Outcome(finding, plan.reason, plan))
             else:
                 plans[site.call] = plan  # type: ignore[union-attr]
                 outcomes.append(Outcome(finding))
@@ -88,7 +78,7 @@ class _Rewriter:
             module = add_import(module, self.helper, self.first_party)
         return module, outcomes, removed_aliases
 
-    def plan(self, finding: Finding, site: Site) -> Plan | str:
+    def plan(self, finding: Finding, site: Site) -> Plan | policy.Blocker | str:
         seen = describe(site)
         call: CallDescription = finding.call or seen
         if finding.call is not None and mismatch(finding.call, seen):
@@ -107,6 +97,8 @@ class _Rewriter:
             *(site.call.args[roles[r]].value for r in policy.DROPPED_ROLES if r in roles),
         ]
         rebound = scope.rebinding(method, self_name)
+        scopes = [method, *scope.nested_scopes(site.ancestors, at)]
+        names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         site_facts = policy.Site(
             callee=self.callee,
             self_name=self_name,
@@ -116,10 +108,11 @@ class _Rewriter:
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
             streamed=scope.streamed_response(site.ancestors, method),
+            reaches=tuple(self.flows.reach(scopes, site.ancestors, site.call, name) for name in names),
         )
-        reason = policy.site_blocker(site_facts)
-        if reason is not None:
-            return reason
+        blocker = policy.site_blocker(site_facts)
+        if blocker is not None:
+            return blocker
         url = call.argument("url_path")
         assert url is not None  # policy.blocker made sure
         on_self = call.receiver.kind == "self_attribute"

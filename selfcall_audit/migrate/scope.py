@@ -10,9 +10,9 @@ from collections.abc import Sequence
 import libcst as cst
 import libcst.matchers as m
 
-from .imports import Helper, dotted_name, module_name
+from .imports import Helper, dotted_name, ident, module_name
 
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NEW_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 # Calls that read a function's local variables by name: an alias they may read must stay.
 _LOCALS_READERS = frozenset({"locals", "vars", "eval", "exec"})
@@ -25,12 +25,12 @@ class _Binders(cst.CSTVisitor):
 
     def __init__(self, name: str, root: cst.CSTNode | None):
         super().__init__()
-        self.name = name
+        self.name = ident(name)
         self.root = root  # the scope whose own bindings are wanted; None: everywhere
         self.found: list[cst.CSTNode] = []
 
     def _target(self, owner: cst.CSTNode, target: cst.CSTNode | None) -> None:
-        if _binds(target, self.name):
+        if binds(target, self.name):
             self.found.append(owner)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -89,10 +89,10 @@ class _Binders(cst.CSTVisitor):
             self.found.append(node)
 
     def visit_Global(self, node: cst.Global) -> None:
-        self._target(node, next((i.name for i in node.names if i.name.value == self.name), None))
+        self._target(node, next((i.name for i in node.names if ident(i.name.value) == self.name), None))
 
     def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self._target(node, next((i.name for i in node.names if i.name.value == self.name), None))
+        self._target(node, next((i.name for i in node.names if ident(i.name.value) == self.name), None))
 
     def visit_MatchAs(self, node: cst.MatchAs) -> None:
         self._target(node, node.name)
@@ -137,31 +137,31 @@ def enclosing_method(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.FunctionDef 
             params = [*node.params.posonly_params, *node.params.params]
             if decorators & {"staticmethod", "classmethod"} or not params:
                 return node, None, index
-            return node, params[0].name.value, index
+            return node, ident(params[0].name.value), index
     return None, None, -1
 
 
 def shadows(scopes: Sequence[cst.CSTNode], name: str) -> bool:
     """Does a function, lambda, class or comprehension between the method and the call bind `name`?"""
     for scope in scopes:
-        if isinstance(scope, _COMPREHENSIONS):
+        if isinstance(scope, COMPREHENSIONS):
             clauses = m.findall(scope, m.CompFor())
-            if any(isinstance(c, cst.CompFor) and _binds(c.target, name) for c in clauses):
+            if any(isinstance(c, cst.CompFor) and binds(c.target, name) for c in clauses):
                 return True
         elif bindings(scope, name, own_scope=True):
             return True
     return False
 
 
-def _binds(target: cst.CSTNode | None, name: str) -> bool:
+def binds(target: cst.CSTNode | None, name: str) -> bool:
     """Does an assignment to `target` bind `name` (`name`, `a, name`, `[*name]`)?"""
     match target:
         case cst.Name(value=value):
-            return value == name
+            return ident(value) == ident(name)
         case cst.Tuple(elements=elements) | cst.List(elements=elements):
-            return any(_binds(element.value, name) for element in elements)
+            return any(binds(element.value, name) for element in elements)
         case cst.StarredElement(value=value):
-            return _binds(value, name)
+            return binds(value, name)
     return False
 
 
@@ -206,7 +206,7 @@ def reads_locals(function: cst.FunctionDef) -> bool:
 
 def nested_scopes(ancestors: Sequence[cst.CSTNode], method_index: int) -> list[cst.CSTNode]:
     """The functions, lambdas and comprehensions between the method and the call."""
-    return [node for node in ancestors[method_index + 1 :] if isinstance(node, _NEW_SCOPES + _COMPREHENSIONS)]
+    return [node for node in ancestors[method_index + 1 :] if isinstance(node, _NEW_SCOPES + COMPREHENSIONS)]
 
 
 def streamed_response(ancestors: Sequence[cst.CSTNode], method: cst.FunctionDef) -> str | None:

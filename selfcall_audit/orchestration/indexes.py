@@ -18,6 +18,7 @@ from .jobs import import_lines_of, instances_of
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
+    from .warm import Warm
 
 _MAX_NAMES = 32  # names the word index answers for; one more starts it again
 
@@ -36,8 +37,11 @@ class Indexes:
         key: Callable[[str], str | None],
         errors: dict[str, str],
         failed: set[str],
+        warm: Warm | None = None,
     ):
+        """`warm`: what a long-lived process keeps of the project, used and kept up to date."""
         self.root = root
+        self.warm = warm
         self.max_size = max_size
         self.files = files
         self.cache = cache
@@ -53,6 +57,8 @@ class Indexes:
         stays the same (not when a file could not be read or parsed: it is tried again next
         time); worked out in a worker when `background` and the workers pay."""
         stored = self.cache.instances(key) if self.cache and key else None
+        if self.warm is not None:
+            stored = self.warm.instances
         if stored is not None:
             self.errors.update(stored[1])
             return lambda: stored[0]
@@ -65,6 +71,8 @@ class Indexes:
             self.failed.update(failed)
             if self.cache and key and not failed:
                 self.cache.put_instances(key, instances, errors)
+            if self.warm is not None and not failed:
+                self.warm.instances = (instances, errors)
             return instances
 
         return functools.cache(result)
@@ -74,6 +82,8 @@ class Indexes:
         searched again; asked once per step of a walk up the importers, each file's are looked up
         once per run."""
         sources = tuple(sources)
+        if self.warm is not None:
+            return [(rel, self.warm.import_lines(rel, self.read(rel))) for rel in sources]
         lines = self._lines
         if missing := tuple(rel for rel in sources if rel not in lines):
             self.index_imports(missing)()
@@ -113,6 +123,8 @@ class Indexes:
         """The source files that name `name` as a whole word. Each file's answers for the names
         asked before are kept under its content key, so a one-file run searches only the files
         changed since."""
+        if self.warm is not None:
+            return self.warm.naming(name, self.files.sources, self.read)
         if self.cache is None:
             named = word_matcher([name])
             return [rel for rel in self.files.sources if named(self.read(rel))]

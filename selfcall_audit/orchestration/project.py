@@ -7,6 +7,7 @@ Where facts come from (the cache, worker processes) and what a stored result dep
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import time
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on 
     from ..workspace.workers import Workers
     from .reuse import Observed
     from .store import FactsStore
+    from .warm import Warm
 
 
 @dataclass
@@ -84,9 +86,12 @@ class Project:
         settings: Settings,
         progress: Progress | None = None,
         sources: Mapping[str, bytes] | None = None,
+        warm: Warm | None = None,
     ):
-        """`sources`: root-relative paths whose text is read from memory (an editor's unsaved buffer)."""
+        """`sources`: root-relative paths whose text is read from memory (an editor's unsaved buffer);
+        `warm`: what earlier runs of a long-lived process learnt of the project, kept up to date."""
         self.root = root
+        self.warm = warm
         self.settings = settings
         self.progress = progress
         self.errors: dict[str, str] = {}
@@ -99,7 +104,7 @@ class Project:
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
         # whichever front end runs (the command line, flake8, the pytest helper). Text from memory
         # is not what the cache's fingerprints (of the files on disk) describe: no cache then.
-        cached = settings.cache_dir and not sources and is_project_root(os.fspath(root))
+        cached = settings.cache_dir and not sources and not warm and is_project_root(os.fspath(root))
         self.cache = FactsCache.open(root, settings.cache_dir) if cached else None
         self._store: FactsStore | None = None
         self._workers: Workers | None = None  # started by the first batch that repays them
@@ -112,8 +117,8 @@ class Project:
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
         """The file's bytes, read once; None, with an SCA900 entry saying why, when they cannot be had."""
-        if rel in self._bytes:
-            return self._bytes[rel]
+        if (data := self.peek(rel)) is not None:
+            return data
         try:
             data = read_file(os.path.join(self.root, rel), self.settings.max_file_size)
         except TooLarge as exc:
@@ -124,7 +129,14 @@ class Project:
             self.errors[rel] = str(exc)
             self.failed.add(rel)
             return None
-        self._bytes[rel] = data
+        (self.warm.disk if self.warm else self._bytes)[rel] = data
+        return data
+
+    def peek(self, rel: str) -> bytes | None:
+        """The file's bytes if they were read already (or are in memory), else None."""
+        data = self._bytes.get(rel)
+        if data is None and self.warm is not None:
+            data = self.warm.disk.get(rel)
         return data
 
     def key(self, rel: str) -> str | None:
@@ -147,8 +159,16 @@ class Project:
         if self._store is None:
             from .store import FactsStore
 
+            memory = self.warm.facts if self.warm else None
             self._store = FactsStore(
-                self.read, self.key, self.cache, self._pool(), self.errors, self.failed, self.progress
+                self.read,
+                self.key,
+                self.cache,
+                self._pool(),
+                self.errors,
+                self.failed,
+                self.progress,
+                memory,
             )
         return self._store
 
@@ -162,21 +182,31 @@ class Project:
     # pipeline ----------------------------------------------------------------------------
     @_few_collections()
     def analyze(
-        self, paths: Iterable[Path] = (), inventory: bool = False, early: GitListing | None = None
+        self,
+        paths: Iterable[Path] = (),
+        inventory: bool = False,
+        early: GitListing | None = None,
+        located: bool = False,
     ) -> Report:
         """Findings for `paths` (default: the whole project); `inventory` also lists YAML instances
-        per agent, which needs every entrypoint module; `early`: git's listing, started before."""
+        per agent, which needs every entrypoint module; `early`: git's listing, started before;
+        `located`: only the findings located in `paths` (an editor's diagnostics of a file), not
+        those elsewhere whose evidence is there, so the modules importing them are not searched."""
         started = time.perf_counter()
         scopes = _cut_scopes(self.root, paths)
         whole = not scopes or "" in scopes
-        files = discover(
-            self.root,
-            self.settings.exclude,
-            self.settings.include_tests,
-            self.settings.config_globs,
-            nested=self.settings.nested_projects,
-            early=early,
-        )
+        files = self.warm.files if self.warm else None
+        if files is None:
+            files = discover(
+                self.root,
+                self.settings.exclude,
+                self.settings.include_tests,
+                self.settings.config_globs,
+                nested=self.settings.nested_projects,
+                early=early,
+            )
+            if self.warm:
+                self.warm.files = files
         self.listed_sources = files.sources
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
         fingerprint = fingerprints.of(self.key) if fingerprints else None
@@ -184,7 +214,7 @@ class Project:
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
             if analysed:
-                result = self._analyze(files, fingerprints, scopes, whole, inventory)
+                result = self._analyze(files, fingerprints, scopes, whole, inventory, located)
         finally:
             if self._workers is not None:
                 self._workers.close()
@@ -256,6 +286,7 @@ class Project:
         scopes: tuple[str, ...],
         whole: bool,
         inventory: bool,
+        located: bool = False,
     ) -> Analysis:
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
@@ -279,19 +310,22 @@ class Project:
             self.key,
             self.errors,
             self.failed,
+            self.warm,
         )
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
-        chosen = Targets(
-            files.sources, self.read, self._bytes.get, indexes.naming, store, settings.agent_bases
-        )
+        chosen = Targets(files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases)
         targets = None
         indexed: Callable[[], None] | None = None
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
-            resolver = Resolver(hierarchy, settings, instances(), self.read)
-            targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
+            mentions = functools.partial(self.warm.mentions, read=self.read) if self.warm else None
+            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions)
+            if located:
+                targets = chosen.located(scopes)
+            else:
+                targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             targets, rounds, searched = chosen.whole(hierarchy)

@@ -32,6 +32,10 @@ class Projects:
             self._done.add(root)
             yield root, self._settings_for(root), paths
 
+    def settings(self, root: Path) -> Settings:
+        """The settings the project at `root` is analysed with."""
+        return self._settings_for(root)
+
     def found(self, report: Report) -> None:
         """The nested projects an analysis found in its scope, to analyse next, each as a whole."""
         for root in report.projects:

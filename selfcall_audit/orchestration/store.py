@@ -31,9 +31,13 @@ class FactsStore:
         errors: dict[str, str],
         failed: set[str],
         progress: Progress | None = None,
+        memory: dict[str, tuple[bytes | None, ModuleFacts | str]] | None = None,
     ):
+        """`memory`: each file's last facts (or why there are none) with the bytes they are of, kept
+        by a long-lived process (one version a file: an editor's every keystroke is another)."""
         self.read = read
         self.key = key
+        self.memory = memory
         self.cache = cache
         self.workers = workers
         self.errors = errors
@@ -99,6 +103,10 @@ class FactsStore:
             if data is None:
                 self._facts[rel] = None
                 continue
+            kept = self.memory.get(rel) if self.memory is not None else None
+            if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
+                self._keep(rel, kept[1], None, parsed=False)
+                continue
             key = self._keys[rel] = self.key(rel)  # type: ignore[assignment]
             cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
@@ -109,8 +117,10 @@ class FactsStore:
             if ahead is None:
                 yield rel, data, self.cache is not None
 
-    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None) -> None:
-        self.parsed += 1
+    def _keep(self, rel: str, result: ModuleFacts | str, payload: bytes | None, parsed: bool = True) -> None:
+        self.parsed += parsed
+        if parsed and self.memory is not None:
+            self.memory[rel] = (self.read(rel), result)
         if isinstance(result, str):
             self.errors[rel] = result
             self.failed.add(rel)

@@ -113,6 +113,17 @@ class Targets:
         self.store.preload(targets)
         return targets
 
+    def located(self, scopes: tuple[str, ...]) -> list[str]:
+        """The files in scope alone: what a run reporting only the findings located there reads
+        (a class there deployed by an agent elsewhere is found through `naming`)."""
+        listed = set(self.sources)
+        if all(scope in listed for scope in scopes):  # files, as an editor names them
+            targets = list(dict.fromkeys(scopes))
+        else:
+            targets = [rel for rel in self.sources if in_scope(rel, scopes)]
+        self.store.preload(targets)
+        return targets
+
     def naming(self, name: str) -> list[str]:
         """The files that name a class (subclasses of it may be defined there), parsed."""
         found = self.named(name)

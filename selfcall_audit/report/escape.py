@@ -32,3 +32,30 @@ def neutralise(text: str, keep: str = "") -> str:
     if keep:
         return _UNSAFE.sub(lambda match: match.group() if match.group() in keep else _escaped(match), text)
     return _UNSAFE.sub(_escaped, text)
+
+
+_GIT_NAMED = {
+    7: b"\\a",
+    8: b"\\b",
+    9: b"\\t",
+    10: b"\\n",
+    11: b"\\v",
+    12: b"\\f",
+    13: b"\\r",
+    34: b'\\"',
+    92: b"\\\\",
+}
+
+
+def git_quoted(name: str) -> bytes:
+    """A file name in a patch header as git writes it (`quote_c_style`, `core.quotePath` on): as
+    it is when every byte is printable ASCII, else in double quotes with each control character,
+    quote, backslash and non-ASCII byte escaped, so that `git apply` and `patch` read it back whole
+    (a tab would otherwise end the name). The bytes are those of the name on disk."""
+    raw = name.encode("utf-8", "surrogateescape")
+    if all(0x20 <= byte < 0x7F and byte not in (34, 92) for byte in raw):
+        return raw
+    quoted = b"".join(
+        _GIT_NAMED.get(byte) or (bytes([byte]) if 0x20 <= byte < 0x7F else b"\\%03o" % byte) for byte in raw
+    )
+    return b'"' + quoted + b'"'

@@ -104,6 +104,7 @@ def test_every_after_file_passes_isort_and_leaves_no_unused_name(tmp_path: Path)
 @pytest.mark.parametrize(
     "name", ["plain", "positional", "async_with", "walrus_in_server_name", "default_argument", "form_feed"]
 )
+@pytest.mark.slow
 def test_case_as_a_real_command(name: str, tmp_path: Path, command) -> None:
     case = CASES / name
     expected, reasons = expectations(case)
@@ -131,6 +132,7 @@ def test_crlf_and_bom_are_kept(tmp_path: Path, cli) -> None:
     assert (root / APP).read_bytes() == windows(expected)
 
 
+@pytest.mark.slow
 def test_a_case_copied_twice_is_rewritten_in_both_files(tmp_path: Path, cli) -> None:
     root = make_project(tmp_path / "repo", CASES / "loop")
     shutil.copytree(root / "responses_api_agents" / "x", root / "responses_api_agents" / "y")

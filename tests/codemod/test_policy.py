@@ -6,13 +6,17 @@ checks the call it finds in the file against the description before trusting it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from selfcall_audit.analysis import policy
-from selfcall_audit.config import DEFAULT_HELPER
+from selfcall_audit.config import DEFAULT_HELPER, load_settings
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, Finding
 from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
+from selfcall_audit.orchestration.project import Project
 
 HELPER = Helper.parse(DEFAULT_HELPER)
 ON_SELF = CallReceiver("self_attribute", "post", "self.server_client.post")
@@ -154,6 +158,42 @@ def test_a_call_that_is_not_the_described_one_is_left_alone() -> None:
 
     assert after == SOURCE
     assert outcome.reason == "the call is not the one the analysis described; run `selfcall-audit fix` again"
+
+
+@pytest.mark.parametrize(
+    ("index", "analysed"),
+    [(0, "self.config.model_server.name"), (1, "'/run'")],
+    ids=["server name", "path"],
+)
+def test_a_call_that_no_longer_says_what_was_analysed_is_left_alone(index: int, analysed: str) -> None:
+    """Same arguments, same receiver, but the file now names another server or path."""
+    arguments = [
+        CallArgument(0, "server_name", text="self.config.name"),
+        CallArgument(1, "url_path", text="'/v1/responses'"),
+    ]
+    arguments[index] = replace(arguments[index], text=analysed)
+
+    after, [outcome], _ = rewrite_source(
+        SOURCE, [finding(described(BOUND, (*arguments, POSITIONAL[2])))], HELPER
+    )
+
+    assert after == SOURCE
+    assert outcome.reason == "the call is not the one the analysis described; run `selfcall-audit fix` again"
+
+
+def test_the_texts_the_analysis_records_are_those_the_tree_shows(tmp_path: Path) -> None:
+    """What `scan` records of the server name and path is what `fix` reads back from the same file."""
+    root = tmp_path / "repo"
+    (root / "responses_api_agents" / "x").mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "toy"\n')
+    (root / "responses_api_agents" / "x" / "app.py").write_bytes(SOURCE)
+
+    [found] = Project(root, load_settings(root)).analyze([root]).findings
+
+    assert found.call is not None
+    assert [a.text for a in found.call.arguments] == ["self.config.name", "'/v1/responses'", ""]
+    after, [outcome], _ = rewrite_source(SOURCE, [replace(found, **CALL)], HELPER)
+    assert outcome.reason is None and after != SOURCE
 
 
 def test_without_a_description_the_tree_is_read_with_the_same_rules() -> None:

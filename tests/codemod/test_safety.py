@@ -106,6 +106,7 @@ def test_a_module_that_binds_the_helpers_name_is_left_alone(construct: str, tmp_
     assert result.exit_code == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("construct", ["match capture", "global", "import alias rebound later"])
 def test_the_helpers_name_bound_by_the_module_as_a_real_command(
     construct: str, tmp_path: Path, command
@@ -147,6 +148,7 @@ def encode(text: str, encoding: str, newline: str) -> bytes:
     return text.encode("ascii") if encoding == "unicode_escape" else text.encode(encoding)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ENCODED))
 def test_every_byte_outside_the_call_is_kept_in_the_files_encoding(
     name: str, tmp_path: Path, command
@@ -234,3 +236,143 @@ def test_a_call_in_a_removed_argument_would_no_longer_run_and_is_refused() -> No
     assert outcome.reason == (
         "the server name or client comes from `self.own_name()`, which the rewrite would no longer run"
     )
+
+
+# every binding that can reach the call --------------------------------------------------------
+
+CALL = 'response = await self.server_client.post(server_name=target, url_path="/v1/responses", json=body)'
+FLOW = """\
+from contextlib import suppress
+
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+{module}
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, body, names):
+        target = self.config.name
+{body}
+        return response
+"""
+
+
+def _flow_case(body: str, module: str = "") -> tuple[str, Finding]:
+    """The method with `body` (where CALL stands for the self-call) and the finding at the call."""
+    source = FLOW.format(module=module, body=body.strip("\n").replace("CALL", CALL))
+    lines = source.splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "self.server_client" in text)
+    column = lines[line - 1].index("self.server_client") + 1
+    end_column = lines[line - 1].index("json=body)") + len("json=body)") + 1
+    return source, Finding(
+        "SCA001", APP, line, column, line, end_column, "m", "EchoAgent", "run", fixable=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "kind"),
+    [
+        ("        while names:\n            CALL\n            target = names.pop()", "rebound_in_loop"),
+        (
+            "        for name in names:\n            if name:\n                target = name\n                continue\n"
+            "            CALL",
+            "several_bindings",
+        ),
+        (
+            "        try:\n            target = body['peer']\n        except KeyError:\n            pass\n        CALL",
+            "several_bindings",
+        ),
+        (
+            "        with suppress(KeyError):\n            target = body['peer']\n        CALL",
+            "several_bindings",
+        ),
+        (
+            "        match body:\n            case {'peer': target}:\n                pass\n        CALL",
+            "several_bindings",
+        ),
+        ("        if not names:\n            del target\n        CALL", "maybe_unbound"),
+        ("        target += '-2'\n        CALL", "not_a_plain_binding"),
+        ("        return None\n        CALL", "unreachable"),
+        ("        try:\n            CALL\n        finally:\n            target = None", "none"),
+        ("        for name in names:\n            CALL\n        target = names", "none"),
+        ("        if names:\n            body = names\n        CALL", "none"),
+    ],
+    ids=[
+        "while",
+        "continue",
+        "try",
+        "with",
+        "match",
+        "del",
+        "augmented",
+        "unreachable",
+        "finally-after",
+        "after-loop",
+        "other-name",
+    ],
+)
+def test_a_rewrite_needs_one_binding_of_the_server_name_on_every_path(body: str, kind: str) -> None:
+    source, finding = _flow_case(body)
+
+    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert (outcome.blocker.kind if outcome.blocker else "none") == kind
+    assert (after == source.encode()) == (kind != "none")
+
+
+@pytest.mark.parametrize(
+    ("module", "server", "kind"),
+    [
+        ("TARGET = 'x_agent'\n", "TARGET", "none"),
+        ("TARGET = 'x_agent'\nTARGET = 'policy_model'\n", "TARGET", "several_bindings"),
+        ("", "TARGET", "maybe_unbound"),
+        (
+            "TARGET = 'x_agent'\n\ndef retarget():\n    global TARGET\n    TARGET = 'policy_model'\n",
+            "TARGET",
+            "rebound_by_global",
+        ),
+    ],
+    ids=["once", "twice", "never", "global-statement"],
+)
+def test_a_global_server_name_is_bound_once_in_its_module(module: str, server: str, kind: str) -> None:
+    source, finding = _flow_case("        CALL", module)
+    source = source.replace("server_name=target", f"server_name={server}")
+
+    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert (outcome.blocker.kind if outcome.blocker else "none") == kind
+    assert (after == source.encode()) == (kind != "none")
+
+
+def test_a_comprehension_target_at_the_call_is_refused() -> None:
+    source, finding = _flow_case(
+        f"        response = [{CALL.removeprefix('response = ')} for target in names]"
+    )
+
+    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert outcome.blocker is not None and outcome.blocker.kind == "bound_around_the_call"
+    assert after == source.encode()
+
+
+@pytest.mark.parametrize(
+    ("written", "merged"),
+    [
+        ("(\n    Alpha,\n    Beta\n)", "(\n    Alpha,\n    Beta,\n    responses_in_process\n)"),
+        ("(\n    Alpha\n)", "(\n    Alpha,\n    responses_in_process\n)"),
+        (
+            "(Alpha,\n                             Beta)",
+            "(Alpha,\n                             Beta,\n                             responses_in_process)",
+        ),
+        ("Alpha, \\\n    Beta", "Alpha, \\\n    Beta, \\\n    responses_in_process"),
+    ],
+    ids=["one-per-line", "one-name", "hanging", "backslash"],
+)
+def test_a_name_added_after_the_last_one_keeps_its_lines_indentation(written: str, merged: str) -> None:
+    """Without a trailing comma too: the new name takes a line of its own, indented as the one before."""
+    module = f"from {HELPER.module} import {written}\n"
+    source = AGENT.format(module=module, before="")
+    finding = finding_at(source, "self.server_client.post(")
+
+    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert outcome.reason is None
+    assert f"from {HELPER.module} import {merged}\n" in after.decode()

@@ -138,6 +138,7 @@ TAKES_REQUEST = {"FullAgent", "DependentAgent", "RequestBodyAgent", "ExtrasAgent
 SETS_COOKIES = {"FullAgent", "DependentAgent", "ExtrasAgent", "TypedDictAgent", "AnnotatedAgent"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path_kind", list(PATHS))
 @pytest.mark.parametrize("agent_cls", AGENT_CLASSES, ids=lambda cls: cls.__name__)
 def test_multi_step_rollouts_match(host: Host, agent_cls: type[Agent], path_kind: str) -> None:
@@ -329,6 +330,7 @@ ERROR_BODIES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(ERROR_CALLS))
 def test_errors_match(host: Host, case: str) -> None:
     agent = host.agents["FullAgent"]
@@ -546,6 +548,7 @@ def test_cancelling_the_caller_cancels_the_handler(host: Host) -> None:
         assert probe == {"started": True, "cancelled": True, "finished": True}
 
 
+@pytest.mark.slow
 def test_handler_starts_from_a_fresh_context_like_a_server_request(host: Host) -> None:
     agent = host.agents["FullAgent"]
 
@@ -572,6 +575,7 @@ def test_rollout_context_of_run_does_not_reach_the_handler(host: Host) -> None:
         assert results[mode]["turns"][0]["json"]["observed"]["rollout_var"] is None, mode
 
 
+@pytest.mark.slow
 def test_concurrent_rollouts_keep_their_sessions(host: Host) -> None:
     agent = host.agents["FullAgent"]
     url = agent.server_client.urls[agent.config.name]
@@ -605,6 +609,7 @@ def test_concurrent_rollouts_keep_their_sessions(host: Host) -> None:
         assert result["turns"][0]["json"]["observed"]["path_params"] == {"rollout_id": f"c-{i}"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("modes", "self_calls"), [(("inprocess",), 0), (("http",), 3)])
 def test_only_http_self_calls_reach_the_server(host: Host, modes: tuple[str, ...], self_calls: int) -> None:
     agent, server = host.agents["FullAgent"], host.uvicorn["FullAgent"]
@@ -705,6 +710,7 @@ def test_the_caller_waits_for_background_tasks_in_process_only(host: Host) -> No
     assert seen["inprocess"] == {"status": 200, "finished_when_answered": True, "finished": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 def test_redirects_within_the_app_are_followed_as_aiohttp_follows_them(host: Host, status: int) -> None:
     """aiohttp follows a redirect: 307 and 308 post the same body again, 301, 302 and 303 GET."""

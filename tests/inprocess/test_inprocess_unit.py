@@ -282,6 +282,7 @@ async def uvicorn_serving(*apps: FastAPI) -> AsyncIterator[None]:
             await task
 
 
+@pytest.mark.slow
 def test_the_app_a_server_on_the_loop_serves_is_used_and_held_weakly() -> None:
     agent, other = Served(), Served()
     first, second = FastAPI(title="first"), FastAPI(title="second")

@@ -1,0 +1,75 @@
+"""How long the language server takes to diagnose an edited agent file again, in-process.
+
+    python benchmarks/lsp_latency.py --repo PATH [--file REL] [--edits N]
+
+Opens REL (default: the simple agent) of the checkout at PATH in the server's editor state, as
+`didOpen` does (the first analysis, cold: the project is listed and read, the facts extracted),
+then changes the buffer N times (a new comment line each time, so the bytes and every later line
+number change, as typing does) and times the function the `didChange` handler calls,
+`Editor.diagnostics`, for each. It prints the median and fastest wall time and CPU time of this
+process against the 20 ms target, the ratio to it, and where the median edit's time goes (the
+cumulative time of the stages, from one profiled edit). The checkout is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import time
+from pathlib import Path
+
+from pygls import uris
+
+from selfcall_audit.frontends.editor import Document, Editor
+
+TARGET = 0.020
+STAGES = {  # a stage of a run, by the function that runs it
+    "facts of the edited file": "extract_facts",
+    "files to report on (importers walk)": "scoped",
+    "resolution (agents, calls, paths)": "findings_in",
+    "listing, YAML instances": "instances",
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, required=True)
+    parser.add_argument("--file", default="responses_api_agents/simple_agent/app.py")
+    parser.add_argument("--edits", type=int, default=30)
+    args = parser.parse_args()
+    path = (args.repo / args.file).resolve()
+    text = path.read_text()
+    editor = Editor(uris.from_fs_path)
+    editor.documents[path] = Document(path, text)
+    started = time.perf_counter()
+    first = editor.diagnostics(path)
+    print(f"first analysis (didOpen): {time.perf_counter() - started:.2f} s, {len(first)} diagnostic(s)")
+    walls, cpus = [], []
+    for number in range(args.edits):
+        editor.documents[path] = Document(path, f"{text}# edit {number}\n")
+        wall, cpu = time.perf_counter(), time.process_time()
+        found = editor.diagnostics(path)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+        assert [d.code for d in found] == [d.code for d in first], found
+    for name, times in (("wall", walls), ("cpu", cpus)):
+        median = statistics.median(times)
+        print(
+            f"re-diagnose after an edit, {name}: median {median * 1000:.1f} ms, fastest "
+            f"{min(times) * 1000:.1f} ms; {median / TARGET:.2f}x the {TARGET * 1000:.0f} ms target"
+        )
+    profile = cProfile.Profile()
+    editor.documents[path] = Document(path, f"{text}# profiled\n")
+    profile.runcall(editor.diagnostics, path)
+    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
+    total = max(entry[3] for entry in stats.values())
+    print("where the time goes (profiled, so slower; share of the edit):")
+    for stage, function in STAGES.items():
+        spent = sum(entry[3] for (_, _, name), entry in stats.items() if name == function)
+        print(f"  {stage}: {spent / total:.0%}")
+
+
+if __name__ == "__main__":
+    main()

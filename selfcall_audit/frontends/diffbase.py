@@ -1,0 +1,145 @@
+"""`scan --diff-base REF`: only the findings that are new against a git ref (semgrep's
+`--baseline-commit`), for pull-request CI.
+
+The ref's tree is extracted with `git archive` into a temporary folder of the system's (the user's
+work tree is never written), analysed there with the run's own settings, and each finding of the
+run is matched against the ref's by the baseline's fingerprint (rule, file, agent, method and the
+call's text without layout), so that lines moved by unrelated edits keep a finding old.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from .. import api
+from ..config import Settings, load_settings
+from ..ftypes import Report
+from ..report.baseline import fingerprints
+from ..workspace.discovery import PYPROJECT
+
+# A repository's own configuration must not run code while we read it (a hook, an fsmonitor).
+_GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_READ = (".py", ".yaml", ".yml")  # what discovery lists, with pyproject.toml: the rest is not extracted
+
+
+class DiffBaseError(Exception):
+    """The ref cannot be analysed (not a git checkout, an unknown ref, git failing): a usage error."""
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run([*_GIT, "-C", os.fspath(cwd), *args], capture_output=True, check=False)
+    except OSError as exc:
+        raise DiffBaseError(f"--diff-base needs git: {exc.strerror or exc}") from None
+
+
+def _said(result: subprocess.CompletedProcess[bytes]) -> str:
+    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[0] if lines else f"git exited with status {result.returncode}"
+
+
+def _commit(top: Path, ref: str) -> str:
+    if ref.startswith("-"):  # never an option to git
+        raise DiffBaseError(f"--diff-base: {ref!r} is not a git ref")
+    found = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    if found.returncode != 0:
+        raise DiffBaseError(f"--diff-base: {ref!r} is not a commit of the repository at {top}")
+    return found.stdout.decode().strip()
+
+
+def _toplevel(root: Path) -> Path:
+    found = _git(root, "rev-parse", "--show-toplevel")
+    if found.returncode != 0:
+        raise DiffBaseError(f"--diff-base: {root} is not in a git checkout ({_said(found)})")
+    return Path(os.path.realpath(found.stdout.decode().strip()))
+
+
+def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str]]:
+    """The object id and path of each file of the commit the analysis reads (Python, YAML,
+    pyproject.toml) below `under` ("" for all of it): plain files only, not links or submodules."""
+    listed = _git(top, "ls-tree", "-r", "-z", "--full-tree", commit, "--", under or ".")
+    if listed.returncode != 0:
+        raise DiffBaseError(f"--diff-base: cannot list {commit[:12]}: {_said(listed)}")
+    wanted = []
+    for entry in listed.stdout.split(b"\0"):
+        meta, _, name = entry.partition(b"\t")
+        path = os.fsdecode(name)
+        if meta.split()[:2] in ([b"100644", b"blob"], [b"100755", b"blob"]) and (
+            path.endswith(_READ) or path.rsplit("/", 1)[-1] == PYPROJECT
+        ):
+            wanted.append((meta.split()[2].decode(), path))
+    return wanted
+
+
+def _extract(top: Path, commit: str, under: str, into: Path) -> None:
+    """Those files of the commit, written below `into` from git's object store (`cat-file --batch`)."""
+    wanted = _wanted(commit, top, under)
+    request = b"".join(f"{oid}\n".encode() for oid, _ in wanted)
+    found = subprocess.run(
+        [*_GIT, "-C", os.fspath(top), "cat-file", "--batch"], input=request, capture_output=True, check=False
+    )
+    if found.returncode != 0:
+        raise DiffBaseError(f"--diff-base: cannot read {commit[:12]}: {_said(found)}")
+    stream, at = found.stdout, 0
+    for _, path in wanted:
+        header_end = stream.index(b"\n", at)
+        header = stream[at:header_end].split()
+        if len(header) < 3 or header[1] != b"blob":  # `<oid> missing`: a partial clone lacks it
+            raise DiffBaseError(f"--diff-base: {path} of {commit[:12]} is not in the clone (git fetch it)")
+        size = int(header[2])
+        target = into / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(stream[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1  # the blob, then a newline
+
+
+def commit_of(root: Path, ref: str) -> tuple[Path, str]:
+    """The top of the git checkout holding `root`, and the commit `ref` names; a DiffBaseError
+    when there is none (checked before the analysis, which may take a while)."""
+    top = _toplevel(root)
+    return top, _commit(top, ref)
+
+
+def known_at(
+    root: Path, paths: tuple[Path, ...], base: tuple[Path, str], settings_for: Callable[[Path], Settings]
+) -> list[str]:
+    """The fingerprints of the findings of `paths` (under the run's root `root`) as they were in
+    the commit `base` (from `commit_of`), analysed with the settings the run uses now
+    (`settings_for` each project of the work tree)."""
+    top, commit = base
+    with tempfile.TemporaryDirectory(prefix="selfcall-audit-base-") as folder:
+        tree = Path(os.path.realpath(folder))
+        under = os.path.relpath(root, top).replace(os.sep, "/")
+        _extract(top, commit, "" if under == "." else under, tree)
+        base_root = tree / under
+
+        def settings_then(project: Path) -> Settings:
+            now = root / os.path.relpath(project, base_root)
+            settings = settings_for(now) if now.is_dir() else load_settings(project)
+            return settings.with_overrides(cache_dir="")  # a cache in a folder deleted at once is waste
+
+        inside = [base_root / os.path.relpath(os.path.abspath(p), root) for p in paths or (root,)]
+        there = tuple(p for p in inside if os.path.lexists(p))
+        if not base_root.is_dir() or not there:
+            return []
+        report = api.analyze_projects(api.Projects({base_root: there}, settings_then), base_root)
+        return fingerprints(report)  # from the call texts in the tree: before it is deleted
+
+
+def new_findings(report: Report, known_then: list[str]) -> tuple[Report, int]:
+    """The report without the findings known then (as many of each fingerprint as there were),
+    and how many were left out."""
+    known = Counter(known_then)
+    kept = []
+    for finding, fingerprint in zip(report.findings, fingerprints(report), strict=True):
+        if known[fingerprint] > 0:
+            known[fingerprint] -= 1
+        else:
+            kept.append(finding)
+    return replace(report, findings=kept), len(report.findings) - len(kept)

@@ -1,0 +1,183 @@
+"""`scan --diff-base REF`: only the findings that are new against a git commit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+HEADER = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+"""
+RUN = """\
+    async def run(self, body):
+        r = await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        return await r.json()
+"""
+RETRY = """\
+    async def retry(self, body):
+        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+"""
+ECHO = "responses_api_agents/echo/app.py"
+OTHER = "responses_api_agents/other/app.py"
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def write(repo: Path, rel: str, text: str) -> None:
+    (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+    (repo / rel).write_text(text)
+
+
+def commit(repo: Path, message: str) -> str:
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A checkout whose first commit has one self-call (EchoAgent.run)."""
+    root = tmp_path / "gym"
+    root.mkdir()
+    git(root, "init", "-q")
+    write(root, "pyproject.toml", '[project]\nname = "fake-gym"\nversion = "0"\n')
+    write(root, ECHO, HEADER + RUN)
+    commit(root, "first")
+    return root
+
+
+def scan(cli: Callable[..., Result], repo: Path, *args: str) -> Result:
+    before = os.getcwd()
+    os.chdir(repo)  # concise paths are relative to the current folder
+    try:
+        return cli("scan", "--no-cache", *args)
+    finally:
+        os.chdir(before)
+
+
+def reported(result: Result) -> list[tuple[str, int, str]]:
+    rows = [line.split(":") for line in result.stdout.splitlines()]
+    return [(path, int(line), rest.split()[0]) for path, line, _, rest in rows]
+
+
+def test_only_the_self_calls_added_since_the_ref_are_reported(cli: Callable[..., Result], repo: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD")
+    # lines above the old self-call shift it down by three; a method with a new one is added
+    write(repo, ECHO, '"""Echo."""\n\n\n' + HEADER + RUN + "\n" + RETRY)  # SCA001 at line 13
+    commit(repo, "second")
+
+    everything = scan(cli, repo, "--format", "concise")
+    result = scan(cli, repo, "--format", "concise", "--diff-base", first)
+
+    assert len(reported(everything)) == 2
+    assert (result.exit_code, reported(result)) == (1, [(ECHO, 13, "SCA001")])
+    assert "1 finding(s) already present at" in result.stderr
+
+
+def test_the_work_tree_is_compared_uncommitted_edits_included(cli: Callable[..., Result], repo: Path) -> None:
+    write(repo, OTHER, HEADER.replace("EchoAgent", "OtherAgent") + RUN)  # not committed: SCA001 at 6
+
+    result = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD")
+    unchanged = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD", ECHO)
+
+    assert reported(result) == [(OTHER, 6, "SCA001")]
+    assert (unchanged.exit_code, unchanged.stdout) == (0, "")
+
+
+def test_a_reformatted_call_is_not_new(cli: Callable[..., Result], repo: Path) -> None:
+    spread = RUN.replace("server_name=", "\n            server_name=").replace(
+        "json=body)", "json=body,\n        )"
+    )
+    write(repo, ECHO, HEADER + "    # a comment\n" + spread)
+    commit(repo, "reformat")
+
+    result = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD~1")
+
+    assert (result.exit_code, result.stdout) == (0, "")
+
+
+@pytest.mark.parametrize("output_format", ["json", "sarif", "github", "gitlab", "junit", "text", "concise"])
+def test_every_format_shows_only_the_new_findings(
+    cli: Callable[..., Result], repo: Path, output_format: str
+) -> None:
+    write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
+    commit(repo, "retry")
+
+    result = scan(cli, repo, "--format", output_format, "--diff-base", "HEAD~1")
+
+    assert result.exit_code == 1
+    assert "retry" in result.stdout
+    assert "EchoAgent.run " not in result.stdout
+    if output_format == "json":
+        assert [f["method"] for f in json.loads(result.stdout)["findings"]] == ["retry"]
+
+
+def test_a_bad_ref_is_a_usage_error_in_one_line(cli: Callable[..., Result], repo: Path) -> None:
+    result = scan(cli, repo, "--diff-base", "no-such-branch")
+
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"selfcall-audit: --diff-base: 'no-such-branch' is not a commit of the repository at {repo.resolve()}"
+    ]
+
+
+def test_outside_a_checkout_it_is_a_usage_error(cli: Callable[..., Result], no_project: Path) -> None:
+    write(no_project, "pyproject.toml", "")
+
+    result = scan(cli, no_project, "--diff-base", "HEAD")
+
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "is not in a git checkout" in result.stderr
+
+
+def test_nothing_is_written_into_the_checkout(cli: Callable[..., Result], repo: Path) -> None:
+    write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
+    before = git(repo, "status", "--porcelain", "--ignored")
+    listed = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
+
+    scan(cli, repo, "--diff-base", "HEAD")
+
+    assert git(repo, "status", "--porcelain", "--ignored") == before
+    assert sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts) == listed
+
+
+def test_it_cannot_be_combined_with_write_baseline(cli: Callable[..., Result], repo: Path) -> None:
+    result = scan(cli, repo, "--diff-base", "HEAD", "--write-baseline", "b.json")
+
+    assert result.exit_code == 2
+    assert not (repo / "b.json").exists()
+
+
+def test_a_project_below_the_top_of_the_checkout(cli: Callable[..., Result], tmp_path: Path) -> None:
+    top = tmp_path / "mono"
+    project = top / "services" / "gym"
+    project.mkdir(parents=True)
+    git(top, "init", "-q")
+    write(project, "pyproject.toml", '[project]\nname = "fake-gym"\nversion = "0"\n[tool.selfcall-audit]\n')
+    write(project, ECHO, HEADER + RUN)
+    write(top, "other/app.py", HEADER + RUN)  # another project's self-call, not this one's
+    commit(top, "first")
+    write(project, ECHO, HEADER + RUN + "\n" + RETRY)
+
+    result = scan(cli, project, "--format", "concise", "--diff-base", "HEAD")
+
+    assert (result.exit_code, reported(result)) == (1, [(ECHO, 10, "SCA001")])
