@@ -379,7 +379,9 @@ class Project:
                 if hierarchy.is_agent_class(ClassRef(rel, klass.name))
             ),
             agents=self._inventory(hierarchy, resolver, instances()) if inventory else None,
-            outside={rel: key for rel, key in store.keys().items() if rel not in source_set},
+            outside={rel: key for rel, key in store.keys().items() if rel not in source_set}
+            if fingerprints
+            else {},
         )
 
     def _contents(self, files: FileSet) -> dict[str, str | None]:

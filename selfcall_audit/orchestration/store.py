@@ -105,6 +105,8 @@ class FactsStore:
                 continue
             kept = self.memory.get(rel) if self.memory is not None else None
             if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
+                if self.cache is not None:  # unless a stored result will depend on it
+                    self._keys[rel] = self.key(rel)  # type: ignore[assignment]
                 self._keep(rel, kept[1], None, parsed=False)
                 continue
             key = self._keys[rel] = self.key(rel)  # type: ignore[assignment]
