@@ -106,6 +106,7 @@ async def measure(calls: int, rounds: int) -> None:
     import gym_e2e_serve
 
     agent, app = gym_e2e_serve.gym_server(setup.target)
+    agent._webserver_app = app  # recorded by setup_webserver() in a checkout `fix` migrated
     config = uvicorn.Config(
         app, host=gym_e2e.HOST, port=ports["agent"], log_level="warning", access_log=False
     )

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from .config import Settings, load_settings
+from .config import Settings, load_settings, python_floor
 from .ftypes import Progress, Report
 from .migrate.vendor import place_beside, place_helper, stale_copies
 from .orchestration.project import Project
@@ -81,6 +82,13 @@ def analyze_projects(
         report = _analyzed(project, paths, inventory=inventory, early=early)
         if settings.strict and report.errors:
             report = replace(report, strict_failure=True)
+        floor = python_floor(project_root)
+        if (
+            floor is not None
+            and floor > sys.version_info[:2]
+            and any(e.path.endswith(".py") for e in report.errors)
+        ):
+            report = replace(report, needs_python=floor)
         projects.found(report)
         parts.append(report)
     return merged(parts, root)

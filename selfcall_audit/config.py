@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keyword
 import os
+import re
 import stat
 import sys
 from dataclasses import dataclass, field, fields, replace
@@ -15,7 +16,11 @@ TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file
 if TYPE_CHECKING:
     from typing import Any
 
-BASE_MODULES = ("nemo_gym.base_responses_api_agent", "nemo_gym.agents.base_responses_api_agent")
+BASE_MODULES = (
+    "nemo_gym.base_responses_api_agent",
+    "nemo_gym.agents.base_responses_api_agent",
+    "nemo_gym.agents.base",
+)
 BASE_CLASSES = ("SimpleResponsesAPIAgent", "BaseResponsesAPIAgent")
 
 DEFAULT_TEST_PATTERNS = ("tests/", "test_*.py", "*_test.py", "conftest.py")
@@ -194,6 +199,22 @@ def declares_settings(pyproject: Path) -> bool:
     except ValueError:  # broken, and it names us: loading its settings will say what is wrong
         return True
     return isinstance(tool, dict) and "selfcall-audit" in tool
+
+
+_REQUIRES_PYTHON = re.compile(r"""^requires-python\s*=\s*["']([^"']*)["']""", re.MULTILINE)
+_FLOOR = re.compile(r"(?:>=|~=|==|>)\s*(\d+)\.(\d+)")
+
+
+def python_floor(root: Path) -> tuple[int, int] | None:
+    """The oldest Python the project at `root` supports (`requires-python` in its pyproject.toml),
+    the grammar its files may use; None when it does not say."""
+    try:
+        text = (root / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    declared = _REQUIRES_PYTHON.search(text)
+    floors = [(int(a), int(b)) for a, b in _FLOOR.findall(declared[1])] if declared else []
+    return max(floors) if floors else None
 
 
 def load_settings(root: Path, config_file: Path | None = None) -> Settings:

@@ -120,6 +120,7 @@ class AgentInfo:
     line: int
     bases: tuple[str, ...]
     instances: tuple[str, ...]
+    recognised: str = ""  # how the class is known to be an agent: a configured base, or the route it serves
 
 
 _AT = re.compile(r" at line (\d+)(?:, column (\d+))?")
@@ -155,3 +156,6 @@ class Report:
     baseline_stale: list[dict] = field(default_factory=list)
     projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
     strict_failure: bool = False  # a project whose settings are strict has unreadable files
+    # the Python a project requires, when it is newer than the one running and some of its Python
+    # files could not be parsed: they may use newer syntax, and the run must fail, not pass
+    needs_python: tuple[int, int] | None = None

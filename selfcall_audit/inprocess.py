@@ -2,43 +2,27 @@
 
 ``await responses_in_process(self, url_path=P, json=J, cookies=C)`` replaces
 ``await self.server_client.post(server_name=self.config.name, url_path=P, json=J, cookies=C)``.
-The request goes through the agent's FastAPI app as the app is registered — its middleware
-(NeMo Gym's session and exception middleware included), exception handlers, dependency
-overrides, routing and the route's own wrapped endpoint, body binding and response
-serialisation — by calling the app's ASGI interface, so nothing of FastAPI or Starlette is
-re-implemented here. The result behaves like the ``aiohttp.ClientResponse`` of the HTTP
-self-call, so the code around the call (``raise_for_status``, ``get_response_json``,
-``.cookies``, ...) keeps working unchanged.
+The request goes through the agent's own FastAPI app by its ASGI interface (middleware, exception
+and validation handlers, routes and their wrappers, body binding and serialisation) and the caller
+gets what it used of the ``aiohttp.ClientResponse``, so the code around the call stays as it was.
 
-What stands in for the HTTP hop, as NeMo Gym's ``ServerClient``, aiohttp and uvicorn do it:
+The app is the one the agent built: ``setup_webserver()`` records it (``self._webserver_app = app``)
+and the server adds its exception middleware and validation handler to that same object. An agent
+whose app was never built (a unit test calling ``run()`` directly) gets a ``RuntimeError``.
 
-- the request body is the bytes ``ServerClient`` sends (orjson after
-  ``model_dump(exclude_unset=True)``), so what cannot be sent raises in the caller;
-- the ``Cookie`` header is built as aiohttp builds it (cookies its jar would not give the URL
-  left out), with ``Host``, ``Content-Type``, ``Content-Length`` and the caller's ``headers``,
-  all in UTF-8; response headers are read back as aiohttp reads them;
-- the app runs in a fresh ``contextvars`` context, as a new server request does: it sees none of
-  the caller's context variables (such as the current rollout id);
-- the request's ``state`` is a copy of what the app's lifespan left in the uvicorn server that
-  serves it on the caller's event loop, as uvicorn gives each request;
-- an exception that escapes the app is logged and answered as uvicorn does (a plain-text 500);
-- the URL is escaped by yarl as aiohttp escapes it, and a redirect to the app itself is followed
-  as aiohttp follows it (307 and 308 post the body again, 301, 302 and 303 GET).
+The handler sees what the HTTP request brings: the body ``ServerClient`` sends (orjson, after
+``model_dump(exclude_unset=True)``), the cookies aiohttp sends to the agent's URL, ``Host`` from
+``config.host`` and ``config.port``, the caller's headers, the path as aiohttp escapes it. It runs
+in a task of its own, as under uvicorn, from an empty context (none of the caller's context
+variables, such as the current rollout id). An exception escaping the app is logged and answered
+as uvicorn does. The call returns once the response is complete; background tasks run after it.
+Cancelling the caller does not cancel the handler, as when an HTTP client goes away: it runs to
+its end and its answer is dropped, so the app never sees a cancellation HTTP would not bring.
 
-Different by design: no socket (no client address, no ``Date`` or ``Server`` response headers,
-no compression or chunking, no proxy headers applied), cancelling the caller cancels the
-handler, the call returns once the app has finished (the handler's background tasks have run, a
-streamed body is complete), and a redirect to another server is returned, not followed.
-
-The app is the one that serves the agent's routes: the app of the request the caller runs in, or
-the one a uvicorn server on the caller's event loop serves; if there is none (a unit test that
-never served it), one is built once with the agent's ``setup_webserver()`` and
-``setup_exception_middleware()``. Finding it never scans the heap, so a first call costs the same
-whenever it is made.
-
-Only the standard library is imported with this module; fastapi, starlette, pydantic, aiohttp,
-multidict, yarl and, if installed, orjson are imported on first use, so the file can be
-copied into a project as it is.
+Different, as there is no socket: no ``Date``/``Server`` headers, compression, chunking, proxy
+headers or header size limit; ``client`` is None and the lifespan ``state`` empty; a streamed body
+is read whole before the call returns; a redirect is returned, not followed; header names read
+back as the app wrote them; ``Set-Cookie`` is parsed by ``http.cookies``, as aiohttp < 3.12 did.
 """
 
 from __future__ import annotations
@@ -47,45 +31,38 @@ import asyncio
 import codecs
 import contextvars
 import functools
-import inspect
 import json as jsonlib
 import logging
-import math
 import re
-import sys
-import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Generator, Iterable, Mapping
 from http import HTTPStatus
-from http.cookies import Morsel, SimpleCookie
+from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import unquote
 
-__all__ = ["InProcessResponse", "responses_in_process"]
+import aiohttp
+import orjson
+from multidict import CIMultiDict, CIMultiDictProxy
+from pydantic import BaseModel
+from yarl import URL
 
-# uvicorn logs an exception that escapes the app here; so does an in-process call.
+__all__ = ["APP_ATTRIBUTE", "InProcessResponse", "responses_in_process"]
+
+# Where ``setup_webserver()`` records the app it built, on the agent.
+APP_ATTRIBUTE = "_webserver_app"
+# uvicorn logs an exception that escapes the app here, and answers as below.
 _SERVER_LOG = logging.getLogger("uvicorn.error")
-_JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
-_ENCODE_COOKIE_VALUE = SimpleCookie().value_encode
-# The scope key under which an in-process request carries its exchange, for the error tap.
-_EXCHANGE_KEY = "inprocess.exchange"
-# uvicorn's answer when the app raises before it started a response.
-_SERVER_ERROR_HEADERS = [
+_SERVER_ERROR_HEADERS = (
     (b"content-type", b"text/plain; charset=utf-8"),
     (b"content-length", b"21"),
     (b"connection", b"close"),
-]
-_SERVER_ERROR_BODY = b"Internal Server Error"
-# The redirects aiohttp follows, and after how many it raises ``TooManyRedirects``.
-_REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
-_MAX_REDIRECTS = 10
+)
+_REASONS = {status.value: status.phrase for status in HTTPStatus}  # the phrases uvicorn sends
+_JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
+_FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # RFC 9110's, as aiohttp 3.14 refuses
 
-_Headers = Mapping[str, str] | Iterable[tuple[str, str]]
-
-
-# --------------------------------------------------------------------------------------------
-# Public API
-# --------------------------------------------------------------------------------------------
+Headers = Mapping[str, str] | Iterable[tuple[str, str]]
+RawHeaders = list[tuple[bytes, bytes]]
 
 
 async def responses_in_process(
@@ -94,689 +71,188 @@ async def responses_in_process(
     url_path: str,
     json: Any = None,
     cookies: Any = None,
-    headers: _Headers | None = None,
+    headers: Headers | None = None,
 ) -> InProcessResponse:
-    """POST ``url_path`` to the agent's own app in-process; returns a ClientResponse look-alike.
+    """POST ``url_path`` to the agent's own app in-process, as ``ServerClient.post`` would over HTTP.
 
-    ``url_path`` is what the HTTP self-call would post to (``/v1/responses`` or one of its
-    ``/ng-rollout/{rollout_id}/`` twins, with an optional query string). ``json``, ``cookies``
-    and ``headers`` are what ``ServerClient.post`` takes: a pydantic model or JSON-able data,
-    a mapping, ``(name, value)`` pairs or Morsels (a cookie jar), extra request headers.
+    ``url_path`` is ``/v1/responses`` or one of its ``/ng-rollout/{rollout_id}/`` twins, with an
+    optional query; ``json`` a pydantic model or JSON-able data; ``cookies`` a mapping, a cookie
+    jar or ``(name, value)`` pairs; ``headers`` extra request headers.
     """
-    app, state = _AGENT_APPS.app_for(agent)
-    body = _request_body(json)
-    method = "POST"
-    history: list[InProcessResponse] = []
-    while True:
-        scope = _scope(agent, method, url_path, body, json, cookies, headers)
-        scope["state"] = dict(state)  # a copy per request, as uvicorn gives each request
-        response = await _Exchange(app, scope, b"" if body is None else body)
-        response.history = tuple(history)
-        target = _redirect_target(response)
-        if target is None:
-            return response
-        history.append(response)
-        response.release()
-        if len(history) >= _MAX_REDIRECTS:
-            from aiohttp import TooManyRedirects
-
-            raise TooManyRedirects(history[0].request_info, tuple(history))
-        url_path = target
-        if response.status == 303 or (response.status in (301, 302) and method == "POST"):
-            method, body = "GET", None
-        if response.cookies and _redirects_send_their_cookies():
-            cookies = response.cookies
-
-
-@functools.cache
-def _redirects_send_their_cookies() -> bool:
-    """Whether the installed aiohttp follows a redirect that sets cookies with those cookies in
-    place of the caller's (3.11.8 to 3.12.6 rebind ``cookies`` to the redirect's)."""
-    from aiohttp import __version__
-
-    version = tuple(int(part) for part in re.findall(r"\d+", __version__)[:3])
-    return (3, 11, 8) <= version < (3, 12, 7)
-
-
-def _redirect_target(response: InProcessResponse) -> str | None:
-    """Where aiohttp would follow ``response`` to, if it redirects to the app itself.
-
-    A redirect to another server is not followed: the app cannot answer for it.
-    """
-    if response.status not in _REDIRECT_STATUSES:
-        return None
-    location = response.headers.get("Location") or response.headers.get("URI")
-    if location is None:
-        return None
-    from yarl import URL
-
-    target = response.url.join(URL(location))
-    return target.raw_path_qs if target.origin() == response.url.origin() else None
-
-
-# --------------------------------------------------------------------------------------------
-# The app that serves the agent
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Remembered:
-    """The app last used for an agent: held weakly if a server serves it, kept if the helper built it;
-    and the state its lifespan left, which uvicorn copies into each request's scope."""
-
-    agent: weakref.ref[Any]
-    app: Callable[[], Any]
-    served: bool
-    state: Mapping[str, Any]
-
-
-class _AgentApps:
-    """Which app answers an agent's self-calls, found without scanning the heap.
-
-    In order: the app whose request the caller runs in (Starlette puts itself in the request's
-    scope, and the helper walks up the caller's stack); the served app that answered the agent
-    before; an app a uvicorn server running on the caller's event loop serves (its ``serve()``
-    task holds it); else an app the helper builds once with the agent's ``setup_webserver()``
-    and ``setup_exception_middleware()``, which stands in until a served app turns up. An app
-    serves the agent if one of its routes has an endpoint that, once unwrapped (``functools.wraps``
-    wrappers such as tracing), is a method of the agent.
-    """
-
-    def __init__(self) -> None:
-        self._apps: dict[int, _Remembered] = {}
-
-    def app_for(self, agent: Any) -> tuple[Any, Mapping[str, Any]]:
-        """The app that answers the agent's self-calls, and its lifespan state."""
-        entry = self._apps.get(id(agent))
-        if entry is None or entry.agent() is not agent or (known := entry.app()) is None:
-            known, known_served, known_state = None, False, {}
-        else:
-            known_served, known_state = entry.served, entry.state
-        app = _app_of_running_request(agent, known)
-        if app is None and known_served:
-            return known, known_state
-        app = app or _app_served_on_this_loop(agent)
-        if app is None:
-            if known is None:
-                known = _build_app(agent)
-                known_state = self._remember(agent, known, served=False)
-            return known, known_state
-        if app is not known or not known_served:
-            return app, self._remember(agent, app, served=True)
-        return app, known_state
-
-    def _remember(self, agent: Any, app: Any, *, served: bool) -> Mapping[str, Any]:
-        _tap_routes(app)
-        state = _lifespan_state(app) if served else {}
-        key = id(agent)
-        try:
-            ref = weakref.ref(agent, lambda _, apps=self._apps: apps.pop(key, None))
-        except TypeError:  # an agent that cannot be referenced weakly is looked up every time
-            return state
-        hold = weakref.ref(app) if served else functools.partial(_identity, app)
-        self._apps[key] = _Remembered(ref, hold, served, state)
-        return state
-
-
-def _identity(value: Any) -> Any:
-    return value
-
-
-_AGENT_APPS = _AgentApps()
-
-
-def _app_of_running_request(agent: Any, known: Any) -> Any:
-    """The app whose request (or lifespan) the caller runs in, if it serves the agent."""
-    frame = sys._getframe(3)
-    while frame is not None:
-        code = frame.f_code  # only frames with a ``scope`` are read: before 3.13 reading copies locals
-        if "scope" in code.co_varnames or "scope" in code.co_freevars or "scope" in code.co_cellvars:
-            scope = frame.f_locals.get("scope")
-            app = scope.get("app") if isinstance(scope, dict) else None
-            if app is not None and (app is known or _serves(app, agent)):
-                return app
-        frame = frame.f_back
-    return None
-
-
-# A uvicorn server's ``serve()`` is the outermost coroutine of its task (asyncio.run, a test
-# harness) or close to it (a process manager's worker awaiting it).
-_SERVER_AWAIT_DEPTH = 3
-_UVICORN_WRAPPERS = 3
-
-
-def _app_served_on_this_loop(agent: Any) -> Any:
-    """The app a uvicorn server running on this event loop serves, if it serves the agent."""
-    for server in _servers_on_this_loop():
-        app = _unwrapped(getattr(server.config, "loaded_app", None))
-        if app is not None and _serves(app, agent):
-            return app
-    return None
-
-
-def _lifespan_state(app: Any) -> Mapping[str, Any]:
-    """The state the app's lifespan left in the uvicorn server that serves it on this loop."""
-    for server in _servers_on_this_loop():
-        if _unwrapped(getattr(server.config, "loaded_app", None)) is app:
-            state = getattr(getattr(server, "lifespan", None), "state", None)
-            if isinstance(state, dict):
-                return state
-    return {}
-
-
-def _servers_on_this_loop() -> Iterator[Any]:
-    """The uvicorn servers (objects with a ``config``) whose ``serve()`` runs on this event loop."""
-    for task in asyncio.all_tasks():
-        awaitable: Any = task.get_coro()
-        for _ in range(_SERVER_AWAIT_DEPTH):
-            frame = getattr(awaitable, "cr_frame", None)
-            if frame is None:
-                break
-            if "self" in frame.f_code.co_varnames:
-                server = frame.f_locals.get("self")
-                if getattr(server, "config", None) is not None:
-                    yield server
-            awaitable = getattr(awaitable, "cr_await", None)
-
-
-def _unwrapped(app: Any) -> Any:
-    """The Starlette app inside uvicorn's wrappers (proxy headers, message logger, ASGI2)."""
-    for _ in range(_UVICORN_WRAPPERS + 1):
-        if app is None or hasattr(app, "router"):
-            return app
-        app = getattr(app, "app", None)
-    return None
-
-
-def _serves(app: Any, agent: Any) -> bool:
-    router = getattr(app, "router", None)
-    for route in getattr(router, "routes", ()):
-        endpoint = getattr(route, "endpoint", None)
-        try:
-            target = inspect.unwrap(endpoint) if endpoint is not None else None
-        except ValueError:  # a __wrapped__ cycle
-            continue
-        if getattr(target, "__self__", None) is agent:
-            return True
-    return False
-
-
-def _build_app(agent: Any) -> Any:
-    """The agent's app as NeMo Gym's ``run_webserver`` builds it, for agents no app serves yet."""
-    setup = getattr(agent, "setup_webserver", None)
-    if not callable(setup):
-        raise TypeError(
-            f"no app serves {type(agent).__name__}'s routes and it has no setup_webserver() to build one"
+    app = getattr(agent, APP_ATTRIBUTE, None)
+    if app is None:
+        raise RuntimeError(
+            f"{type(agent).__name__} has no app to call in-process: its setup_webserver() records "
+            f"the app it builds as self.{APP_ATTRIBUTE}; build the app before a self-call"
         )
-    app = setup()
-    if not _serves(app, agent):
-        raise TypeError(
-            f"{type(agent).__name__}.setup_webserver() returned an app without the agent's routes"
-        )
-    add_exception_middleware = getattr(agent, "setup_exception_middleware", None)
-    if callable(add_exception_middleware):
-        add_exception_middleware(app)
-    return app
-
-
-@dataclass(frozen=True)
-class _RouteTap:
-    """Sits around the app's router and notes, for in-process requests only, the task the route
-    runs in and what it raised. HTTP requests pass through untouched.
-
-    The app's middleware may turn the exception into a 500 answer; the caller still gets it as
-    the ``__cause__`` of ``raise_for_status``'s error. The task lets a cancelled caller cancel
-    the handler even where a middleware's bare ``except`` swallows the cancellation on its way.
-    """
-
-    app: Any
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        exchange = scope.get(_EXCHANGE_KEY)
-        if exchange is None:
-            await self.app(scope, receive, send)
-            return
-        exchange.route_task = asyncio.current_task()
-        try:
-            await self.app(scope, receive, send)
-        except BaseException as exc:
-            if exchange.error is None:
-                exchange.error = exc
-            raise
-
-
-def _tap_routes(app: Any) -> None:
-    router = app.router
-    if type(router.middleware_stack).__name__ != _RouteTap.__name__:  # one tap, even from two copies
-        router.middleware_stack = _RouteTap(router.middleware_stack)
-
-
-# --------------------------------------------------------------------------------------------
-# The request, as ServerClient, aiohttp and uvicorn put it on the wire and into the scope
-# --------------------------------------------------------------------------------------------
-
-
-def _request_body(json: Any) -> bytes | None:
-    """The body ``ServerClient.post`` sends: orjson for a truthy body, aiohttp's ``json.dumps`` else."""
-    from pydantic import BaseModel
-
+    origin = f"http://{agent.config.host}:{agent.config.port}"
+    try:
+        url = URL(origin + url_path).with_fragment(None)
+    except ValueError as error:  # a path without its leading slash runs into the port
+        raise aiohttp.InvalidUrlClientError(origin + url_path) from error
     if isinstance(json, BaseModel):
         json = json.model_dump(exclude_unset=True)
-    if json:
-        return _orjson_dumps()(json)
-    if json is None:
-        return None
-    return jsonlib.dumps(json).encode("utf-8")
-
-
-@functools.cache
-def _orjson_dumps() -> Callable[[Any], bytes]:
-    try:
-        from orjson import dumps
-    except ImportError:
-        return _dumps_like_orjson
-    return dumps
-
-
-def _dumps_like_orjson(value: Any) -> bytes:
-    """orjson's output for plain JSON values, for installs without orjson (NeMo Gym has it)."""
-    return jsonlib.dumps(_orjson_compatible(value), separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def _orjson_compatible(value: Any) -> Any:
-    """``value`` with orjson's rules applied: NaN and infinities are null; what it rejects raises."""
-    match value:
-        case str() | bool() | None:
-            return value
-        case int():
-            if not -(2**63) <= value < 2**64:
-                raise TypeError("Integer exceeds 64-bit range")
-            return value
-        case float():
-            return value if math.isfinite(value) else None
-        case dict():
-            if not all(isinstance(key, str) for key in value):
-                raise TypeError("Dict key must be str")
-            return {key: _orjson_compatible(item) for key, item in value.items()}
-        case list() | tuple():
-            return [_orjson_compatible(item) for item in value]
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
-
-
-def _scope(
-    agent: Any,
-    method: str,
-    url_path: str,
-    body: bytes | None,
-    json: Any,
-    cookies: Any,
-    headers: _Headers | None,
-) -> dict[str, Any]:
-    """The ASGI scope uvicorn would build for the aiohttp request of the HTTP self-call."""
-    config = getattr(agent, "config", None)
-    host, port = getattr(config, "host", None), getattr(config, "port", None)
-    origin = f"http://{host}:{port}" if host and port else "http://in-process"
-    raw_path, query = _request_target(origin, url_path)
-    raw: list[tuple[bytes, bytes]] = []
-    if host and port:
-        raw.append((b"host", f"{host}:{port}".encode("latin-1")))
-    cookie_header = None
-    typed = False
-    for name, value in _checked(headers) if headers else ():
-        lowered = name.lower()
-        if lowered == "cookie":
-            cookie_header = value
-            continue
-        if lowered == "host" and raw and raw[0][0] == b"host":  # the caller's replaces aiohttp's
-            raw[0] = (b"host", value.encode())
-            continue
-        if lowered == "content-type":
-            typed = True
-            if json:  # ServerClient sets it for a body it sends itself
-                value = "application/json"
-        raw.append((lowered.encode(), value.encode()))
-    if json and not typed:
-        raw.append((b"content-type", b"application/json"))
-    if cookies:
-        if not isinstance(cookies, Mapping):
-            cookies = list(cookies)  # read twice below
-        if _restricted(cookies):
-            cookies = _cookies_sent_to(origin + raw_path, cookies)
-        cookie_header = _cookie_header(cookies, cookie_header)
-    if cookie_header:
-        raw.append((b"cookie", cookie_header.encode()))
-    if body is not None and not typed and not json:  # aiohttp's own JSON payload
-        raw.append((b"content-type", b"application/json"))
-    if method != "GET":
-        raw.append((b"content-length", str(len(body or b"")).encode("ascii")))
-    return {
+    body = orjson.dumps(json) if json else b"" if json is None else jsonlib.dumps(json).encode()
+    request_headers = _request_headers(url, json, body, cookies, headers)
+    scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.4"},
         "http_version": "1.1",
-        "method": method,
+        "method": "POST",
         "scheme": "http",
-        "path": unquote(raw_path),
-        "raw_path": raw_path.encode("ascii"),
+        "path": unquote(url.raw_path),
+        "raw_path": url.raw_path.encode("ascii"),
         "root_path": "",
-        "query_string": query.encode("ascii"),
-        "headers": raw,
+        "query_string": url.raw_query_string.encode("ascii"),
+        "headers": request_headers,
         "client": None,
-        "server": (host, port) if host and port else None,
+        "server": (url.host, url.port),
         "state": {},
     }
+    exchange = _Exchange(app, scope, body)
+    # A task of its own, as uvicorn gives each request, created in (a copy of) an empty context.
+    contextvars.Context().run(asyncio.get_running_loop().create_task, exchange.run())
+    status, raw_headers, content = await exchange.answered
+    return InProcessResponse(
+        status, raw_headers, content, aiohttp.RequestInfo(url, "POST", _multidict(request_headers), url)
+    )
 
 
-def _checked(headers: _Headers) -> list[tuple[str, str]]:
-    """The caller's headers, refused as aiohttp refuses them (a value that is not a string, a
-    control character) by aiohttp's own serialiser; aiohttp then writes them in UTF-8."""
-    from multidict import CIMultiDict
-
-    pairs = list(headers.items() if isinstance(headers, Mapping) else headers)
-    try:
-        from aiohttp.http_writer import _serialize_headers
-    except ImportError:  # not where aiohttp 3.11 to 3.14 have it: written without the checks
-        pass
-    else:
-        _serialize_headers("POST / HTTP/1.1", CIMultiDict(pairs))
-    return pairs
-
-
-def _request_target(origin: str, url_path: str) -> tuple[str, str]:
-    """The path and query aiohttp sends for ``origin + url_path``: yarl's escaping (a space in the
-    query as ``+``, needless escapes decoded, a stray ``%`` escaped), without the fragment."""
-    from yarl import URL
-
-    try:
-        url = URL(origin + url_path)
-    except ValueError as error:  # such as a path without its leading slash, which meets the port
-        from aiohttp import InvalidUrlClientError
-
-        raise InvalidUrlClientError(origin + url_path) from error
-    return url.raw_path, url.raw_query_string
-
-
-def _restricted(cookies: Any) -> bool:
-    """Whether a cookie carries an attribute that may keep aiohttp from sending it (a domain, a
-    path below ``/``, ``Secure``, an expiry other than a lifetime in seconds, which the session
-    cookie has), as cookies from a response's ``Set-Cookie`` may."""
-    for morsel in cookies.values() if isinstance(cookies, Mapping) else cookies:
-        if not isinstance(morsel, Morsel):
-            continue
-        max_age = str(morsel["max-age"])
-        if (
-            morsel["path"] not in ("", "/")
-            or morsel["domain"]
-            or morsel["secure"]
-            or morsel["expires"]
-            or (max_age and not (max_age.isdigit() and int(max_age) > 0))
-        ):
-            return True
-    return False
-
-
-def _cookies_sent_to(url: str, cookies: Any) -> Any:
-    """The cookies aiohttp sends to ``url``: it loads them into a fresh cookie jar with the settings
-    of the session's (NeMo Gym's ``DummyCookieJar``) and sends those the jar gives that URL."""
-    from aiohttp import CookieJar
-    from yarl import URL
-
-    jar = CookieJar()
-    if isinstance(cookies, Mapping):
-        jar.update_cookies(cookies)
-    else:
-        jar.update_cookies([(item.key, item) if isinstance(item, Morsel) else item for item in cookies])
-    return jar.filter_cookies(URL(url))
-
-
-def _cookie_header(cookies: Any, existing: str | None) -> str:
-    """The ``Cookie`` header aiohttp's ``ClientRequest.update_cookies`` builds, without its cost.
-
-    aiohttp loads everything into a ``SimpleCookie`` and prints it: pairs sorted by name, a
-    Morsel's coded value as it came, a string quoted the way ``SimpleCookie`` quotes it.
-    """
-    merged: dict[str, Any] = dict(SimpleCookie(existing)) if existing else {}
-    for item in cookies.items() if isinstance(cookies, Mapping) else cookies:
-        name, value = (item.key, item) if isinstance(item, Morsel) else item
-        merged[name] = value
-    parts = []
-    for name in sorted(merged):
-        value = merged[name]
-        if isinstance(value, Morsel):
-            parts.append(f"{value.key}={value.coded_value}")
-        elif isinstance(value, str):
-            parts.append(_cookie_pair(name, value))
+def _request_headers(url: URL, json: Any, body: bytes, cookies: Any, headers: Headers | None) -> RawHeaders:
+    """The headers the HTTP self-call puts on the wire, in aiohttp's order, encoded as it does."""
+    raw = [(b"host", f"{url.host}:{url.port}".encode())]
+    cookie_header, typed = None, False
+    for name, value in (headers.items() if isinstance(headers, Mapping) else headers) if headers else ():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise TypeError(f"header {name!r}: names and values must be strings, not {value!r}")
+        if _FORBIDDEN_IN_HEADERS.search(name + value):
+            raise ValueError(f"header {name!r}: a control character, forbidden in headers")
+        lowered = name.lower()
+        if lowered == "cookie":
+            cookie_header = value
+        elif lowered == "host":  # the caller's replaces aiohttp's
+            raw[0] = (b"host", value.encode())
+        elif lowered == "content-type":
+            typed = True  # ServerClient sets its own for a body it serialises
+            raw.append((b"content-type", b"application/json" if json else value.encode()))
         else:
-            parts.append(_cookie_pair.__wrapped__(name, value))
-    return "; ".join(parts)
+            raw.append((lowered.encode(), value.encode()))
+    if json and not typed:
+        raw.append((b"content-type", b"application/json"))
+    if cookies:
+        cookie_header = _cookie_header(url, cookies, cookie_header)
+    if cookie_header:
+        raw.append((b"cookie", cookie_header.encode()))
+    if json is not None and not json and not typed:  # a falsy body aiohttp serialises itself
+        raw.append((b"content-type", b"application/json"))
+    raw.append((b"content-length", str(len(body)).encode()))
+    return raw
 
 
-@functools.lru_cache(maxsize=1024)
-def _cookie_pair(name: str, value: Any) -> str:
-    """``name=value`` as a Morsel codes it, once per pair: a rollout sends the same cookies each call."""
-    morsel: Morsel[str] = Morsel()
-    morsel.set(name, *_ENCODE_COOKIE_VALUE(value))  # raises CookieError where aiohttp would
-    return f"{morsel.key}={morsel.coded_value}"
+def _cookie_header(url: URL, cookies: Any, existing: str | None) -> str:
+    """The ``Cookie`` header aiohttp sends: the cookies a fresh jar gives the URL (no expired,
+    foreign-domain, other-path or secure ones), after those of a ``Cookie`` header, by name."""
+    jar = aiohttp.CookieJar()
+    jar.update_cookies(cookies)
+    sent = SimpleCookie(existing or "")
+    sent.update(jar.filter_cookies(url))
+    return sent.output(header="", sep=";").strip()
 
 
-# --------------------------------------------------------------------------------------------
-# One call
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
 class _Exchange:
-    """One request through the app: the client's side of the ASGI conversation, as uvicorn has it.
+    """One request through the app, seen from the server's side of the ASGI conversation.
 
-    Awaiting it drives the app from the caller's task, each step in ``context`` (a fresh one: the
-    app neither sees the caller's context variables nor changes them). There is no scheduling
-    hop, and cancelling the caller throws ``CancelledError`` straight into the handler.
+    ``answered`` resolves with the complete response. If the caller stops waiting (cancelled),
+    the app runs on: it is told the client has gone and what it sends is dropped, as by uvicorn.
     """
 
-    app: Any
-    scope: dict[str, Any]
-    body: bytes
-    context: contextvars.Context = field(default_factory=contextvars.Context)
-    error: BaseException | None = None
-    status: int | None = None
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
-    chunks: list[bytes] = field(default_factory=list)
-    body_sent: bool = False
-    complete: asyncio.Event | None = None
-    cancelled: bool = False
-    route_task: asyncio.Task[Any] | None = None
+    def __init__(self, app: Any, scope: dict[str, Any], body: bytes) -> None:
+        self.app, self.scope, self.body = app, scope, body
+        self.answered: asyncio.Future[tuple[int, RawHeaders, bytes]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.status: int | None = None
+        self.headers: RawHeaders = []
+        self.chunks: list[bytes] = []
+        self.body_sent = False
 
-    def __await__(self) -> Generator[Any, Any, InProcessResponse]:
-        coro = self._run()
-        run, send, throw = self.context.run, coro.send, coro.throw
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                yielded = run(send, value) if error is None else run(throw, error)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                value, error = (yield yielded), None
-            except BaseException as exc:  # cancellation and close() belong to the handler
-                value, error = None, exc
-                if isinstance(exc, asyncio.CancelledError):
-                    self.cancelled = True
-                    if self.route_task not in (None, asyncio.current_task()):
-                        self.route_task.cancel()
-
-    async def _run(self) -> InProcessResponse:
-        self.scope[_EXCHANGE_KEY] = self
+    async def run(self) -> None:
+        """Call the app and answer the caller; what escapes the app is logged, as by uvicorn."""
         try:
             await self.app(self.scope, self.receive, self.send)
         except BaseException as exc:
-            if self.cancelled and not isinstance(exc, asyncio.CancelledError):
-                raise asyncio.CancelledError from exc  # the caller's cancellation, whatever the app made of it
-            if self.cancelled or isinstance(exc, GeneratorExit):
-                raise
-            self.error = self.error or exc
             _SERVER_LOG.error("Exception in ASGI application\n", exc_info=exc)
-            self._answer_server_error()
         else:
-            if self.status is None:
+            if self.status is None and not self.answered.done():
                 _SERVER_LOG.error("ASGI callable returned without starting response.")
-                self._answer_server_error()
-        finally:
-            del self.scope[_EXCHANGE_KEY]
-        if self.cancelled:  # the app swallowed the caller's cancellation
-            raise asyncio.CancelledError
-        return InProcessResponse(
-            self.status or 500, self.headers, b"".join(self.chunks), self.scope, self.error
-        )
-
-    def _answer_server_error(self) -> None:
-        if self.status is None:
-            self.status, self.headers, self.chunks = 500, list(_SERVER_ERROR_HEADERS), [_SERVER_ERROR_BODY]
+        if self.answered.done():
+            return
+        if self.status is None:  # uvicorn's answer
+            self.answered.set_result((500, list(_SERVER_ERROR_HEADERS), b"Internal Server Error"))
+        else:  # started, never finished: uvicorn closes the connection
+            self.answered.set_exception(aiohttp.ClientPayloadError("Response payload is not completed"))
 
     async def receive(self) -> dict[str, Any]:
-        """The body, then (once the response is complete) the client's disconnect."""
+        """The body, then, once the response is complete or the caller has gone, a disconnect."""
         if not self.body_sent:
             self.body_sent = True
             return {"type": "http.request", "body": self.body, "more_body": False}
-        if self.complete is None:
-            self.complete = asyncio.Event()
-        await self.complete.wait()
+        if not self.answered.done():
+            await asyncio.wait((self.answered,))  # which, cancelled, leaves the future be
         return {"type": "http.disconnect"}
 
     async def send(self, message: Mapping[str, Any]) -> None:
+        if self.answered.done():  # the caller has gone, or the response is complete
+            return
         if message["type"] == "http.response.start":
-            self.status = message["status"]
-            self.headers = list(message.get("headers", ()))
+            self.status, self.headers = message["status"], list(message.get("headers", ()))
         elif message["type"] == "http.response.body":
             self.chunks.append(bytes(message.get("body", b"")))
-            if not message.get("more_body", False) and self.complete is not None:
-                self.complete.set()
-
-
-# --------------------------------------------------------------------------------------------
-# The response
-# --------------------------------------------------------------------------------------------
+            if not message.get("more_body", False) and self.status is not None:
+                self.answered.set_result((self.status, self.headers, b"".join(self.chunks)))
 
 
 class InProcessResponse:
-    """The parts of ``aiohttp.ClientResponse`` that agent code uses after a self-call.
+    """What agent code uses of ``aiohttp.ClientResponse``, behaving as aiohttp's does.
 
-    Body reads follow aiohttp, so code behaves as it did over HTTP: ``.content`` is a one-shot
-    stream and ``read()`` caches what is left of it; ``release()``, and ``raise_for_status()``
-    on an error outside ``async with``, drop an unread body (later reads raise
-    ``ClientConnectionError``, as NeMo Gym's ``raise_for_status`` callers would see over HTTP).
+    ``.content`` is a one-shot stream and ``read()`` caches what is left of it; ``release()``, and
+    ``raise_for_status()`` on an error outside ``async with``, drop an unread body (later reads raise
+    ``ClientConnectionError``, as NeMo Gym's ``raise_for_status`` callers see over HTTP).
     """
 
-    history: tuple[InProcessResponse, ...] = ()
-
     def __init__(
-        self,
-        status: int,
-        raw_headers: list[tuple[bytes, bytes]],
-        body: bytes,
-        request_scope: Mapping[str, Any],
-        error: BaseException | None = None,
+        self, status: int, raw_headers: RawHeaders, body: bytes, request_info: aiohttp.RequestInfo
     ) -> None:
         self.status = status
-        self.reason = _reason(status)
+        self.reason = _REASONS.get(status, "")
+        self.url = request_info.url
+        self.headers = _multidict(raw_headers)
+        self.cookies = SimpleCookie()
+        for value in self.headers.getall("set-cookie", ()):
+            self.cookies.load(value)
         self.content = _Content(body)
-        self._raw_headers = raw_headers
-        self._scope = request_scope
-        self._error = error
+        self.request_info = request_info
         self._body: bytes | None = None
-        self._headers: Any = None
-        self._cookies: SimpleCookie | None = None
         self._released = False
         self._in_context = False
 
     def __repr__(self) -> str:
-        return f"<InProcessResponse({self._url()}) [{self.status} {self.reason}]>"
-
-    @property
-    def method(self) -> str:
-        """``POST``, or ``GET`` after a redirect that aiohttp follows with a GET."""
-        return self._scope["method"]
+        return f"<InProcessResponse({self.url}) [{self.status} {self.reason}]>"
 
     @property
     def ok(self) -> bool:
-        """``True`` for a status below 400, as in aiohttp."""
         return self.status < 400
 
-    @property
-    def headers(self) -> Any:
-        """Response headers as a case-insensitive ``multidict.CIMultiDictProxy``."""
-        if self._headers is None:
-            self._headers = _multidict(self._raw_headers)
-        return self._headers
-
-    @property
-    def cookies(self) -> SimpleCookie:
-        """The response's ``Set-Cookie`` headers, parsed as aiohttp parses them."""
-        if self._cookies is None:
-            values = [_header_text(value) for name, value in self._raw_headers if name == b"set-cookie"]
-            self._cookies = _parse_set_cookies(values)
-        return self._cookies
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("Content-Type", "application/octet-stream").partition(";")[0].strip().lower()
-
-    @property
-    def charset(self) -> str | None:
-        for param in self.headers.get("Content-Type", "").split(";")[1:]:
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "charset":
-                return value.strip().strip('"')
-        return None
-
-    def get_encoding(self) -> str:
-        """The declared charset if Python knows it, else UTF-8 (JSON's, and aiohttp's fallback)."""
-        charset = self.charset
-        if charset:
-            try:
-                return codecs.lookup(charset).name
-            except (LookupError, ValueError):
-                pass
-        return "utf-8"
-
-    @property
-    def url(self) -> Any:
-        """The URL the HTTP self-call would have used, as a ``yarl.URL``."""
-        from yarl import URL
-
-        return URL(self._url())
-
-    real_url = url
-
-    @property
-    def request_info(self) -> Any:
-        from aiohttp import RequestInfo
-
-        return RequestInfo(self.url, self.method, _multidict(self._scope["headers"]), self.url)
-
-    @property
-    def closed(self) -> bool:
-        return self._released or self.content.at_eof()
-
-    def _url(self) -> str:
-        server, query = self._scope["server"], self._scope["query_string"].decode("latin-1")
-        origin = f"http://{server[0]}:{server[1]}" if server else "http://in-process"
-        return origin + self._scope["raw_path"].decode("latin-1") + (f"?{query}" if query else "")
-
     async def read(self) -> bytes:
-        """The body (what is left of ``.content``), cached as aiohttp caches it."""
         if self._body is None:
-            try:
-                self._body = await self.content.read()
-            except BaseException:
-                self.close()
-                raise
+            self._body = await self.content.read()
         elif self._released:
-            raise _connection_closed()
+            raise aiohttp.ClientConnectionError("Connection closed")
         return self._body
 
     async def text(self, encoding: str | None = None, errors: str = "strict") -> str:
-        body = self._body if self._body is not None else await self.read()
-        return body.decode(encoding or self.get_encoding(), errors)
+        body = await self.read() if self._body is None else self._body
+        return body.decode(encoding or self._encoding(), errors)
 
     async def json(
         self,
@@ -785,50 +261,49 @@ class InProcessResponse:
         loads: Callable[[str], Any] = jsonlib.loads,
         content_type: str | None = "application/json",
     ) -> Any:
-        """Decode the body as JSON; other media types raise unless ``content_type=None``."""
-        body = self._body if self._body is not None else await self.read()
+        """The body as JSON; another media type raises ``ContentTypeError`` unless ``content_type=None``."""
+        body = await self.read() if self._body is None else self._body
         if content_type:
             ctype = self.headers.get("Content-Type", "").lower()
-            if content_type == "application/json":
-                expected = bool(_JSON_MEDIA_TYPE.match(ctype))
-            else:
-                expected = content_type in ctype
-            if not expected:
-                from aiohttp import ContentTypeError
-
-                raise ContentTypeError(
+            if not (
+                _JSON_MEDIA_TYPE.match(ctype) if content_type == "application/json" else content_type in ctype
+            ):
+                raise aiohttp.ContentTypeError(
                     self.request_info,
-                    self.history,
+                    (),
                     status=self.status,
                     message=f"Attempt to decode JSON with unexpected mimetype: {ctype}",
                     headers=self.headers,
                 )
         stripped = body.strip()
-        if not stripped:
-            return None
-        return loads(stripped.decode(encoding or self.get_encoding()))
+        return loads(stripped.decode(encoding or self._encoding())) if stripped else None
+
+    def _encoding(self) -> str:
+        """The declared charset if Python knows it, else UTF-8 (JSON's, and aiohttp's fallback)."""
+        for param in self.headers.get("Content-Type", "").split(";")[1:]:
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "charset":
+                try:
+                    return codecs.lookup(value.strip().strip('"')).name
+                except LookupError:
+                    break
+        return "utf-8"
 
     def raise_for_status(self) -> None:
-        """Raise ``aiohttp.ClientResponseError`` for a status >= 400, chained to what the route raised."""
         if self.ok:
             return
-        from aiohttp import ClientResponseError
-
         if not self._in_context:
             self.release()
-        raise ClientResponseError(
-            self.request_info, self.history, status=self.status, message=self.reason, headers=self.headers
-        ) from self._error
+        raise aiohttp.ClientResponseError(
+            self.request_info, (), status=self.status, message=self.reason, headers=self.headers
+        )
 
-    def release(self) -> Awaitable[None]:
-        """Drop what is left of the body; the result may be awaited or not, as in aiohttp."""
-        self.close()
-        return _DONE
-
-    def close(self) -> None:
+    def release(self) -> _Done:
+        """Drop what is left of the body; the result may be awaited or not, as aiohttp's."""
         if not self._released:
-            self.content.set_exception(_connection_closed())
+            self.content.error = aiohttp.ClientConnectionError("Connection closed")
             self._released = True
+        return _Done()
 
     async def __aenter__(self) -> InProcessResponse:
         self._in_context = True
@@ -839,128 +314,29 @@ class InProcessResponse:
         self.release()
 
 
-# --------------------------------------------------------------------------------------------
-# Response pieces
-# --------------------------------------------------------------------------------------------
+class _Content:
+    """The body as a one-shot stream, read as ``aiohttp.StreamReader.read`` reads it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.position = data, 0
+        self.error: Exception | None = None
+
+    async def read(self, n: int = -1) -> bytes:
+        if self.error is not None:
+            raise self.error
+        end = len(self.data) if n < 0 else min(len(self.data), self.position + n)
+        chunk, self.position = self.data[self.position : end], end
+        return chunk
 
 
 class _Done:
-    """An already finished awaitable, for callers that ``await response.release()``."""
+    """An awaitable that is already done, as aiohttp's ``release()`` returns."""
 
-    def __await__(self) -> Generator[Any, None, None]:
+    def __await__(self) -> Generator[None, None, None]:
         return iter(())
 
 
-_DONE = _Done()
-
-
-class _Content:
-    """A one-shot byte stream with the reading methods of ``aiohttp.StreamReader``."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-        self._exception: BaseException | None = None
-
-    def exception(self) -> BaseException | None:
-        return self._exception
-
-    def set_exception(self, exc: BaseException) -> None:
-        self._exception = exc
-
-    def at_eof(self) -> bool:
-        return self._pos >= len(self._data)
-
-    async def read(self, n: int = -1) -> bytes:
-        if self._exception is not None:
-            raise self._exception
-        end = len(self._data) if n < 0 else min(len(self._data), self._pos + n)
-        chunk = self._data[self._pos : end]
-        self._pos = end
-        return chunk
-
-    async def readany(self) -> bytes:
-        return await self.read()
-
-    async def readline(self) -> bytes:
-        newline = self._data.find(b"\n", self._pos)
-        return await self.read(-1 if newline < 0 else newline + 1 - self._pos)
-
-    async def readexactly(self, n: int) -> bytes:
-        chunk = await self.read(n)
-        if len(chunk) < n:
-            raise asyncio.IncompleteReadError(chunk, n)
-        return chunk
-
-    async def iter_chunked(self, n: int) -> AsyncIterator[bytes]:
-        while not self.at_eof():
-            yield await self.read(n)
-
-    async def iter_any(self) -> AsyncIterator[bytes]:
-        while not self.at_eof():
-            yield await self.read()
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        while not self.at_eof():
-            yield await self.readline()
-
-
-def _connection_closed() -> Exception:
-    from aiohttp import ClientConnectionError
-
-    return ClientConnectionError("Connection closed")
-
-
-@functools.cache
-def _reason(status: int) -> str:
-    """The reason phrase uvicorn sends, which aiohttp exposes as ``reason``."""
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
-def _multidict(raw: list[tuple[bytes, bytes]]) -> Any:
-    """Headers as aiohttp's parser gives them: well-known names in their canonical spelling."""
-    from multidict import CIMultiDict, CIMultiDictProxy
-
-    known = _known_header_names()
-    return CIMultiDictProxy(
-        CIMultiDict((known.get(name) or _header_text(name), _header_text(value)) for name, value in raw)
-    )
-
-
-def _header_text(raw: bytes) -> str:
-    """Header bytes as aiohttp's parser reads them: UTF-8, an invalid byte kept as a surrogate escape."""
-    return raw.decode("utf-8", "surrogateescape")
-
-
-@functools.cache
-def _known_header_names() -> dict[bytes, Any]:
-    from aiohttp import hdrs
-    from multidict import istr
-
-    return {
-        str(name).lower().encode("latin-1"): name for name in vars(hdrs).values() if isinstance(name, istr)
-    }
-
-
-def _parse_set_cookies(values: list[str]) -> SimpleCookie:
-    """Parse ``Set-Cookie`` values as aiohttp parses them (callers may mutate what they get)."""
-    cookies = SimpleCookie()
-    for value in values:
-        for name, morsel in _parse_set_cookie(value):
-            cookies[name] = morsel.copy()
-    return cookies
-
-
-@functools.lru_cache(maxsize=1024)
-def _parse_set_cookie(value: str) -> tuple[tuple[str, Morsel[str]], ...]:
-    """One ``Set-Cookie`` value, parsed once: a rollout's cookies repeat on every call."""
-    try:
-        from aiohttp._cookie_helpers import parse_set_cookie_headers
-    except ImportError:  # aiohttp < 3.12 loaded each header into a SimpleCookie
-        jar = SimpleCookie()
-        jar.load(value)
-        return tuple(jar.items())
-    return tuple(parse_set_cookie_headers([value]))
+def _multidict(raw: RawHeaders) -> CIMultiDictProxy[str]:
+    """Headers as aiohttp reads them: UTF-8, an invalid byte kept as a surrogate escape."""
+    text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
+    return CIMultiDictProxy(CIMultiDict((text(name), text(value)) for name, value in raw))

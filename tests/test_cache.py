@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import marshal
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from fixture_annotations import NOT_COPIED, annotated_findings
+
+from selfcall_audit.analysis.facts import extract
+from selfcall_audit.orchestration.codec import decode, encode
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -87,3 +91,12 @@ def test_a_changed_file_is_analysed_again(cli, tmp_path: Path) -> None:
 
     assert findings() == [(path, line + 1) for path, line in before]
     assert before
+
+
+def test_the_facts_of_every_fixture_come_back_from_the_cache_as_they_went_in() -> None:
+    for path in sorted(FIXTURES.rglob("*.py")):
+        facts = extract(path.relative_to(FIXTURES).as_posix(), path.read_bytes())
+
+        stored = marshal.loads(marshal.dumps(encode(facts), 4))
+
+        assert decode(stored, "ModuleFacts") == facts, path

@@ -171,6 +171,42 @@ def test_unreadable_files_alone_exit_0_unless_strict(cli, tmp_path: Path) -> Non
     )
 
 
+UNPARSABLE_AGENT = (
+    "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\n\n"
+    "class LoudAgent(SimpleResponsesAPIAgent):\n"
+    "    async def run(self, body: dict) -> None:\n"
+    "        await self.server_client.post(server_name=self.config.name, url_path='/v1/responses', json=body)\n"
+    "        print(f'{body[\"rid\"]!r:{{}}'  # ( unclosed: no Python parses this\n"
+)
+
+
+def test_a_file_an_older_python_cannot_parse_fails_the_run_naming_the_python_needed(
+    cli, tmp_path: Path
+) -> None:
+    project = copy_fixture("trap-text", tmp_path)
+    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
+    newer = f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={newer}"\n')
+
+    result = cli("scan", "--format", "concise", "--no-cache", project)
+
+    assert result.exit_code == 2
+    assert f"Run selfcall-audit with Python {newer} or newer" in result.stderr
+
+
+def test_the_same_file_under_the_python_the_project_requires_is_an_unreadable_file(
+    cli, tmp_path: Path
+) -> None:
+    project = copy_fixture("trap-text", tmp_path)
+    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={running}"\n')
+
+    assert cli("scan", "--format", "concise", "--no-cache", project).exit_code == 0
+
+
 def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:
     monkeypatch.chdir(DEMO)  # paths are printed relative to the current folder
     result = cli("scan", "--format", "concise", "--no-cache", DEMO)
@@ -429,7 +465,11 @@ def test_agent_bases_setting_names_other_base_classes(cli, tmp_path: Path) -> No
 
     _, report = scan_json(cli, project)
 
-    assert triples(report) == [["SCA001", "responses_api_agents/lookalike_agent/app.py", 10]]
+    # the setting adds names; the in-repo base still serves `/v1/responses`, so its subclass stays an agent
+    assert triples(report) == [
+        ["SCA001", "responses_api_agents/echo_agent/app.py", 10],
+        ["SCA001", "responses_api_agents/lookalike_agent/app.py", 10],
+    ]
 
 
 def test_config_option_reads_another_settings_file(cli, tmp_path: Path) -> None:
@@ -516,12 +556,33 @@ def test_agents_json_lists_every_agent_class_with_instances_and_self_calls(cli) 
         "line": 17,
         "bases": ["nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"],
         "instances": ["simple_agent"],
+        "recognised": "subclass of nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent",
         "self_calls": 1,
     }
     assert rows["JudgeAgent"]["instances"] == ["judge_agent", "judge_agent_self_critique"]
     assert rows["ReActAgent"]["bases"] == ["responses_api_agents.langchain_agent.app.GraphAgentAdapter"]
     assert rows["ReActAgent"]["instances"] == ["react_agent"]
+    assert (
+        rows["ReActAgent"]["recognised"]
+        == "subclass of nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"
+    )
     assert (rows["RemoteAgent"]["self_calls"], rows["SWEAgent"]["self_calls"]) == (2, 0)
+
+
+def test_agents_json_says_an_agent_known_by_its_route_serves_it(cli) -> None:
+    result = cli("agents", "--format", "json", "--no-cache", FIXTURES / "shape-agents-by-routes")
+
+    rows = {row["agent"]: row for row in json.loads(result.stdout)["agents"]}
+    assert rows["EchoHarness"]["recognised"] == "serves its route (registered at harness/serving.py:9)"
+    assert rows["AliasAgent"]["bases"] == ["nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent"]
+    assert "EchoModel" not in rows and "RolloutProcessor" not in rows
+
+
+def test_a_path_is_shown_as_it_is_built_each_unknown_part_named(cli) -> None:
+    _, report = scan_json(cli, FIXTURES / "shape-helper-posts-own-route")
+
+    messages = {f["line"]: f["message"] for f in report["findings"]}
+    assert "/v1/sessions/{session_id}/close (a path that cannot be resolved statically)" in messages[35]
 
 
 def test_agents_text_is_a_table(cli, monkeypatch) -> None:

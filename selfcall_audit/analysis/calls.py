@@ -9,7 +9,17 @@ from dataclasses import dataclass
 
 from .expr import UNKNOWN, Alt, Attr, Call, Expr, Name, Param, SelfRef, prune
 
-CLIENT_METHODS = frozenset({"post", "get", "request", "put", "patch", "delete"})
+# The server client's methods, each with its positional parameters in order: the one table the
+# analysis (where a call goes) and the rewrite policy (what each argument becomes) both read.
+CLIENT_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "post": ("server_name", "url_path"),
+    "get": ("server_name", "url_path"),
+    "put": ("server_name", "url_path"),
+    "patch": ("server_name", "url_path"),
+    "delete": ("server_name", "url_path"),
+    "request": ("server_name", "url_path", "method"),
+}
+CLIENT_METHODS = frozenset(CLIENT_SIGNATURES)
 ROUTE_METHODS = frozenset({"post", "get", "put", "patch", "delete", "api_route", "add_api_route", "route"})
 # Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
 ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
@@ -64,6 +74,7 @@ class CallFact:
     # for a client call, each argument as written that can say where it goes (positional, server_name,
     # url_path, method), as `ast.unparse` gives it; "" for the others
     texts: tuple[str, ...] = ()
+    not_own: tuple[str, ...] = ()  # parameters a test before the call showed not to be the own name
 
 
 def worth_recording(func: Expr, args: list[Expr], kwargs: tuple) -> bool:

@@ -24,13 +24,14 @@ from .evaluate import (
     Ctx,
     Evaluator,
     FromParam,
-    Literal,
+    NamedServer,
     OwnName,
     Path,
     Server,
+    names_route_itself,
+    without_params,
 )
 from .expand import ClientCall
-from .expr import Str
 from .gym_config import AgentInstance, ServerRef
 from .index import ClassRef
 
@@ -65,6 +66,8 @@ class Classifier:
         ctx = Ctx(site_path, site_cls)
         servers = self.evaluator.server(call.server, ctx)
         paths = self.evaluator.path(call.path, ctx)
+        if any(PARAM in alt for alt in paths) and names_route_itself(paths, self.settings.route):
+            paths = without_params(paths)  # the helper names its own route: reported where it posts
         if any(isinstance(s, FromParam) for s in servers) or any(PARAM in alt for alt in paths):
             return None  # a forwarding helper: its callers are checked instead
         evidence: list[Evidence] = list(call.via)
@@ -85,7 +88,7 @@ class Classifier:
                         for i, r in back
                     )
                     evidence.extend(config_refs)
-                case Literal(text):
+                case NamedServer(text):
                     bound = [i for i in running if i.name == text]
                     verdicts.append("self" if bound else "other")
                     evidence.extend(
@@ -121,13 +124,12 @@ class Classifier:
             Evidence(site_path, line, f"`{name}` is bound here") for name, line, _ in call.site.aliases
         )
         evidence.extend(ctx.evidence)
-        method = call.http_method
+        method = self.evaluator.http_method(call.http_method, ctx)
         if all(r and r <= family for r in reached):
-            match method:
-                case Str(text) if text.upper() == "POST":
-                    return verdict(SELF_CALL, main)
-                case Str(text):
-                    return verdict(OTHER_ROUTE, f"{text.upper()} {main}")
+            if method == "POST":
+                return verdict(SELF_CALL, main)
+            if method is not None:
+                return verdict(OTHER_ROUTE, f"{method} {main}")
             return verdict(POSSIBLE_SELF_CALL, f"its own {main} with a method that cannot be resolved")
         if all(HOLE not in alt for alt in paths):
             names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]
@@ -141,7 +143,11 @@ class Classifier:
 
 def path_text(alternative: Path) -> str:
     """A path alternative as a user reads it: unknown parts shown as `{?}`."""
-    text = "".join(part if isinstance(part, str) else "{?}" for part in alternative if part != PREFIX)
+    text = "".join(
+        part if isinstance(part, str) else f"{{{part.label or '?'}}}"
+        for part in alternative
+        if part != PREFIX
+    )
     return text or "{?}"
 
 

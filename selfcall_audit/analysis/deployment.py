@@ -11,12 +11,13 @@ from ..ftypes import Evidence
 from ..workspace.prefilter import word_matcher
 from .calls import ROUTE_METHODS
 from .evaluate import Ctx, Evaluator, expand_kwargs
-from .expr import UNKNOWN, Attr, Call, Expr, SelfRef
+from .expr import UNKNOWN, Attr, Call, Expr, SelfRef, Str
 from .facts import CallFact, FunctionFacts, inlined_arguments
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef
 
+_MODEL_ROUTE = "/v1/chat/completions"  # served by model servers, which serve `/v1/responses` too
 _ROLLOUT_PREFIX = re.compile(r"^/ng-rollout/[^/]+(?:/training-token-capture)?(?=/)")
 
 
@@ -31,7 +32,7 @@ class Deployment:
         hierarchy: Hierarchy,
         evaluator: Evaluator,
         settings: Settings,
-        instances: list[AgentInstance],
+        instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
         mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
@@ -41,7 +42,7 @@ class Deployment:
         self.index = hierarchy.index
         self.evaluator = evaluator
         self.settings = settings
-        self.instances = instances
+        self._instances = instances  # a callable: read when first needed (YAML is indexed meanwhile)
         self.read = read
         self.mentions = mentions
         self._served_memo: dict[str, list[ClassRef]] = {}
@@ -49,6 +50,13 @@ class Deployment:
         self._mapped_all = False
         self._routes_memo: dict[ClassRef, dict[str, str | None]] = {}
         self.route_sources: dict[ClassRef, dict[str, Evidence]] = {}
+        self._serves_memo: dict[ClassRef, tuple[str, int] | None] = {}
+
+    @property
+    def instances(self) -> list[AgentInstance]:
+        if callable(self._instances):
+            self._instances = self._instances()
+        return self._instances
 
     # instances ------------------------------------------------------------------------------
     def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
@@ -143,6 +151,30 @@ class Deployment:
             self.route_sources[ref] = sources
         return self._routes_memo[ref]
 
+    def serves_agent_route(self, ref: ClassRef) -> tuple[str, int] | None:
+        """Where the class's own server setup registers the agent route (`/v1/responses`), unless
+        it also registers a model server's chat route: an agent known by what it serves."""
+        if ref not in self._serves_memo:
+            klass = self.index.klass(ref)
+            main, found, model = normal_route(self.settings.route), None, False
+            telling = {main, _MODEL_ROUTE}
+            for method in klass.methods if klass else ():
+                # most registrations name a literal route that is neither: nothing to evaluate
+                if not any(
+                    _may_register(c) and (_route_text(c) is None or normal_route(_route_text(c)) in telling)
+                    for c in method.calls
+                ):
+                    continue
+                for call in self.evaluator.calls_of(method):
+                    if not _may_register(call):
+                        continue
+                    for text, _ in self._registered_route(call, method, Ctx(ref.path, ref)):
+                        model = model or normal_route(text) == _MODEL_ROUTE
+                        if found is None and normal_route(text) == main:
+                            found = (ref.path, call.line)
+            self._serves_memo[ref] = None if model else found
+        return self._serves_memo[ref]
+
     def responses_routes(self, ref: ClassRef) -> frozenset[str]:
         """The agent's own routes that reach its `/v1/responses` handler: the route itself and any
         other route registered with the same handler (a suffixed or prefixed twin)."""
@@ -173,7 +205,7 @@ class Deployment:
             return []
         if func.attr == "add_api_route":
             handler = args[1] if len(args) > 1 else kwargs.get("endpoint", UNKNOWN)
-        name = handler.attr if isinstance(handler, Attr) and isinstance(handler.base, SelfRef) else None
+        name = _handler_method(handler)
         found = []
         for alternative in self.evaluator.path(args[0], ctx):
             if all(isinstance(part, str) for part in alternative):
@@ -181,3 +213,32 @@ class Deployment:
                 if text.startswith("/"):
                     found.append((text, name))
         return found
+
+
+def _may_register(call: CallFact) -> bool:
+    """A call of a route method (`app.post(...)`, `app.post(...)(handler)`), before inlining."""
+    func = call.func.func if isinstance(call.func, Call) else call.func
+    return isinstance(func, Attr) and func.attr in ROUTE_METHODS
+
+
+def _route_text(call: CallFact) -> str | None:
+    """The route a registration names as a literal (`app.post("/verify")`), None otherwise."""
+    args = call.func.args if isinstance(call.func, Call) else call.args
+    return args[0].text if args and isinstance(args[0], Str) else None
+
+
+def _handler_method(handler: Expr) -> str | None:
+    """The agent method a registered handler runs: `self.responses`, or one wrapped by a call
+    (`traced_endpoint(..., self.responses, ...)`, a `functools.wraps(self.responses)` closure)."""
+    pending = [handler]
+    while pending:
+        expr = pending.pop(0)
+        match expr:
+            case Attr(SelfRef(), name):
+                return name
+            case Call(func, args, kwargs):
+                pending.extend(args)
+                pending.extend(value for _, value in kwargs)
+                if isinstance(func, Call):
+                    pending.append(func)
+    return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import product
+from math import inf
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -18,11 +19,15 @@ from .expr import (
     Alt,
     Attr,
     Call,
+    Const,
     DictOf,
     Expr,
     Global,
+    Item,
     Join,
     Name,
+    Named,
+    Or,
     Param,
     SelfRef,
     Seq,
@@ -32,7 +37,7 @@ from .expr import (
     str_format,
     str_join,
 )
-from .facts import CallFact, FunctionFacts, inlined_calls
+from .facts import Binding, CallFact, FunctionFacts, inlined_calls
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
@@ -40,9 +45,11 @@ from .limits import LIMITS
 
 @dataclass(frozen=True)
 class Marker:
-    """A part of an evaluated path that is not text."""
+    """A part of an evaluated path that is not text; `label` is the expression written there,
+    shown to users (markers of one kind are equal whatever their label)."""
 
     name: str
+    label: str = field(default="", compare=False)
 
 
 HOLE = Marker("unknown")  # any text
@@ -53,6 +60,12 @@ PathPart = str | Marker
 Path = tuple[PathPart, ...]
 
 _PATH_JOINS = (External("os.path.join"), External("posixpath.join"))
+_PREFIX_BUILDER = "rollout_path_prefix"  # upstream's: "" or `/ng-rollout/{rollout_id}` for an id
+_PATH_CLASSES = tuple(
+    External(f"pathlib.{name}") for name in ("PurePosixPath", "PurePath", "Path", "PosixPath")
+)
+_ENVIRONMENT = (External("os.environ.get"), External("os.getenv"))
+_DUMPS = frozenset({"model_dump", "dict"})  # a pydantic config as a dict
 _CONFIG = Attr(SELF, "config")
 
 
@@ -69,7 +82,9 @@ class ConfigRef:
 
 
 @dataclass(frozen=True)
-class Literal:
+class NamedServer:
+    """A server named by a string: the agent itself when a YAML instance of it has that name."""
+
     text: str
 
 
@@ -83,7 +98,7 @@ class Unresolved:
     pass
 
 
-Server = OwnName | ConfigRef | Literal | FromParam | Unresolved
+Server = OwnName | ConfigRef | NamedServer | FromParam | Unresolved
 
 
 @dataclass
@@ -156,14 +171,27 @@ class Evaluator:
                 Call(Name("type"), (SelfRef(),)) | Attr(SelfRef(), "__class__"), attr
             ):  # `type(self).X`
                 return self.constant(Attr(SELF, attr), ctx)
+            case Item(base, key):  # `ROUTES["answer"]`: a dict written in place
+                found = self.constant(base, ctx)
+                if found is not None and isinstance(found[0], DictOf):
+                    value = dict(found[0].items).get(key)
+                    return (value, found[1]) if value is not None else None
+                return None
             case Attr(SelfRef(), attr) if ctx.cls is not None:
                 if attr in ("config", "server_client"):
                     return None
+                read = self.property_value(attr, ctx)
+                if read is not None:
+                    return read
                 found = self.hierarchy.class_binding(ctx.cls, attr)
                 if found is None:
                     return None
                 owner, binding = found
                 ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{attr}` is bound here"))
+                if isinstance(binding.expr, Param):
+                    keyword = self._class_keyword(owner, binding, ctx.cls)
+                    if keyword is not None:
+                        return keyword
                 return qualify(binding.expr, owner.path, {}), ctx  # a stored parameter is unknown here
             case Name() | Global() | Attr():
                 pass
@@ -183,6 +211,34 @@ class Evaluator:
                         return binding.expr, ctx.inside(cls.path, None)
         return None
 
+    def property_value(self, attr: str, ctx: Ctx) -> tuple[Expr, Ctx] | None:
+        """`self.attr` where the agent's class defines `attr` as a property: what it returns."""
+        found = self.hierarchy.method(ctx.cls, attr) if ctx.cls is not None else None
+        if found is None or not found[1].is_property or found[1].returns == UNKNOWN:
+            return None
+        owner, function = found
+        ctx.evidence.append(Evidence(owner.path, function.line, f"property `{attr}` is defined here"))
+        return qualify(inline(function.returns, function.locals), owner.path, {}), ctx
+
+    def _class_keyword(self, owner: ClassRef, binding: Binding, cls: ClassRef) -> tuple[Expr, Ctx] | None:
+        """`cls.attr = param` in `owner.__init_subclass__`: for the class `cls`, what its class
+        statement passes (`class A(Base, route="/x")`), else the parameter's default."""
+        found = self.hierarchy.method(owner, "__init_subclass__")
+        klass = self.index.klass(owner)
+        if found is None or found[0] != owner or klass is None or cls == owner:
+            return None
+        init = found[1]
+        end = min((m.line for m in klass.methods if m.line > init.line), default=inf)
+        if not init.line < binding.line < end:
+            return None
+        name = binding.expr.name  # type: ignore[union-attr]
+        concrete = self.index.klass(cls)
+        given = dict(concrete.keywords) if concrete else {}
+        if name in given:
+            return given[name], Ctx(cls.path, cls)
+        default = dict(init.defaults).get(name)
+        return (qualify(default, owner.path, {}), Ctx(owner.path, cls)) if default is not None else None
+
     # paths ----------------------------------------------------------------------------------
     def path(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Path]:
         """Alternatives of a string, each a tuple of text and markers."""
@@ -191,13 +247,15 @@ class Evaluator:
         match expr:
             case Str(text):
                 return [(text,)]
-            case Param():
-                return [(PARAM,)]
+            case Param(name):
+                return [(Marker(PARAM.name, name),)]
+            case Named(label, value):
+                return _named(label, self.path(value, ctx, depth + 1))
             case Join(parts):
                 options = [self.path(part, ctx, depth + 1) for part in parts]
                 combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
                 return combined if len(combined) <= LIMITS.alternatives else [(HOLE,)]
-            case Alt(options):
+            case Alt(options) | Or(options):
                 return [alt for option in options for alt in self.path(option, ctx, depth + 1)][
                     : LIMITS.alternatives
                 ]
@@ -219,6 +277,11 @@ class Evaluator:
             if isinstance(callee, (Name, Global))
             else None
         )
+        if name == _PREFIX_BUILDER:  # builds the prefix from a rollout id, not from a path
+            returned = self.returned(expr, ctx)
+            if returned is not None:
+                return self.path(returned[0], returned[1], depth + 1)
+            return [(), ("/ng-rollout/", Marker(HOLE.name, "rollout_id"))]
         if name in self.settings.route_wrappers:
             first = expr.args[0] if expr.args else dict(expr.kwargs).get("url_path")
             if first is None:
@@ -229,6 +292,11 @@ class Evaluator:
             and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
         ):
             return self._path_join(expr.args, ctx, depth)
+        if isinstance(callee, Name) and callee.name == "str" and len(expr.args) == 1:
+            return self.path(expr.args[0], ctx, depth + 1)
+        parts = self._path_object(expr, ctx)
+        if parts is not None:  # `PurePosixPath("/v1") / "responses"`
+            return self._path_join(parts, ctx, depth)
         match callee, expr.args:
             case Attr(base, "rstrip" | "lstrip" | "strip" as strip), () | (Str(),):  # `path.rstrip("/")`
                 chars = expr.args[0].text if expr.args else None  # type: ignore[union-attr]
@@ -249,6 +317,19 @@ class Evaluator:
         if returned is None:
             return [(HOLE,)]
         return self.path(returned[0], returned[1], depth + 1)
+
+    def _path_object(self, expr: Expr, ctx: Ctx) -> tuple[Expr, ...] | None:
+        """The parts a `pathlib` pure path is built from (`PurePosixPath(a, b)`, `.joinpath(c)`
+        and `/ d`), None if the expression is not one."""
+        match expr:
+            case Call(Attr(inner, "joinpath"), args):
+                parts = self._path_object(inner, ctx)
+                return (*parts, *args) if parts is not None else None
+            case Call(Name() | Global() | Attr() as func, args) if (
+                self.index.lookup_dotted(ctx.path, func) in _PATH_CLASSES
+            ):
+                return args
+        return None
 
     def _path_join(self, args: tuple[Expr, ...], ctx: Ctx, depth: int) -> list[Path]:
         """`posixpath.join`: a `/` between parts, and an absolute part starts over."""
@@ -313,6 +394,9 @@ class Evaluator:
             case Param() | Attr(_, "server_client"):
                 return True
             case Attr(SelfRef(), attr) if ctx.cls is not None:
+                read = self.property_value(attr, ctx)  # `@property def client(self): return ...`
+                if read is not None:
+                    return isinstance(read[0], Attr) and self.is_client(read[0], ctx)
                 found = self.hierarchy.class_binding(ctx.cls, attr)
                 return (
                     found is not None
@@ -329,14 +413,29 @@ class Evaluator:
         match expr:
             case Alt(options):
                 return [alt for option in options for alt in self.server(option, ctx, depth + 1)]
+            case Named(_, value):
+                return self.server(value, ctx, depth + 1)
+            case Or(options):
+                return self._first_set(options, ctx, depth)
             case Param():
                 return [FromParam()]
-            case Attr(owner, "name") if owner == _CONFIG:
+            case Attr(owner, "name") | Item(Call(Attr(owner, "model_dump" | "dict")), "name") if (
+                owner == _CONFIG
+            ):
                 return [OwnName()]
             case Attr(Attr(config, key), "name") if config == _CONFIG:
                 return [ConfigRef(key)]
+            case Attr(Item(Attr(config, key), member), "name") if config == _CONFIG:
+                return [ConfigRef(f"{key}.{member}")]  # a mapping of references: `participants["a"]`
+            case Item(Item(Call(Attr(config, dump)), key), "name") if config == _CONFIG and dump in _DUMPS:
+                return [ConfigRef(key)]
             case Str() | Join():
                 return [_literal(alt) for alt in self.path(expr, ctx, depth + 1)]
+            case Call(func, (_, default)) if (
+                isinstance(func, (Name, Global, Attr))
+                and self.index.lookup_dotted(ctx.path, func) in _ENVIRONMENT
+            ):  # `os.environ.get(VAR, self.config.name)`: the default unless the variable is set
+                return self._first_set((UNKNOWN, default), ctx, depth)
             case Call():
                 returned = self.returned(expr, ctx)
                 if returned is not None:
@@ -355,6 +454,63 @@ class Evaluator:
                     return self.server(Attr(_CONFIG, attr), ctx, depth + 1)
         return [Unresolved()]
 
+    def _first_set(self, options: tuple[Expr, ...], ctx: Ctx, depth: int) -> list[Server]:
+        """`a or b`: the first option that names a server; one that cannot be resolved (an
+        optional override, an environment variable) is taken as not set, as it is by default."""
+        unset = False
+        for option in options:
+            if isinstance(option, Const):  # `None`, `""`: not set
+                continue
+            found = self.server(option, ctx, depth + 1)
+            if not found:
+                continue
+            if all(isinstance(s, Unresolved) for s in found):
+                unset = True
+                continue
+            return found
+        return [Unresolved()] if unset else []
+
+    def http_method(self, expr: Expr, ctx: Ctx) -> str | None:
+        """The HTTP method a client call uses, when it is one text (`"POST"`, `Method.POST`,
+        `http.HTTPMethod.POST`)."""
+        if isinstance(expr, (Name, Global, Attr)):
+            found = self.index.lookup_dotted(ctx.path, expr)
+            if isinstance(found, External) and found.dotted.startswith("http.HTTPMethod."):
+                return found.dotted.rsplit(".", 1)[1]
+        texts = {"".join(alt) for alt in self.path(expr, ctx) if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
+        return texts.pop().upper() if len(texts) == 1 and len(self.path(expr, ctx)) == 1 else None
+
+
+def _named(label: str, alternatives: list[Path]) -> list[Path]:
+    """An f-string field's alternatives, as one part named by its expression when none of them
+    can be told and they stay inside one path segment (a rollout id built from several values is
+    `{rollout_id}`, not `{?}-{?}-a{?}`)."""
+    told = [alt for alt in alternatives if all(isinstance(part, str) for part in alt)]
+    if told or any(isinstance(part, str) and "/" in part for alt in alternatives for part in alt):
+        return alternatives
+    kind = PARAM.name if any(PARAM in alt for alt in alternatives) else HOLE.name
+    return [(Marker(kind, label),)]
+
+
+def names_route_itself(alternatives: list[Path], route: str) -> bool:
+    """Does each alternative end with the route as text, parameters only filling parts before it
+    (`"%s/v1/responses" % prefix`)? Then the function decides the route, not its callers."""
+    main = route.split("?")[0]
+    for alternative in alternatives:
+        tail = []
+        for part in reversed(alternative):
+            if not isinstance(part, str):
+                break
+            tail.append(part)
+        if not "".join(reversed(tail)).endswith(main):
+            return False
+    return bool(alternatives)
+
+
+def without_params(alternatives: list[Path]) -> list[Path]:
+    """Parameters as unknown parts: any text."""
+    return [tuple(HOLE if part == PARAM else part for part in alternative) for alternative in alternatives]
+
 
 def _strip(alternative: Path, how: str, chars: str | None) -> Path:
     """`str.strip` and its one-sided forms on the text at the ends of a path alternative."""
@@ -370,5 +526,5 @@ def _literal(alternative: Path) -> Server:
     if PARAM in alternative:
         return FromParam()
     if all(isinstance(part, str) for part in alternative):
-        return Literal("".join(alternative))  # type: ignore[arg-type]
+        return NamedServer("".join(alternative))  # type: ignore[arg-type]
     return Unresolved()

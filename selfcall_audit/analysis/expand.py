@@ -15,8 +15,17 @@ from math import inf
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
-from .calls import CLIENT_METHODS
-from .evaluate import PARAM, Ctx, Evaluator, FromParam, bind_params, expand_kwargs
+from .calls import CLIENT_METHODS, CLIENT_SIGNATURES
+from .evaluate import (
+    PARAM,
+    Ctx,
+    Evaluator,
+    FromParam,
+    OwnName,
+    bind_params,
+    expand_kwargs,
+    names_route_itself,
+)
 from .expr import (
     NONE,
     UNKNOWN,
@@ -37,8 +46,6 @@ from .facts import CallFact, FunctionFacts, inlined_arguments
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
 
-_SIGNATURES = {"request": ("server_name", "url_path", "method")}
-_DEFAULT_SIGNATURE = ("server_name", "url_path")
 _PARTIAL = External("functools.partial")
 
 
@@ -116,23 +123,43 @@ class Expander:
             if held is None:
                 return []
             target, fields = held
-        return self._through_helper(call, target, *(arguments or inlined_arguments(call, function)), fields)
+        return self._through_helper(
+            call,
+            target,
+            *(arguments or inlined_arguments(call, function)),
+            fields,
+            ctx,
+        )
 
     def _stored_callable(self, func: Expr, ctx: Ctx) -> Expr:
         """`self._post(...)` where another method stored `self._post = partial(self.server_client.post, ...)`
-        or `self._post = self.server_client.post`: the stored value is what is called."""
+        or `self._post = self.server_client.post`, or a property returns it: the stored value is
+        what is called. `getattr(client, VERB)` with a known verb is `client.post`."""
         match func:
-            case Attr(SelfRef(), attr) if ctx.cls is not None and not self.hierarchy.method(ctx.cls, attr):
+            case Attr(SelfRef(), attr) if ctx.cls is not None:
+                read = self.evaluator.property_value(attr, ctx)
+                if read is not None and isinstance(read[0], (Attr, Call)):
+                    return read[0]
+                if self.hierarchy.method(ctx.cls, attr):
+                    return func
                 found = self.hierarchy.class_binding(ctx.cls, attr)
                 if found is not None and isinstance(found[1].expr, (Attr, Call)):
                     return qualify(found[1].expr, found[0].path, {})
+            case Call(Name("getattr"), (receiver, verb)):
+                names = {
+                    "".join(alt)
+                    for alt in self.evaluator.path(verb, ctx)
+                    if all(isinstance(p, str) for p in alt)
+                }  # type: ignore[arg-type]
+                if len(names) == 1 and (name := names.pop()) in CLIENT_METHODS:
+                    return Attr(receiver, name)
         return func
 
     def _direct(
         self, call: CallFact, func: Attr, args: tuple[Expr, ...], raw_kwargs: tuple, via_partial: bool
     ) -> ClientCall:
         kwargs, opaque = expand_kwargs(raw_kwargs)
-        signature = _SIGNATURES.get(func.attr, _DEFAULT_SIGNATURE)
+        signature = CLIENT_SIGNATURES.get(func.attr, CLIENT_SIGNATURES["post"])
         values = dict(zip(signature, args))
         values.update({k: v for k, v in kwargs.items() if k in signature})
         missing = UNKNOWN if opaque else NONE
@@ -217,7 +244,8 @@ class Expander:
         target_via: tuple[FunctionRef, bool],
         args: tuple[Expr, ...],
         raw_kwargs: tuple,
-        fields: dict[str, Expr] | None = None,
+        fields: dict[str, Expr] | None,
+        ctx: Ctx,
     ) -> list[ClientCall]:
         """Client calls inside a helper that depend on its parameters, seen from this call; with
         `fields`, the helper is a method of an object the caller built, and what the construction
@@ -226,7 +254,15 @@ class Expander:
         function = self.hierarchy.function(target)
         if function is None:
             return []
-        owner = ClassRef(target.path, target.owner) if target.owner else None
+        # a method reached through `self` runs with the caller's `self` (the concrete agent)
+        caller = ctx.cls if fields is None else None
+        owner = (
+            caller
+            if via_self and caller is not None
+            else ClassRef(target.path, target.owner)
+            if target.owner
+            else None
+        )
         inner_calls = self.client_calls(function, target, owner)
         if fields is not None:
             inner_calls = [c for inner in inner_calls if (c := _on_fields(inner, fields)) is not None]
@@ -235,6 +271,8 @@ class Expander:
         bindings.update((_field(name), value) for name, value in (fields or {}).items())
         result = []
         for inner in inner_calls:
+            if self._dispatched_in_process(inner, bindings, target.path, ctx):
+                continue
             note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
             result.append(
                 ClientCall(
@@ -250,16 +288,31 @@ class Expander:
             )
         return result
 
+    def _dispatched_in_process(
+        self, inner: ClientCall, bindings: dict[str, Expr], path: str, ctx: Ctx
+    ) -> bool:
+        """Does the helper post only to other servers than the one this call names: the call's
+        target is the agent itself, and the helper handles that case in-process before posting
+        (`if server_name == self.config.name: return await self.responses(...)`)?"""
+        if not (isinstance(inner.server, Param) and inner.server.name in inner.site.not_own):
+            return False
+        given = qualify(inner.server, path, bindings)
+        return any(isinstance(s, OwnName) for s in self.evaluator.server(given, ctx))
+
     def _forwards(self, call: ClientCall, ctx: Ctx) -> bool:
         """Does the call's target or route depend on the enclosing function's parameters?
 
         A client passed in counts only outside classes: a method that names the target and the
         route itself is reported where it makes the call, not again at each of its callers."""
+        paths = self.evaluator.path(call.path, ctx)
         return (
             (ctx.cls is None and _rooted_at_param(call.receiver))  # `client.post`, `agent.server_client.post`
             or _rooted_at_param(call.server, through="config")  # `agent.config.name`: maybe the agent's own
             or any(isinstance(s, FromParam) for s in self.evaluator.server(call.server, ctx))
-            or any(PARAM in alt for alt in self.evaluator.path(call.path, ctx))
+            or (
+                any(PARAM in alt for alt in paths)
+                and not names_route_itself(paths, self.evaluator.settings.route)
+            )
             or contains(call.http_method, Param)
         )
 

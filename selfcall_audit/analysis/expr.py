@@ -117,6 +117,30 @@ class Alt(_Node):
 
 
 @dataclass(frozen=True, slots=True)
+class Item(_Node):
+    """A subscript with a string key: `ROUTES["answer"]`, `self.config.participants["proposer"]`."""
+
+    base: Expr
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Or(_Node):
+    """`a or b`: the first value that is set, the last one when none before it is."""
+
+    options: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Named(_Node):
+    """A replacement field of an f-string and the expression written there (`{rollout_id}`):
+    how a part the analysis cannot tell is shown."""
+
+    label: str
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
 class Local(_Node):
     """The value bound to a local variable: `FunctionFacts.locals[index]`."""
 
@@ -124,7 +148,23 @@ class Local(_Node):
 
 
 Expr = (
-    Unknown | Str | Const | Join | Name | Global | Param | SelfRef | Attr | Call | DictOf | Seq | Alt | Local
+    Unknown
+    | Str
+    | Const
+    | Join
+    | Name
+    | Global
+    | Param
+    | SelfRef
+    | Attr
+    | Call
+    | DictOf
+    | Seq
+    | Alt
+    | Local
+    | Item
+    | Or
+    | Named
 )
 
 _LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
@@ -145,6 +185,12 @@ def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     if cls is Attr:
         base = fn(expr.base)  # type: ignore[union-attr]
         return expr if base is expr.base else Attr(base, expr.attr)  # type: ignore[union-attr]
+    if cls is Item:
+        base = fn(expr.base)  # type: ignore[union-attr]
+        return expr if base is expr.base else Item(base, expr.key)  # type: ignore[union-attr]
+    if cls is Named:
+        value = fn(expr.value)  # type: ignore[union-attr]
+        return expr if value is expr.value else Named(expr.label, value)  # type: ignore[union-attr]
     if cls is Call:
         func = fn(expr.func)  # type: ignore[union-attr]
         args = tuple(map(fn, expr.args))  # type: ignore[union-attr]
@@ -158,6 +204,13 @@ def map_children(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
     old = expr.parts if cls is Join else expr.items if cls is Seq else expr.options  # type: ignore[union-attr]
     new = tuple(map(fn, old))
     return expr if _same(new, old) else cls(new)
+
+
+def children(expr: Expr) -> list[Expr]:
+    """The direct sub-expressions of a node."""
+    found: list[Expr] = []
+    map_children(expr, lambda child: found.append(child) or child)
+    return found
 
 
 def _same(new: tuple, old: tuple, pairs: bool = False) -> bool:
@@ -261,8 +314,10 @@ def contains(expr: Expr, kind: type) -> bool:
         return True
     if cls in _LEAVES:
         return False
-    if cls is Attr:
+    if cls is Attr or cls is Item:
         return contains(expr.base, kind)  # type: ignore[union-attr]
+    if cls is Named:
+        return contains(expr.value, kind)  # type: ignore[union-attr]
     if cls is Call:
         return (
             contains(expr.func, kind)  # type: ignore[union-attr]
@@ -351,6 +406,9 @@ _NODES: tuple[type, ...] = (
     Seq,
     Alt,
     Local,
+    Item,
+    Or,
+    Named,
 )
 _TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
-from .walker import Binding, FunctionWalker, param_names
+from .walker import Binding, FunctionWalker, ModuleScope, param_names
 
 __all__ = [
     "Binding",
@@ -50,6 +50,7 @@ class FunctionFacts:
     calls: tuple[CallFact, ...]
     locals: tuple[Expr, ...] = ()  # values of local bindings, referred to by `Local(index)`
     returns: Expr = UNKNOWN  # what the function returns: one value or alternatives
+    is_property: bool = False  # `@property` / `@cached_property`: read as an attribute
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class ClassFacts:
     constants: tuple[Binding, ...]
     instance_attrs: tuple[Binding, ...]
     methods: tuple[FunctionFacts, ...]
+    keywords: tuple[tuple[str, Expr], ...] = ()  # of the class statement, read by `__init_subclass__`
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class FactsError(Exception):
     """The file cannot be turned into facts (syntax error, nesting too deep)."""
 
 
-class ModuleExtractor:
+class ModuleExtractor(ModuleScope):
     def __init__(self, path: str, source: bytes):
         self.path = path
         self.source = source
@@ -170,6 +172,7 @@ class ModuleExtractor:
             tuple(walker.calls),
             tuple(walker.locals),
             prune(merge(walker.returns)) if walker.returns else UNKNOWN,
+            is_method and any(_decorator_name(d) in _PROPERTIES for d in node.decorator_list),
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
@@ -213,8 +216,11 @@ class ModuleExtractor:
             Binding(name, merge([b.expr for b in bindings]), bindings[0].line)
             for name, bindings in instance_attrs.items()
         )
+        keywords = tuple(
+            (k.arg, prune(outer.expr(k.value))) for k in node.keywords if k.arg and k.arg != "metaclass"
+        )
         return ClassFacts(
-            node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods)
+            node.name, node.lineno, bases, tuple(self.constants(node.body)), attrs, tuple(methods), keywords
         )
 
     def module(self, tree: ast.Module) -> ModuleFacts:
@@ -247,6 +253,14 @@ class ModuleExtractor:
             served=tuple(served),
             noqa=_noqa_lines(self.source),
         )
+
+
+_PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _decorator_name(node: ast.expr) -> str | None:
+    """`property`, `functools.cached_property`: the decorator's last name."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
 def _is_main_guard(test: ast.expr) -> bool:

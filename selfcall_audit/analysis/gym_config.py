@@ -383,7 +383,11 @@ class ConfigSet:
         if not isinstance(impl_cfg, Node):
             return None
         refs = []
-        for key, value in impl_cfg.items():
+        pairs = list(impl_cfg.items())
+        for key, value in impl_cfg.items():  # a mapping of references (`participants: {a: {...}}`)
+            if isinstance(value, Node) and "name" not in value:
+                pairs += [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, Node) and "name" in v]
+        for key, value in pairs:
             if isinstance(value, Node) and "name" in value:
                 ref_type = _interpolate(value.get("type"), namespace)
                 ref_name = _interpolate(value.get("name"), namespace)
@@ -392,7 +396,7 @@ class ConfigSet:
                         key,
                         ref_type if isinstance(ref_type, str) else None,
                         ref_name if isinstance(ref_name, str) and ref_name != MISSING else None,
-                        value.where.get("name", impl_cfg.where[key]),
+                        value.where.get("name", impl_cfg.where[key.split(".")[0]]),
                     )
                 )
         # In the Gym root of the config (a project in a sub-folder has its own); an impl key that

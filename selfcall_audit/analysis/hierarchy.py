@@ -7,10 +7,14 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Callable
 
-from .calls import CLIENT_METHODS
-from .expr import Call
+from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact
+from .expr import UNKNOWN, Alt, Attr, Call, Expr, Local, Name, SelfRef, children
 from .facts import Binding, FunctionFacts
-from .index import ClassRef, External, FunctionRef, Index
+from .index import ClassRef, ConstRef, External, FunctionRef, Index
+from .limits import LIMITS
+
+# Where a class serves the agent route: the place (path, line) of the registration, or None.
+Serves = Callable[[ClassRef], "tuple[str, int] | None"]
 
 
 class Hierarchy:
@@ -19,10 +23,14 @@ class Hierarchy:
         index: Index,
         agent_bases: frozenset[str],
         find_subclasses: Callable[[str], list[str]] | None = None,
+        serves: Serves | None = None,
     ):
         self.index = index
         self.agent_bases = agent_bases
         self.find_subclasses = find_subclasses  # a scoped run: the files that may subclass a name
+        # An agent is known by what it serves: a class whose own server setup registers the agent
+        # route (and is no model server) is an agent base whatever its name.
+        self.serves = serves
         self._bases_memo: dict[ClassRef, list[ClassRef | str]] = {}
         self._mro_memo: dict[ClassRef, list[ClassRef]] = {}
         self._agent_memo: dict[ClassRef, bool] = {}
@@ -36,12 +44,32 @@ class Hierarchy:
             for base in klass.bases if klass else ():
                 if isinstance(base, Call):  # Generic[...] parametrisations and the like
                     continue
-                for symbol in self.index.candidates(ref.path, base):
+                for symbol in self._through_aliases(ref.path, base):
                     value = symbol.dotted if isinstance(symbol, External) else symbol
                     if isinstance(value, (ClassRef, str)) and value not in result:
                         result.append(value)
             self._bases_memo[ref] = result
         return self._bases_memo[ref]
+
+    def _through_aliases(self, path: str, base: Expr) -> list:
+        """What a base expression names, a module-level alias (`AgentBase = mod.SimpleAgent`)
+        followed to the class it binds."""
+        found = []
+        pending = [(path, base, 0)]
+        while pending:
+            where, expr, depth = pending.pop()
+            for symbol in self.index.candidates(where, expr):
+                if isinstance(symbol, ConstRef) and depth < LIMITS.import_depth:
+                    for option in (
+                        symbol.binding.expr.options
+                        if isinstance(symbol.binding.expr, Alt)
+                        else (symbol.binding.expr,)
+                    ):
+                        if isinstance(option, (Name, Attr)):
+                            pending.append((symbol.path, option, depth + 1))
+                elif symbol not in found:
+                    found.append(symbol)
+        return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
         """Project classes in method-resolution order (depth first, left to right, no repeats)."""
@@ -73,9 +101,13 @@ class Hierarchy:
             bases = self.bases(current)
             if expanded:
                 on_path.discard(current)
-                memo[current] = self.index.qualname(current) in self.agent_bases or any(
-                    base in self.agent_bases if isinstance(base, str) else memo.get(base, False)
-                    for base in bases
+                memo[current] = (
+                    self.index.qualname(current) in self.agent_bases
+                    or any(
+                        base in self.agent_bases if isinstance(base, str) else memo.get(base, False)
+                        for base in bases
+                    )
+                    or (self.serves is not None and self.serves(current) is not None)
                 )
                 continue
             on_path.add(current)
@@ -84,6 +116,20 @@ class Hierarchy:
                 (b, False) for b in bases if isinstance(b, ClassRef) and b not in memo and b not in on_path
             )
         return memo[ref]
+
+    def recognised(self, ref: ClassRef) -> str:
+        """How the class was recognised as an agent, for the inventory."""
+        for owner in self.mro(ref):
+            name = self.index.qualname(owner)
+            if owner != ref and name in self.agent_bases:
+                return f"subclass of {name}"
+            for base in self.bases(owner):
+                if isinstance(base, str) and base in self.agent_bases:
+                    return f"subclass of {base}"
+            where = self.serves(owner) if self.serves is not None else None
+            if where is not None:
+                return f"serves its route (registered at {where[0]}:{where[1]})"
+        return "configured agent base"
 
     def is_agent_class(self, ref: ClassRef) -> bool:
         """An agent class of the project (the configured base classes themselves are not)."""
@@ -112,13 +158,23 @@ class Hierarchy:
 
     def agent_using(self, ref: ClassRef) -> ClassRef | None:
         """The agent class whose MRO contains `ref`: itself when it is one, else the nearest
-        subclass that is one (breadth first). A mixin's agents may live in files not parsed yet."""
-        if self.is_agent(ref):
-            return ref
-        if self.find_subclasses and self._makes_client_calls(ref):
+        subclass that is one (breadth first)."""
+        found = self.agents_using(ref)
+        return found[0] if found else None
+
+    def agents_using(self, ref: ClassRef) -> list[ClassRef]:
+        """The agent classes whose code includes `ref`'s methods, nearest first: itself when it is
+        one, and, when the class posts, each agent subclass (its methods run with `self` as each
+        of them). A mixin's agents may live in files not parsed yet."""
+        posts = self._makes_client_calls(ref)
+        if self.find_subclasses and posts:
             for path in self.find_subclasses(ref.name):
                 self.index.module(path)
             self._children = None
+        found = [ref] if self.is_agent(ref) else []
+        if found and not posts:
+            return found
+        reads = self._self_reads(ref) if posts else frozenset()
         seen = {ref}
         queue = deque(self.children().get(ref, []))
         while queue:
@@ -126,17 +182,62 @@ class Hierarchy:
             if current in seen:
                 continue
             seen.add(current)
-            if self.is_agent(current):
-                return current
+            # an agent that redefines nothing the class reads on `self` runs it as the first one does
+            if self.is_agent(current) and (not found or self._redefines(current, ref, reads)):
+                found.append(current)
+                if not posts:
+                    return found
             queue.extend(self.children().get(current, []))
-        return None
+        return found
+
+    def _self_reads(self, ref: ClassRef) -> frozenset[str]:
+        """The attributes the class's client calls read on `self` (its own config and client
+        aside): what an agent subclass may define otherwise. A method the call reaches through
+        `self` and an agent overrides is evaluated in that agent's own class."""
+        klass = self.index.klass(ref)
+        names: set[str] = set()
+        for method in klass.methods if klass else ():
+            pending: list[Expr] = []
+            for call in method.calls:
+                if _names_a_server(call):
+                    pending.append(call.func)
+                    pending.extend(call.args)
+                    pending.extend(value for _, value in call.kwargs)
+            seen: set[int] = set()
+            while pending:
+                expr = pending.pop()
+                if isinstance(expr, Attr) and isinstance(expr.base, SelfRef):
+                    names.add(expr.attr)
+                    names.discard("config")
+                    names.discard("server_client")
+                elif isinstance(expr, Local):
+                    if expr.index not in seen and expr.index < len(method.locals):
+                        seen.add(expr.index)
+                        pending.append(method.locals[expr.index])
+                else:
+                    pending.extend(children(expr))
+        return frozenset(names)
+
+    def _redefines(self, current: ClassRef, ref: ClassRef, names: frozenset[str]) -> bool:
+        """Does a class between `current` and `ref` in `current`'s MRO define one of `names`?"""
+        for owner in self.mro(current):
+            if owner == ref:
+                return False
+            klass = self.index.klass(owner)
+            if klass is None:
+                continue
+            defined = [b.name for b in (*klass.constants, *klass.instance_attrs)] + [
+                m.name for m in klass.methods
+            ]
+            if names.intersection(defined):
+                return True
+        return False
 
     def _makes_client_calls(self, ref: ClassRef) -> bool:
+        """Does the class call a server client itself (a call naming a target or a route)?"""
         klass = self.index.klass(ref)
         return klass is not None and any(
-            getattr(call.func, "attr", None) in CLIENT_METHODS
-            for method in klass.methods
-            for call in method.calls
+            _names_a_server(call) for method in klass.methods for call in method.calls
         )
 
     # members along the MRO ----------------------------------------------------------------
@@ -149,18 +250,56 @@ class Hierarchy:
         return None
 
     def class_binding(self, ref: ClassRef, name: str) -> tuple[ClassRef, Binding] | None:
-        """A class constant, else an attribute assigned on `self` in any method, along the MRO."""
+        """A class constant, else an attribute assigned on `self` in any method, along the MRO.
+        A declaration (`_client: Client = PrivateAttr()`, `Field(...)`) is no value: an assignment
+        wins over it, and its default counts only where nothing assigns the attribute."""
         mro = self.mro(ref)
+        declared: tuple[ClassRef, Binding] | None = None
         for attr in ("constants", "instance_attrs"):
             for owner in mro:
                 klass = self.index.klass(owner)
                 for binding in getattr(klass, attr) if klass else ():
-                    if binding.name == name:
-                        return owner, binding
-        return None
+                    if binding.name != name:
+                        continue
+                    if attr == "constants" and _is_declaration(binding.expr):
+                        default = _declared_default(binding.expr)
+                        if declared is None and default is not None:
+                            declared = owner, Binding(name, default, binding.line)
+                        continue
+                    return owner, binding
+        return declared
 
     def function(self, ref: FunctionRef) -> FunctionFacts | None:
         if ref.owner is not None:
             found = self.method(ClassRef(ref.path, ref.owner), ref.name)
             return found[1] if found else None
         return self.index.module_function(ref.path, ref.name)
+
+
+_DECLARATIONS = frozenset({"PrivateAttr", "Field", "field"})  # pydantic's and dataclasses'
+
+
+def _names_a_server(call: CallFact) -> bool:
+    func = call.func
+    if not (isinstance(func, Attr) and func.attr in CLIENT_METHODS):
+        return False
+    # a server client names the target (`server_name=`, or first of two positional arguments); a
+    # route registration (`app.post("/v1/responses")`) names only a path
+    return (len(call.args) > 1 and func.attr != "get") or any(key in ROUTING_KWARGS for key, _ in call.kwargs)
+
+
+def _is_declaration(expr: Expr) -> bool:
+    func = expr.func if isinstance(expr, Call) else None
+    name = func.attr if isinstance(func, Attr) else func.name if isinstance(func, Name) else None
+    return name in _DECLARATIONS
+
+
+def _declared_default(expr: Call) -> Expr | None:
+    """The default a declaration gives (`PrivateAttr(default=x)`, `Field(x)`), None for none
+    (`Field(...)`, `PrivateAttr()`, a `default_factory`)."""
+    for key, value in expr.kwargs:
+        if key == "default":
+            return value
+    if expr.args and expr.args[0] != UNKNOWN:
+        return expr.args[0]
+    return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ftypes import CallArgument, CallDescription
+from .calls import CLIENT_SIGNATURES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,24 +54,19 @@ if TYPE_CHECKING:
         "unreachable",
     ]
 
-# Positional parameters of the server client's methods, in order.
-SIGNATURES: dict[str, tuple[ArgumentRole, ...]] = {
-    "post": ("server_name", "url_path"),
-    "request": ("server_name", "url_path", "method"),
-}
+# The client methods a rewrite replaces: those that can say POST (the helper sends nothing else).
+REWRITTEN_METHODS = frozenset({"post", "request"})
 # What the in-process helper takes (kept as written), and what the rewrite drops.
 KEPT_ROLES: frozenset[str] = frozenset({"url_path", "json", "cookies", "headers"})
 DROPPED_ROLES: frozenset[str] = frozenset({"server_name", "method"})
 _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES
-# What says where the call goes: `fix` checks that the call it rewrites still says what was analysed.
-ROUTING_ROLES: frozenset[str] = frozenset({"server_name", "url_path", "method"})
 
 
 def role_of(client_method: str, index: int, keyword: str | None) -> ArgumentRole:
     """What the server client's `client_method` does with the argument at `index` / `keyword`."""
     if keyword is None:
-        signature = SIGNATURES.get(client_method, ())  # an unknown method: no positional parameters
-        return signature[index] if index < len(signature) else "other"
+        signature = CLIENT_SIGNATURES.get(client_method, ())  # an unknown method: no positional parameters
+        return signature[index] if index < len(signature) else "other"  # type: ignore[return-value]
     if keyword == "method" and client_method == "post":
         return "other"  # `.post(method=...)`: not a parameter the helper could drop
     return keyword if keyword in _NAMED_ROLES else "other"  # type: ignore[return-value]
@@ -84,7 +80,7 @@ def blocker(call: CallDescription) -> str | None:
             return "the call goes through functools.partial"
         case "helper":
             return f"the call goes through the helper `{receiver.text}()`"
-    if receiver.client_method not in SIGNATURES and not (
+    if receiver.client_method not in REWRITTEN_METHODS and not (
         receiver.kind == "bound_method" and not receiver.client_method  # `post(...)`, bound elsewhere
     ):
         return "the call is not a `.post(...)` or `.request(...)` of the server client"

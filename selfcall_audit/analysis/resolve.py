@@ -11,12 +11,13 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..config import Settings
-from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding, LocalBinding
+from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 from ..rules import SELF_CALL
 from . import policy
+from .calls import ROUTING_KWARGS
 from .classify import Classifier, Verdict
 from .deployment import Deployment
-from .evaluate import ConfigRef, Evaluator, Literal
+from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
 from .facts import FunctionFacts
 from .gym_config import AgentInstance
@@ -29,7 +30,7 @@ class Resolver:
         self,
         hierarchy: Hierarchy,
         settings: Settings,
-        instances: list[AgentInstance],
+        instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
         mentions: Callable[[frozenset[str], str], bool] | None = None,
     ):
@@ -40,6 +41,8 @@ class Resolver:
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
+        if hierarchy.serves is None:  # agents are known by the routes they serve, too
+            hierarchy.serves = self.deployment.serves_agent_route
 
     @property
     def posters(self) -> dict[str, bool]:
@@ -63,16 +66,10 @@ class Resolver:
         results: dict[tuple[int, int, str], Finding] = {}
         for klass in module.classes:
             ref = ClassRef(path, klass.name)
-            agent = self.hierarchy.agent_using(ref)
-            if agent is None:
-                continue
-            for method in klass.methods:
-                fref = FunctionRef(path, klass.name, method.name)
-                for call in self.expander.client_calls(method, fref, ref):
-                    verdict = self.classifier.classify(call, ref, path)
-                    if verdict is None:
-                        continue
-                    finding = self._finding(verdict, call, method, ref, agent.name)
+            # each method is evaluated with `self` as each agent that runs it (the class itself
+            # when it is one): constants, overrides and stored attributes are that agent's
+            for agent in self.hierarchy.agents_using(ref):
+                for finding in self._findings_for(klass.methods, ref, agent):
                     key = (finding.line, finding.column, finding.code)
                     if key in results:
                         first = results[key]
@@ -86,14 +83,35 @@ class Resolver:
                     results[key] = finding
         return list(results.values())
 
+    def _findings_for(
+        self, methods: tuple[FunctionFacts, ...], ref: ClassRef, agent: ClassRef
+    ) -> list[Finding]:
+        """The findings of a class's methods when `self` is `agent`."""
+        found = []
+        for method in methods:
+            fref = FunctionRef(ref.path, ref.name, method.name)
+            for call in self.expander.client_calls(method, fref, agent):
+                verdict = self.classifier.classify(call, agent, ref.path)
+                if verdict is None:
+                    continue
+                if agent != ref:
+                    klass = self.index.klass(agent)
+                    note = f"runs in agent `{agent.name}`"
+                    verdict = replace(
+                        verdict,
+                        evidence=(*verdict.evidence, Evidence(agent.path, klass.line if klass else 1, note)),
+                    )
+                found.append(self._finding(verdict, call, method, ref, agent))
+        return found
+
     def _finding(
-        self, verdict: Verdict, call: ClientCall, method: FunctionFacts, site_cls: ClassRef, agent: str
+        self, verdict: Verdict, call: ClientCall, method: FunctionFacts, site_cls: ClassRef, agent: ClassRef
     ) -> Finding:
         code = verdict.code
         description = None
         if code == SELF_CALL:
             description = describe(call, method)
-            blocker = policy.blocker(description) or self._other_target_somewhere(verdict, site_cls)
+            blocker = policy.blocker(description) or self._other_target_somewhere(verdict, agent)
             description = replace(description, blocker=blocker)
         site = call.site
         return Finding(
@@ -104,7 +122,7 @@ class Resolver:
             end_line=site.end_line,
             end_column=site.end_col,
             detail=verdict.detail,
-            agent=agent,
+            agent=agent.name,
             method=method.name,
             fixable=description is not None and description.blocker is None,
             evidence=verdict.evidence,
@@ -120,7 +138,7 @@ class Resolver:
         running = self.deployment.instances_running(site_cls)
         for server in verdict.servers:
             match server:
-                case Literal(text):
+                case NamedServer(text):
                     others = [i.name for i in running if i.name != text]
                 case ConfigRef(key):
                     others = [i.name for i in running if not any(r.key == key for r in i.self_refs())]
@@ -155,9 +173,7 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
             arguments.append(CallArgument(index, "other", None, star))
             continue
         role = policy.role_of(client_method, positional, keyword)
-        arguments.append(
-            CallArgument(index, role, keyword, text=text if role in policy.ROUTING_ROLES else "")
-        )
+        arguments.append(CallArgument(index, role, keyword, text=text if role in ROUTING_KWARGS else ""))
         positional += keyword is None
     bindings = tuple(
         LocalBinding(name, line, _feeds(part, client_method)) for name, line, part in site.aliases

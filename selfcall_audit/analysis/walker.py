@@ -4,7 +4,7 @@ and the calls resolution can use recorded as facts."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact, call_fact, worth_recording
 from .expr import (
@@ -16,9 +16,12 @@ from .expr import (
     Const,
     DictOf,
     Expr,
+    Item,
     Join,
     Local,
     Name,
+    Named,
+    Or,
     Param,
     Seq,
     Str,
@@ -31,13 +34,9 @@ from .expr import (
 )
 from .limits import LIMITS
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .facts import ModuleExtractor
-
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
 _SCALARS = (bool, int, float)
-_OPAQUE = frozenset({ast.Subscript, ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
+_OPAQUE = frozenset({ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
 
 
 @dataclass(frozen=True)
@@ -50,12 +49,29 @@ class Binding:
 Env = dict[str, tuple[Expr, int]]
 
 
+class ModuleScope:
+    """What walking a function body asks of its module's extraction (`facts.ModuleExtractor`):
+    classes a function defines and its imports are the module's too, and attributes stored on
+    `self` are the class's."""
+
+    instance_attrs: dict[str, list[Binding]]
+
+    def nested_class(self, node: ast.ClassDef) -> None:
+        raise NotImplementedError
+
+    def imports_from(self, node: ast.Import | ast.ImportFrom) -> None:
+        raise NotImplementedError
+
+    def position(self, line: int, byte_col: int) -> tuple[int, int]:
+        raise NotImplementedError
+
+
 class FunctionWalker:
     """Walks one function body in order, tracking local bindings, and records its calls."""
 
     def __init__(
         self,
-        module: ModuleExtractor,
+        module: ModuleScope,
         params: set[str],
         self_param: str | None,
         env: Env,
@@ -71,11 +87,31 @@ class FunctionWalker:
         self.returns: list[Expr] = []
         self.context = "expression"  # where the expressions being walked sit
         self._aliases: list[tuple[str, int]] = []
+        # parameters known here not to be the agent's own name (`if name == self.config.name:
+        # return await self.responses(...)` before the post): a guarded in-process dispatch
+        self.not_own: frozenset[str] = frozenset()
 
     # statements -----------------------------------------------------------------------
     def body(self, stmts: list[ast.stmt]) -> None:
         for stmt in stmts:
             self.stmt(stmt)
+
+    def _own_name_test(self, test: ast.expr) -> tuple[str | None, bool]:
+        """`param == self.config.name` (or `!=`, `is`, either side): the parameter, and whether
+        the test is for equality."""
+        match test:
+            case ast.Compare(
+                left=ast.Name() | ast.Attribute() as left,
+                ops=[ast.Eq() | ast.Is() | ast.NotEq() | ast.IsNot() as op],
+                comparators=[ast.Name() | ast.Attribute() as right],
+            ):
+                sides = [self.expr(left), self.expr(right)]  # names and attributes: no call walked twice
+                own = Attr(Attr(SELF, "config"), "name")
+                if own in sides:
+                    other = sides[1 - sides.index(own)]
+                    if isinstance(other, Param):
+                        return other.name, isinstance(op, (ast.Eq, ast.Is))
+        return None, False
 
     def _branches(self, bodies: list[list[ast.stmt]], keep_base: bool) -> None:
         """Walk alternative bodies from the same start and merge what they bind."""
@@ -85,6 +121,10 @@ class FunctionWalker:
             self.env = dict(start)
             self.body(stmts)
             ends.append(self.env)
+        self._branches_end(start, ends)
+
+    def _branches_end(self, start: Env, ends: list[Env]) -> None:
+        """Merge the bindings alternative bodies ended with."""
         # Only the names some branch bound, rebound or dropped need merging: a function's other
         # locals (most of them, in a long function) keep the binding they came in with.
         touched = {name for env in ends for name, binding in env.items() if start.get(name) is not binding}
@@ -121,7 +161,21 @@ class FunctionWalker:
                     self.bind(target, UNKNOWN, node.lineno)
             case ast.If(test=test, body=body, orelse=orelse):
                 self.expr(test)
-                self._branches([body, orelse], keep_base=False)
+                guarded, equal = self._own_name_test(test)
+                if guarded is None:
+                    self._branches([body, orelse], keep_base=False)
+                    return
+                before, start = self.not_own, self.env
+                ends = []
+                for stmts, other in ((body, not equal), (orelse, equal)):
+                    self.env, self.not_own = dict(start), before | {guarded} if other else before
+                    self.body(stmts)
+                    ends.append(self.env)
+                self.env = start
+                self._branches_end(start, ends)
+                # past an `if name == own: return ...`, the name is another server's
+                leaves = bool(body) and isinstance(body[-1], (ast.Return, ast.Raise))
+                self.not_own = before | {guarded} if equal and leaves else before
             case ast.For() | ast.AsyncFor():
                 self.expr(node.iter)
                 self.bind(node.target, UNKNOWN, node.lineno)
@@ -143,11 +197,16 @@ class FunctionWalker:
                 self.body(node.body)
             case ast.FunctionDef() | ast.AsyncFunctionDef():
                 self.context = "decorator"
+                # a closure made by `@functools.wraps(handler)` stands for the handler it wraps
+                # (a route registered with it reaches that handler)
+                wrapped: Expr = UNKNOWN
                 for decorator in node.decorator_list:
-                    self.expr(decorator)
+                    value = self.expr(decorator)
+                    if isinstance(value, Call) and _dotted_tail(value.func) == "wraps":
+                        wrapped = value
                 self.context = "expression"
                 self.nested_function(node.args, node.body)
-                self.env[node.name] = (UNKNOWN, node.lineno)
+                self.env[node.name] = (wrapped, node.lineno)
             case ast.ClassDef():
                 self.m.nested_class(node)  # a class built by a factory function is a class all the same
                 self.env[node.name] = (UNKNOWN, node.lineno)
@@ -182,6 +241,7 @@ class FunctionWalker:
         self.env = {k: v for k, v in self.env.items() if k not in shadow}
         self.params = self.params - shadow
         inner = FunctionWalker(self.m, self.params, self.self_param, self.env, self.shadowed | shadow)
+        inner.not_own = self.not_own - shadow
         inner.calls = self.calls
         inner.locals = self.locals
         if isinstance(body, list):
@@ -260,6 +320,12 @@ class FunctionWalker:
                     self.expr(child)
             return UNKNOWN
         match node:
+            case ast.Subscript(value=value, slice=ast.Constant(value=str() as key)):  # `ROUTES["answer"]`
+                return Item(self.expr(value), key)
+            case ast.Subscript(value=value, slice=key):
+                self.expr(value)
+                self.expr(key)
+                return UNKNOWN
             case ast.Await(value=value):
                 return self.expr(value, in_with)
             case ast.JoinedStr(values=values):
@@ -270,6 +336,9 @@ class FunctionWalker:
                     return Join((left_value, right_value))
                 if isinstance(op, ast.Mod) and isinstance(left_value, Str):
                     return percent_format(left_value.text, self.deref(right_value))
+                if isinstance(op, ast.Div) and isinstance(self.deref(left_value), Call):
+                    # `PurePosixPath("/v1") / "responses"`: the path object joined, if it is one
+                    return Call(Attr(left_value, "joinpath"), (right_value,), ())
                 return UNKNOWN
             case ast.List(elts=elements) | ast.Tuple(elts=elements):
                 values = tuple(self.expr(element) for element in elements)
@@ -292,7 +361,7 @@ class FunctionWalker:
                 return merge([self.expr(body), self.expr(orelse)])
             case ast.BoolOp(op=op, values=values):
                 found = [self.expr(v) for v in values]
-                return merge(found) if isinstance(op, ast.Or) else UNKNOWN
+                return Or(tuple(found)) if isinstance(op, ast.Or) else UNKNOWN
             case ast.NamedExpr(target=target, value=value):
                 bound = self.expr(value)
                 self.bind(target, bound, node.lineno)
@@ -314,7 +383,10 @@ class FunctionWalker:
         inner = self.expr(value.value)
         if value.format_spec is not None:
             self.expr(value.format_spec)
-        return inner if value.conversion in (-1, 115) and value.format_spec is None else UNKNOWN
+        if value.conversion not in (-1, 115) or value.format_spec is not None:
+            return UNKNOWN
+        label = _label(value.value)
+        return Named(label, inner) if label and type(inner) is not Str else inner
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
         saved_env = self.env
@@ -373,7 +445,8 @@ class FunctionWalker:
                 return str_join(func.base.text, items)  # type: ignore[union-attr]
         if worth_recording(callee, args, kwargs):
             context = "with" if in_with else self.context
-            self.calls.append(call_fact(node, self.m.position, func, args, kwargs, client, feeds, context))
+            fact = call_fact(node, self.m.position, func, args, kwargs, client, feeds, context)
+            self.calls.append(replace(fact, not_own=tuple(sorted(self.not_own))) if self.not_own else fact)
         return Call(func, tuple(args), kwargs)
 
 
@@ -381,3 +454,26 @@ def param_names(args: ast.arguments) -> set[str]:
     names = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
     names.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
     return names
+
+
+def _dotted_tail(expr: Expr) -> str | None:
+    """The last name of a callee written as a name or an attribute (`functools.wraps`: `wraps`)."""
+    return expr.attr if isinstance(expr, Attr) else expr.name if isinstance(expr, Name) else None
+
+
+def _label(node: ast.expr) -> str | None:
+    """An f-string field as written, when it is a name, an attribute chain, a string-keyed
+    subscript or a call of one (`{rollout_id}`, `{body.rid}`, `{prefix(rid)}`); None otherwise."""
+    match node:
+        case ast.Name(id=name):
+            return name
+        case ast.Attribute(value=base, attr=attr):
+            inner = _label(base)
+            return f"{inner}.{attr}" if inner else None
+        case ast.Subscript(value=base, slice=ast.Constant(value=str() as key)):
+            inner = _label(base)
+            return f"{inner}[{key!r}]" if inner else None
+        case ast.Call(func=func):
+            inner = _label(func)
+            return f"{inner}(...)" if inner else None
+    return None

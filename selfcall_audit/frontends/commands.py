@@ -295,6 +295,14 @@ def scan(
         say("\n".join(notes))
     if common.verbose:
         say(f"{report.files_parsed} files parsed in {report.seconds:.3f}s")
+    if report.needs_python is not None:  # never a passing gate over files this interpreter cannot read
+        major, minor = report.needs_python
+        say(
+            f"error: some Python files could not be parsed by Python {sys.version_info[0]}."
+            f"{sys.version_info[1]}, older than the Python {major}.{minor} the project requires: they "
+            f"may use newer syntax. Run selfcall-audit with Python {major}.{minor} or newer."
+        )
+        return EXIT_ERROR
     failed = report.findings or report.strict_failure
     return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
 

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
 from ..analysis import policy
+from ..analysis.calls import ROUTING_KWARGS
 from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding
 from .imports import dotted_name, ident
 from .scope import enclosing_method
@@ -161,7 +162,7 @@ def describe(site: Site) -> CallDescription:
             continue
         role = policy.role_of(client_method, positional, keyword)
         arguments.append(
-            CallArgument(index, role, keyword, text=_text(arg.value) if role in policy.ROUTING_ROLES else "")
+            CallArgument(index, role, keyword, text=_text(arg.value) if role in ROUTING_KWARGS else "")
         )
         positional += keyword is None
     return CallDescription(

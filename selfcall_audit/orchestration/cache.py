@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def code_version() -> str:
     """The version plus a hash of the analysis code's files (names, sizes, modification times):
     a development install whose extraction or resolution changed must not reuse results of the
     old code."""
-    digest = blake2b(__version__.encode(), digest_size=8)
+    # the interpreter too: a file one Python's grammar cannot parse may parse under a newer one
+    digest = blake2b(f"{__version__}\0{sys.version_info[0]}.{sys.version_info[1]}".encode(), digest_size=8)
     package = Path(__file__).parent.parent
     for folder in ("", "analysis", "orchestration", "workspace"):
         for source in sorted(os.scandir(package / folder), key=lambda entry: entry.name):

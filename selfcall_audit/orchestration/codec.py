@@ -63,6 +63,7 @@ def _analysis_schema() -> _Schema:
                 "constants": "Binding*",
                 "instance_attrs": "Binding*",
                 "methods": "FunctionFacts*",
+                "keywords": "Expr",
             },
             FunctionFacts: {"defaults": "Expr", "calls": "CallFact*", "locals": "Expr", "returns": "Expr"},
             Binding: {"expr": "Expr"},

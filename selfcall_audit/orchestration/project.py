@@ -265,7 +265,7 @@ class Project:
             self._contents(files),
             files.sources,
             unusable={*files.configs, *stored["errors"]},
-            base_tokens=base_tokens(self.settings.agent_bases),
+            base_tokens=base_tokens(self.settings.agent_bases, self.settings.route),
             read=self.read,
             key=self.key,
             facts_now=self._facts,
@@ -315,7 +315,9 @@ class Project:
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
-        chosen = Targets(files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases)
+        chosen = Targets(
+            files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
+        )
         targets = None
         indexed: Callable[[], None] | None = None
         if not whole:
@@ -328,13 +330,14 @@ class Project:
                 targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
         if targets is None:
             hierarchy = Hierarchy(index, bases)
+            # the YAML instances are read when first needed: the prefilter runs meanwhile
+            resolver = Resolver(hierarchy, settings, instances, read=self.read)
             targets, rounds, searched = chosen.whole(hierarchy)
             # For the one-file runs to come, not this one: indexed by a worker while this process
             # analyses, when the workers would otherwise wait.
             indexed = indexes.index_imports(files.sources)
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
-            resolver = Resolver(hierarchy, settings, instances(), read=self.read)
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
@@ -400,7 +403,9 @@ class Project:
                     continue
                 bases = tuple(b if isinstance(b, str) else index.qualname(b) for b in hierarchy.bases(ref))
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
-                agents.append(AgentInfo(klass.name, module.path, klass.line, bases, names))
+                agents.append(
+                    AgentInfo(klass.name, module.path, klass.line, bases, names, hierarchy.recognised(ref))
+                )
         return sorted(agents, key=lambda a: (a.path, a.line))
 
 

@@ -94,4 +94,5 @@ def merged(reports: list[Report], root: Path) -> Report:
         seconds=sum(p.seconds for p in reports),
         suppressed=sum(p.suppressed for p in reports),
         strict_failure=any(p.strict_failure for p in reports),
+        needs_python=max((p.needs_python for p in reports if p.needs_python), default=None),
     )

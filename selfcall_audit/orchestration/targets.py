@@ -38,13 +38,14 @@ class Targets:
         named: Callable[[str], list[str]],
         store: FactsStore,
         agent_bases: Iterable[str],
+        route: str,
     ):
         self.sources = sources
         self.read = read
         self.peek = peek
         self.named = named
         self.store = store
-        self.tokens = base_tokens(agent_bases)
+        self.tokens = base_tokens(agent_bases, route)
 
     def whole(self, hierarchy: Hierarchy) -> tuple[list[str], list[list[str]], list[set[str]]]:
         """Prefilter to a fixpoint. The modules to report on, the files each round parsed (the
@@ -110,6 +111,19 @@ class Targets:
             targets += frontier
             if len(targets) > _MAX_SCOPED_FILES:
                 return None
+        # the bases and mixins of the agents in scope run with `self` as those agents: an edit in
+        # scope (an overridden constant) changes their findings (not their importers': the base
+        # every agent imports would make every scoped run a whole one)
+        hierarchy = resolver.hierarchy
+        for rel in [t for t in targets if t.endswith(".py") and in_scope(t, scopes)]:
+            module = hierarchy.index.module(rel)
+            for klass in module.classes if module else ():
+                ref = ClassRef(rel, klass.name)
+                if hierarchy.is_agent(ref):
+                    targets += [
+                        o.path for o in hierarchy.mro(ref)[1:] if o.path in listed and o.path not in seen
+                    ]
+                    seen.update(o.path for o in hierarchy.mro(ref))
         self.store.preload(targets)
         return targets
 

@@ -26,6 +26,7 @@ def rows(report: Report, scopes: tuple[str, ...]) -> list[dict]:
             "line": a.line,
             "bases": list(a.bases),
             "instances": list(a.instances),
+            "recognised": a.recognised,
             "self_calls": counts.get((a.path, a.name), 0),
         }
         for a in report.agents

@@ -15,9 +15,13 @@ from functools import lru_cache
 POSTER_TOKENS = (b"server_client", b"server_name", b".post(", b".request(")
 
 
-def base_tokens(agent_bases: Iterable[str]) -> tuple[bytes, ...]:
-    """A file that names no agent base class can only matter through names found later."""
-    return tuple({base.rsplit(".", 1)[-1].encode() for base in agent_bases})
+def base_tokens(agent_bases: Iterable[str], route: str = "/v1/responses") -> tuple[bytes, ...]:
+    """A file that names no agent base class and registers no agent route as written
+    (`app.post("/v1/responses")`, `add_api_route('/v1/responses', ...)`) can only matter
+    through names found later."""
+    path = route.split("?")[0].encode()
+    registered = (b'("' + path + b'"', b"('" + path + b"'")
+    return tuple({base.rsplit(".", 1)[-1].encode() for base in agent_bases} | set(registered))
 
 
 def mentions_any(data: bytes | None, tokens: Iterable[bytes]) -> bool:

@@ -42,7 +42,7 @@ def _paths(expression: str, prelude: str = "", members: str = "", modules: dict 
         (
             'f"{prefix(b.rid)}/v1/responses"',
             'def prefix(rid):\n    return f"/ng-rollout/{rid}"',
-            ["/ng-rollout/{?}/v1/responses"],
+            ["/ng-rollout/{rid}/v1/responses"],
         ),
         ('"/v1/responses/".rstrip("/")', "", ["/v1/responses"]),
         ("b.path", "", ["{?}"]),
@@ -52,6 +52,36 @@ def test_a_path_evaluates_to_what_python_would_build(
     expression: str, prelude: str, expected: list[str]
 ) -> None:
     assert _paths(expression, prelude) == expected
+
+
+def test_unknown_parts_are_named_by_the_expression_written_there() -> None:
+    prelude = "from nemo_gym.server_utils import rollout_path_prefix"
+    members = '    def rollout_id_of(self, b):\n        return f"{b.task}-{b.seed}-a{b.attempt}"\n\n'
+
+    # upstream's prefix helper (not in this repo) builds `/ng-rollout/{rollout_id}` from an id
+    assert _paths('f"{rollout_path_prefix(self.rollout_id_of(b))}/v1/responses"', prelude, members) == [
+        "/v1/responses",
+        "/ng-rollout/{rollout_id}/v1/responses",
+    ]
+    assert _paths('f"/v1/sessions/{b.session_id}/close"') == ["/v1/sessions/{b.session_id}/close"]
+    assert _paths('f"/v1/{kind}"', "kind = input()") == ["/v1/{kind}"]
+
+
+def test_a_prefix_helper_of_the_repo_is_read_from_its_body() -> None:
+    helpers = {
+        "responses_api_agents/a/paths.py": (
+            "def rollout_path_prefix(rollout_id, *, token_capture=False):\n"
+            "    if not rollout_id:\n"
+            '        return ""\n'
+            '    return f"/ng-rollout/{rollout_id}"\n'
+        )
+    }
+    prelude = "from .paths import rollout_path_prefix"
+
+    assert _paths('f"{rollout_path_prefix(b.rid)}/v1/responses"', prelude, modules=helpers) == [
+        "/v1/responses",
+        "/ng-rollout/{rollout_id}/v1/responses",
+    ]
 
 
 def test_enum_members_and_their_value_across_modules() -> None:
@@ -92,7 +122,7 @@ def test_a_helper_is_read_from_what_its_body_returns() -> None:
 
     assert _paths('self.resolve_call_path("/v1/responses", request)', members=members) == [
         "/v1/responses",
-        "/v1/responses/ng-rollout/{?}",
+        "/v1/responses/ng-rollout/{request.id}",
     ]
     assert _paths('self._with_prefix("/v1/responses", b)', members=members) == [
         "/ng-rollout/{?}/v1/responses"

@@ -31,7 +31,7 @@ from fastapi import BackgroundTasks, Body, Depends, FastAPI, Header, HTTPExcepti
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.sessions import SessionMiddleware
 from typing_extensions import NotRequired, TypedDict
@@ -278,6 +278,10 @@ class Agent(BaseModel):
     config: AgentConfig
     server_client: ServerClient
     probes: dict[str, Any] = {}
+    # The app setup_webserver built, which responses_in_process calls (the line fix adds to the base).
+    _webserver_app: FastAPI | None = None
+    # The /run requests in flight, which a checkpoint cancels (as newer NeMo Gym agents track them).
+    _runs: set[asyncio.Task[Any]] = PrivateAttr(default_factory=set)
 
     def get_session_middleware_key(self) -> str:
         return f"{type(self).__name__}___{self.config.name}"
@@ -285,6 +289,7 @@ class Agent(BaseModel):
     def setup_webserver(self) -> FastAPI:
         """As NeMo Gym's newer agents: ``/v1/responses`` and its twins through a tracing wrapper."""
         app = FastAPI()
+        self._webserver_app = app
         install_session_middleware(app, self.get_session_middleware_key())
         responses = traced(self.responses, self.probes)
         app.post("/v1/responses")(responses)
@@ -295,13 +300,24 @@ class Agent(BaseModel):
         @functools.wraps(run)
         async def run_with_rollout_context(*args: Any, **kwargs: Any) -> dict:
             token = ROLLOUT_VAR.set(kwargs["body"].rollout_id or "none")
+            task = asyncio.current_task()
+            assert task is not None
+            self._runs.add(task)
             try:
                 return await run(*args, **kwargs)
             finally:
+                self._runs.discard(task)
                 ROLLOUT_VAR.reset(token)
 
         app.post("/run")(run_with_rollout_context)
+        app.post("/checkpoint")(self.checkpoint)
         return app
+
+    async def checkpoint(self) -> dict:
+        """Cancel the rollouts in flight, as a weight checkpoint retires them."""
+        for task in self._runs:
+            task.cancel()
+        return {"cancelled": len(self._runs)}
 
     def setup_exception_middleware(self, app: FastAPI) -> None:
         install_exception_middleware(app, self.get_session_middleware_key())
@@ -392,7 +408,6 @@ class Agent(BaseModel):
                 "cookies": dict(request.cookies),
                 "activation": request.headers.get("x-ng-agent-activation"),
                 "content_type": request.headers.get("content-type"),
-                "lifespan_state": dict(request.scope.get("state", {})),
                 "session_id": request.session.get(SESSION_ID_KEY),
                 "model_path": self.url_path_for_request("/v1/responses", request),
                 "raw_body": json.loads(await request.body() or b"null"),
@@ -420,6 +435,16 @@ class Agent(BaseModel):
             cancelled = asyncio.get_running_loop().create_future()
             cancelled.cancel()
             await cancelled
+        if prompt.startswith("pause:"):  # waits until the test releases it
+            probe = self.probes[prompt]
+            probe["started"] = True
+            try:
+                await probe.pop("release").wait()
+            except asyncio.CancelledError:
+                probe["cancelled"] = True
+                raise
+            finally:
+                probe["finished"] = True
         if prompt.startswith("sleep:"):
             probe = self.probes.setdefault(prompt, {"started": True, "cancelled": False, "finished": False})
             try:
@@ -473,8 +498,8 @@ class FullAgent(Agent):
         return await self.episode(body, request, response)
 
     async def finish_later(self, probe: dict[str, Any]) -> None:
-        """A background task: runs after the response is sent."""
-        await asyncio.sleep(0.2)
+        """A background task: runs after the response is sent, until the test releases it."""
+        await probe["release"].wait()
         probe["finished"] = True
 
 
@@ -507,6 +532,7 @@ class DependentAgent(Agent):
                 "url": str(request.url),
                 "headers": [(k, v) for k, v in request.headers.items() if k not in CLIENT_HEADERS],
                 "body": (await request.body()).decode(),
+                "lifespan_state": dict(request.scope.get("state", {})),
             }
 
         @app.exception_handler(LookupError)
