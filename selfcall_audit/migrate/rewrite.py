@@ -12,11 +12,12 @@ import ast
 import io
 import tokenize
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
+from libcst.metadata import CodeRange, PositionProvider
 
 from ..analysis import policy
 from ..ftypes import CallDescription, Finding
@@ -40,21 +41,29 @@ class Outcome:
     blocker: policy.Blocker | None = None  # what the reason is about, where the tree around the call tells
 
 
-class _Rewriter:
-    """The rewrite of one module: checks each call, then transforms the tree once."""
+class _Planner:
+    """What becomes of each finding in one module: a plan for the calls the checks allow, the
+    reason for the others."""
 
-    def __init__(self, module: cst.Module, source: bytes, helper: Helper, first_party: Callable[[str], bool]):
+    def __init__(
+        self,
+        module: cst.Module,
+        positions: Mapping[cst.CSTNode, CodeRange],
+        source: bytes,
+        helper: Helper,
+        first_party: Callable[[str], bool],
+    ):
         self.module = module
         self.source_lines = source.splitlines()
         self.helper = helper
         self.first_party = first_party
-        self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        self.positions = positions
         self.imported_as = imported_name(module, helper)
         self.callee = self.imported_as or helper.name
         self.clash = scope.helper_binding(module, helper, self.callee)
         self.flows = flow.Flows(module, self._line)
 
-    def run(self, findings: Sequence[Finding]) -> tuple[cst.Module, list[Outcome], list[tuple[int, str]]]:
+    def run(self, findings: Sequence[Finding]) -> tuple[dict[cst.Call, Plan], list[Outcome]]:
         sites = locate(self.module, self.positions, findings, self.source_lines)
         plans: dict[cst.Call, Plan] = {}
         outcomes = []
@@ -68,15 +77,7 @@ class _Rewriter:
             else:
                 plans[site.call] = plan  # type: ignore[union-attr]
                 outcomes.append(Outcome(finding))
-        if not plans:
-            return self.module, outcomes, []
-        dropped, removed = unused_aliases(plans.values())
-        removed_aliases = sorted((self.positions[statement].start.line, name) for statement, name in removed)
-        spine = {node for plan in plans.values() for node in plan.ancestors}
-        module = self.module.visit(_Apply(plans, dropped, spine))
-        if self.imported_as is None:
-            module = add_import(module, self.helper, self.first_party)
-        return module, outcomes, removed_aliases
+        return plans, outcomes
 
     def plan(self, finding: Finding, site: Site) -> Plan | policy.Blocker | str:
         seen = describe(site)
@@ -133,16 +134,52 @@ class _Rewriter:
         return self.positions[node].start.line
 
 
-class _Apply(cst.CSTTransformer):
-    """Rewrites the planned calls and drops the unused aliases, entering only the nodes around them."""
+class SelfCallRewrite(VisitorBasedCodemodCommand):
+    """The rewrite of one module, as a LibCST codemod: each of `findings` (fixable SCA001 self-calls
+    of this file) that the checks allow becomes a call of the helper, the local aliases only those
+    calls used go, and the helper's import is added once. What became of each finding is in
+    `outcomes`, the aliases removed in `removed_aliases`. `source`: the file's bytes, when the
+    tree was parsed from them (the findings' columns count them)."""
 
-    def __init__(self, plans: dict[cst.Call, Plan], dropped: set[cst.BaseStatement], spine: set[cst.CSTNode]):
-        super().__init__()
-        self.plans = plans
-        self.dropped = dropped
-        self.spine = spine
-        self.methods = {plan.method for plan in plans.values()}
+    DESCRIPTION = "Rewrite agent self-calls (SCA001) to the in-process helper."
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(
+        self,
+        context: CodemodContext,
+        findings: Sequence[Finding],
+        helper: Helper,
+        first_party: Callable[[str], bool] = lambda name: False,
+        source: bytes | None = None,
+    ):
+        super().__init__(context)
+        self.findings = tuple(findings)
+        self.helper = helper
+        self.first_party = first_party
+        self.source = source
+        self.outcomes: list[Outcome] = []
+        self.removed_aliases: list[tuple[int, str]] = []
+        self.plans: dict[cst.Call, Plan] = {}
+        self.dropped: set[cst.BaseStatement] = set()
+        self.spine: set[cst.CSTNode] = set()
+        self.methods: set[cst.FunctionDef] = set()
         self._in_method = 0
+
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        positions = self.metadata[PositionProvider]
+        source = tree.bytes if self.source is None else self.source
+        planner = _Planner(tree, positions, source, self.helper, self.first_party)  # type: ignore[arg-type]
+        self.plans, self.outcomes = planner.run(self.findings)
+        if not self.plans:
+            return tree
+        self.dropped, removed = unused_aliases(self.plans.values())
+        self.removed_aliases = sorted((positions[statement].start.line, name) for statement, name in removed)
+        self.spine = {node for plan in self.plans.values() for node in plan.ancestors}
+        self.methods = {plan.method for plan in self.plans.values()}
+        module = super().transform_module_impl(tree)
+        if planner.imported_as is None:
+            module = add_import(module, self.helper, self.first_party)
+        return module
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if node in self.methods:
@@ -196,8 +233,10 @@ def rewrite_source(
     except (SyntaxError, cst.ParserSyntaxError, UnicodeDecodeError, LookupError) as exc:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return source, [Outcome(f, f"libcst cannot parse the file: {detail}") for f in findings], []
-    new_module, outcomes, removed_aliases = _Rewriter(module, source, helper, first_party).run(findings)
-    if new_module is module:
+    command = SelfCallRewrite(CodemodContext(), findings, helper, first_party, source)
+    new_module = command.transform_module(module)
+    outcomes, removed_aliases = command.outcomes, command.removed_aliases
+    if not command.plans:
         return source, outcomes, removed_aliases
     try:
         result = spliced(source, encoding, text, module.code, new_module.code)
