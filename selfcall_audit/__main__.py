@@ -7,11 +7,24 @@ import time
 
 STARTED = time.perf_counter()  # before any module of ours loads: a run's time counts its start-up
 
-import contextlib  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
+# `python -m` puts the current folder first on the module path, where a scanned checkout's
+# `click.py` (or `select.py`, shadowing the standard library) would be imported in place of the
+# real module: the tool never runs code of what it scans, so that entry goes before anything else
+# is imported. (The console script's first entry is its own folder, left alone.)
+if __name__ == "__main__" and sys.path:
+    try:
+        if sys.path[0] in ("", os.getcwd()):
+            del sys.path[0]
+    except OSError:  # the current folder is gone, and `python -m` put nothing in its place
+        pass
+
+import contextlib  # noqa: E402
+
 from .workspace.listing import GitListing, project_root  # noqa: E402
+from .workspace.signals import Terminated, terminate_as_interrupt  # noqa: E402
 
 
 def run() -> None:
@@ -26,6 +39,7 @@ def run() -> None:
     alternating runs each: a one-file scan 291 ms against 319, a warm one 130 against 141. The
     one-file target (3x `python -c pass`) is missed either way, by less with it."""
     early = None
+    terminate_as_interrupt()  # SIGTERM stops the run as Ctrl-C does: cleaned up, one line said
     # The results in UTF-8 whatever the locale says (PYTHONIOENCODING, a Windows code page when
     # redirected), as `-o FILE` writes them and JSON, SARIF and JUnit's XML declare: not a crash on ❱.
     with contextlib.suppress(AttributeError, ValueError):  # a stream that is not a plain text file
@@ -40,9 +54,9 @@ def run() -> None:
             from .frontends.cli import main
 
             code = main(early=early, started=STARTED)
-    except KeyboardInterrupt:  # Ctrl-C while the modules load; `main` handles it after
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while the modules load; `main` handles it after
         sys.stderr.write("selfcall-audit: interrupted\n")
-        code = 130  # EXIT_INTERRUPTED, whose module may not be loaded yet
+        code = 143 if isinstance(exc, Terminated) else 130  # EXIT_TERMINATED, EXIT_INTERRUPTED
     finally:
         if early is not None:
             early.close()

@@ -67,12 +67,13 @@ def test_output_file_takes_the_results_and_stdout_stays_empty(demo: Path) -> Non
     assert (demo / "audit.txt").read_text() == run("scan", cwd=demo).stdout
 
 
-def test_output_file_that_cannot_be_written_is_a_usage_error(demo: Path) -> None:
+def test_output_file_that_cannot_be_written_is_one_line_and_exit_2(demo: Path) -> None:
     (demo / "taken").write_text("a file where -o needs a folder\n")
     done = run("scan", "-o", "taken/out.txt", cwd=demo)
 
     assert done.returncode == 2
-    assert "cannot write the output to taken/out.txt" in done.stderr
+    assert done.stderr.startswith("selfcall-audit: cannot write the results to taken/out.txt: ")
+    assert done.stderr.count("\n") == 1
 
 
 def test_output_file_in_a_missing_folder_creates_it_as_ruff(demo: Path) -> None:

@@ -135,6 +135,10 @@ CHANGES = {
 }
 
 
+# A result that met a file it could not parse is not kept: the next run looks at the file again.
+NOT_KEPT = {"an agent no longer parses"}
+
+
 @pytest.mark.parametrize("name", CHANGES)
 def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(cli, tmp_path: Path, name: str) -> None:
     change, holds = CHANGES[name]
@@ -152,5 +156,5 @@ def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(cli, tmp_pa
     assert after["resolved"] is not holds
     if not holds:
         assert after["findings"] != before["findings"] or after["errors"] != before["errors"]
-    again = _scan(root)  # the result is kept under the files' new state
-    assert again == {**after, "resolved": False}
+    again = _scan(root)  # the result is kept under the files' new state, unless a file failed to parse
+    assert again == {**after, "resolved": name in NOT_KEPT}

@@ -1,5 +1,6 @@
 """The word index: which files name a class, for a one-file run looking for the subclasses of a
-mixin. Answers are those of reading every file; only files changed since are read again."""
+mixin. Answers are those of searching every file; only files whose content changed since are
+searched again (every file's content key is worked out by the run anyway)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from fixture_annotations import NOT_COPIED
 
-from selfcall_audit.orchestration.cache import FactsCache
+from selfcall_audit.orchestration.cache import FactsCache, content_key
 from selfcall_audit.orchestration.indexes import _MAX_NAMES, Indexes
 from selfcall_audit.workspace.discovery import discover, read_file
 from selfcall_audit.workspace.workers import Workers
@@ -25,7 +26,7 @@ FILES = {
 
 
 class Run:
-    """One run's index over the project as it is now, with the files it read."""
+    """One run's index over the project as it is now, with the files it read to search them."""
 
     def __init__(self, root: Path, cached: bool = True, unreadable: frozenset[str] = frozenset()):
         self.read_files: list[str] = []
@@ -34,9 +35,12 @@ class Run:
             self.read_files.append(rel)
             return None if rel in unreadable else read_file(root / rel, 1 << 20)
 
+        def key(rel: str) -> str | None:
+            return None if rel in unreadable else content_key(rel, read_file(root / rel, 1 << 20))
+
         files = discover(root, (), True, ())
         self.cache = FactsCache.open(root, ".cache") if cached else None
-        self.indexes = Indexes(root, 1 << 20, files, self.cache, Workers(1), read, {})
+        self.indexes = Indexes(root, 1 << 20, files, self.cache, Workers(1), read, key, {}, set())
 
     def naming(self, name: str) -> list[str]:
         found = self.indexes.naming(name)

@@ -73,6 +73,8 @@ class Expander:
         self._memo: dict[tuple[FunctionRef, ClassRef | None], list[ClientCall]] = {}
         self._in_progress: set[tuple[FunctionRef, ClassRef | None]] = set()
         self.posters: dict[str, bool] = {}  # files asked whether they could post, and the answer
+        # Where a chain of helpers was cut at `LIMITS.helper_depth`: path → the helper not followed.
+        self.cut: dict[str, str] = {}
 
     def client_calls(
         self, function: FunctionFacts, fref: FunctionRef, cls: ClassRef | None
@@ -81,7 +83,10 @@ class Expander:
         key = (fref, cls)
         if key in self._memo:
             return self._memo[key]
-        if key in self._in_progress or len(self._in_progress) > LIMITS.helper_depth:
+        if key in self._in_progress:
+            return []
+        if len(self._in_progress) > LIMITS.helper_depth:  # said, not silent: a self-call may lie beyond
+            self.cut.setdefault(fref.path, ".".join(part for part in (fref.owner, fref.name) if part))
             return []
         self._in_progress.add(key)
         ctx = Ctx(fref.path, cls)

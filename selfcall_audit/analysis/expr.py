@@ -235,11 +235,22 @@ def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
         if isinstance(node, Local):
             key = (node.index, depth)
             if key not in memo:
-                memo[key] = walk(table[node.index], depth)
+                memo[key] = walk(_bound(node, table), depth)
             return memo[key]
         return map_children(node, lambda child: walk(child, depth + 1))
 
     return walk(expr, 0)
+
+
+def _bound(local: Local, table: tuple[Expr, ...] | list[Expr]) -> Expr:
+    """What a local is bound to, through any chain of plain rebindings (`n = n`, `(x := x)`, a
+    thousand of them) in one loop, not one call (or one level of the cut) each."""
+    value: Expr = table[local.index]
+    for _ in range(len(table)):  # a binding names earlier ones; the bound guards against a cycle
+        if not isinstance(value, Local):
+            return value
+        value = table[value.index]
+    return UNKNOWN
 
 
 def merge(values: list[Expr]) -> Expr:

@@ -9,7 +9,7 @@ expansion and `config_paths` chains all have limits; nothing outside the project
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 from posixpath import normpath
 
@@ -96,8 +96,18 @@ class AgentInstance:
         return tuple(r for r in self.refs if r.type == AGENT_TYPE and r.name == self.name)
 
 
-def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) -> object:
-    budget[0] -= 1
+def _to_python(
+    node: yaml.Node, path: str, budget: list[int], seen: set[int], depth: int = 0, copied: bool = False
+) -> object:
+    """The node as plain values. `budget` bounds the nodes copied by aliases (each visit of a
+    collection after its first is a copy, and so is everything below it): a large file written
+    out in full costs only its size, an alias bomb stops at the bound. `seen`: the collections
+    visited."""
+    if node.id != "scalar":
+        copied = copied or id(node) in seen
+        seen.add(id(node))
+    if copied:
+        budget[0] -= 1
     if budget[0] < 0:
         raise ConfigFileError(
             f"more than {_MAX_NODES:,} YAML nodes once aliases are expanded (an alias bomb?)"
@@ -113,21 +123,21 @@ def _to_python(node: yaml.Node, path: str, budget: list[int], depth: int = 0) ->
         result = Node()
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                merged = _to_python(value_node, path, budget, depth)
+                merged = _to_python(value_node, path, budget, seen, depth, copied)
                 for item in merged if isinstance(merged, list) else [merged]:
                     if isinstance(item, Node):
                         for k, v in item.items():
                             result.setdefault(k, v)
                             result.where.setdefault(k, item.where[k])
                 continue
-            key = _to_python(key_node, path, budget, depth)
+            key = _to_python(key_node, path, budget, seen, depth, copied)
             if not isinstance(key, str):
                 key = str(key)
-            result[key] = _to_python(value_node, path, budget, depth)
+            result[key] = _to_python(value_node, path, budget, seen, depth, copied)
             result.where[key] = Where(path, key_node.start_mark.line + 1)
         return result
     if node.id == "sequence":
-        return [_to_python(item, path, budget, depth) for item in node.value]
+        return [_to_python(item, path, budget, seen, depth, copied) for item in node.value]
     return (
         node.value
         if node.tag == "tag:yaml.org,2002:str"
@@ -159,11 +169,12 @@ def parse_yaml(path: str, data: bytes) -> list[Node]:
     except RecursionError:
         raise ConfigFileError(f"YAML nested more than {_MAX_DEPTH} levels deep (not loaded)") from None
     budget = [_MAX_NODES]
+    seen: set[int] = set()
     result = []
     for document in documents:
         if document is None:
             continue
-        value = _to_python(document, path, budget)
+        value = _to_python(document, path, budget, seen)
         if isinstance(value, Node):
             result.append(value)
         elif value not in (None, ""):
@@ -246,7 +257,11 @@ class ConfigSet:
         self._exists = exists
         self._parsed: dict[str, list[Node]] = {}
         self._namespaces: dict[str, Node] = {}
+        self._plans: dict[str, list[str | Node]] = {}
+        self._missing: set[str] = set()  # `config_paths` targets reported missing (once each)
+        self._too_deep: set[str] = set()  # files whose chain was cut at `_MAX_CHAIN`
         self.errors: dict[str, InputError] = {}
+        self.failed: set[str] = set()  # files that could not be parsed
 
     def _documents(self, path: str) -> list[Node]:
         if path not in self._parsed:
@@ -254,55 +269,57 @@ class ConfigSet:
                 self._parsed[path] = self._parse(path)
             except ConfigFileError as exc:
                 self.errors[path] = InputError(path, str(exc), "yaml", exc.line, exc.column)
+                self.failed.add(path)
                 self._parsed[path] = []
         return self._parsed[path]
 
     def _namespace(self, path: str) -> Node:
-        """The file merged over the files its `config_paths` chain in (a chain back to a file
-        being merged is cut). Each file is merged once, so shared chains cost no more; the chain
-        is walked with a stack of its own, not by recursion, and at most `_MAX_CHAIN` files deep."""
+        """The file merged over the files its `config_paths` chain in, each file once (a chain back
+        to a file already merged is cut), in NeMo Gym's order: a file's chained files before it.
+        The order is found with a stack of its own, not by recursion, at most `_MAX_CHAIN` files
+        deep; the documents are then merged into one new mapping, so a file's cost is the size of
+        what it chains in, and no namespace is copied for another."""
         if path in self._namespaces:
             return self._namespaces[path]
-        on_path = {path}
-        stack = [(path, self._merged(path, on_path))]
-        value: Node | None = None
-        while stack:
-            current, frame = stack[-1]
-            try:
-                child = frame.send(value)
-            except StopIteration as done:
-                self._namespaces[current] = value = done.value
-                on_path.discard(current)
-                stack.pop()
-                continue
-            value = None
-            if len(stack) >= _MAX_CHAIN:
-                self._error(
-                    InputError(
-                        current,
-                        f"config_paths chain more than {_MAX_CHAIN} files deep; {child} not read",
-                        "config_paths",
-                    )
-                )
-                value = Node()
-                continue
-            on_path.add(child)
-            stack.append((child, self._merged(child, on_path)))
-        return self._namespaces[path]
-
-    def _merged(self, path: str, on_path: set[str]) -> Generator[str, Node | None, Node]:
-        """Merges the file over its chained files, asking (yielding) for each one not merged yet."""
         namespace = Node()
-        for document in self._documents(path):
-            for rel in self._chained(path, document):
-                if rel in on_path:
-                    continue
-                child = self._namespaces.get(rel)
-                if child is None:
-                    child = yield rel
-                namespace = _merge(namespace, child)  # type: ignore[assignment]
-            namespace = _merge(namespace, document)  # type: ignore[assignment]
+        for document in self._layers(path):
+            for key, value in document.items():
+                namespace[key] = _merge(namespace.get(key), value)
+                namespace.where[key] = document.where[key]
+        self._namespaces[path] = namespace
         return namespace
+
+    def _layers(self, path: str) -> list[Node]:
+        """The documents merged into the file's namespace, in order."""
+        order: list[Node] = []
+        done = {path}
+        stack = [(path, iter(self._steps(path)))]
+        while stack:
+            current, steps = stack[-1]
+            step = next(steps, None)
+            if step is None:
+                stack.pop()
+            elif isinstance(step, Node):
+                order.append(step)
+            elif step not in done:
+                done.add(step)
+                if len(stack) < _MAX_CHAIN:
+                    stack.append((step, iter(self._steps(step))))
+                elif current not in self._too_deep:  # said once per file, naming the first not read
+                    self._too_deep.add(current)
+                    message = f"config_paths chain more than {_MAX_CHAIN} files deep; {step} not read"
+                    self._error(InputError(current, message, "config_paths"))
+        return order
+
+    def _steps(self, path: str) -> list[str | Node]:
+        """Each document of the file after the files its `config_paths` name (worked out once)."""
+        if path not in self._plans:
+            self._plans[path] = [
+                step
+                for document in self._documents(path)
+                for step in (*self._chained(path, document), document)
+            ]
+        return self._plans[path]
 
     def _chained(self, path: str, document: Node) -> list[str]:
         """The files a `config_paths` list names, found as NeMo Gym finds them: relative to the
@@ -310,10 +327,10 @@ class ConfigSet:
         folder, then the project root). A missing file is an error of the config naming it; an
         absolute path is taken from the project root, nothing outside the root is read, and an
         entry built with `${...}` is skipped (resolvers are never run)."""
-        found = []
         entries = document.get("config_paths")
         where = document.where.get("config_paths")
         line = where.line if where is not None else 1
+        found = []
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, str) or "${" in entry:
                 continue
@@ -324,8 +341,12 @@ class ConfigSet:
             if match is not None:
                 found.append(match)
             elif candidates:
-                message = f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})"
-                self._error(InputError(path, message, "config_paths", line))
+                if candidates[-1] not in self._missing:  # said once, where it is first named
+                    self._missing.add(candidates[-1])
+                    message = (
+                        f"config_paths entry {entry!r} was not found (looked for {', '.join(candidates)})"
+                    )
+                    self._error(InputError(path, message, "config_paths", line))
             else:
                 message = f"config_paths entry {entry!r} is outside the project root (not read)"
                 self._error(InputError(path, message, "config_paths", line))
@@ -348,7 +369,8 @@ class ConfigSet:
         found: list[AgentInstance] = []
         for path in paths:
             namespace = self._namespace(path)
-            own_keys = {k for document in self._documents(path) for k in document}
+            # In the order written (a set's order would follow the hash seed, and reports with it).
+            own_keys = dict.fromkeys(k for document in self._documents(path) for k in document)
             for key in own_keys:
                 instance = self._instance(key, namespace, path)
                 if instance is not None:

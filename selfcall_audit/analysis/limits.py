@@ -1,4 +1,24 @@
-"""The bounds of the analysis, in one place: what it gives up on rather than work without end."""
+"""The bounds of the analysis, in one place: what it gives up on rather than work without end.
+
+Every bound the tool applies to its input, and what a run says when one is reached (the fields
+of `Limits` below; the others are named where they live):
+
+| Bound | Value | When reached |
+|---|---|---|
+| `max-file-size` setting | 2,000,000 bytes | SCA900 "skipped: N bytes is over the max-file-size limit" |
+| `helper_depth`: helpers followed from one call site | 25 | SCA900 "helpers forward a server-client call more than 25 deep: X ... not followed" |
+| `evaluation_depth`: names, constants, calls followed for one value | 25 | the value counts as unknown, with no message: the call is judged on the rest (not yet reported) |
+| `alternatives`: strings one expression may evaluate to | 16 | as `evaluation_depth` |
+| `fact_alternatives`, `fact_depth`, `inlined_depth`, `sequence_items` | 8, 8, 32, 16 | as `evaluation_depth` (chains of plain rebindings, `n = n`, cost nothing) |
+| `import_depth`: re-exports followed for an imported name | 30 | the name is unknown, as `evaluation_depth` |
+| YAML nodes copied by aliases (`gym_config._MAX_NODES`) | 200,000 | SCA900 "more than 200,000 YAML nodes once aliases are expanded (an alias bomb?)" |
+| YAML nesting (`gym_config._MAX_DEPTH`) | 100 levels | SCA900 "YAML nested more than 100 levels deep" |
+| `config_paths` chain (`gym_config._MAX_CHAIN`) | 100 files | SCA900 "config_paths chain more than 100 files deep; X not read", once per file |
+| `${...}` references for one value, characters of the result | 100, 10,000 | the reference stays as written (unresolved) |
+| baseline nesting | the JSON decoder's | usage error "not a selfcall-audit baseline (nested too deeply)", exit 2 |
+| folders listed outside any project (`discovery.UNROOTED_FOLDER_LIMIT`) | 5,000 | SCA900 "stopped listing after 5,000 folders" |
+| characters compared per changed block by `fix` (`splice.MAX_COMPARED_CHARS`) | 4,000 | none: the block is one edit (the bytes written are the same) |
+"""
 
 from __future__ import annotations
 

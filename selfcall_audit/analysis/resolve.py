@@ -49,6 +49,11 @@ class Resolver:
         """Files asked whether they could hold a helper that posts, and the answer."""
         return self.expander.posters
 
+    @property
+    def cut(self) -> dict[str, str]:
+        """Files where a chain of helpers was not followed further (the limit), and the helper."""
+        return self.expander.cut
+
     def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
         return self.deployment.served_classes(instance)
 

@@ -15,6 +15,7 @@ from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
 from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
+from ..workspace.write import replace_file
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_TERMINATED = 143  # SIGTERM: 128 + its number, as a shell reports a process it ended
 COLOR_CHOICES = ("auto", "always", "never")
 
 
@@ -34,7 +36,8 @@ class SettingsError(UsageError):
 
 
 class OutputFailed(Exception):
-    """stdout would not take the results (`> /dev/full`, a closed pipe): said in one line, exit 2."""
+    """stdout or the -o file would not take the results (`> /dev/full`, a closed pipe, a full disk):
+    said in one line, exit 2."""
 
     def __init__(self, error: OSError):
         super().__init__(error)
@@ -86,12 +89,12 @@ class Output:
             except OSError as exc:
                 raise OutputFailed(exc) from exc
             return
-        try:
+        try:  # swapped in whole: a full disk or a signal leaves the previous report as it was
             self.file.parent.mkdir(parents=True, exist_ok=True)  # as ruff: `-o reports/audit.json`
-            with open(self.file, "w", encoding="utf-8", errors="surrogateescape") as handle:
-                handle.write(text)
+            replace_file(self.file, text.encode("utf-8", "surrogateescape"))
         except OSError as exc:
-            raise UsageError(f"cannot write the output to {self.file}: {exc.strerror or exc}") from None
+            # Named as the user named it (not the temporary file beside it that failed).
+            raise OutputFailed(OSError(exc.errno, exc.strerror, str(self.file))) from exc
 
 
 @dataclass(frozen=True)

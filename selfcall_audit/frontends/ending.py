@@ -9,13 +9,14 @@ import os
 import sys
 from collections.abc import Callable
 
-from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, OutputFailed, say
+from ..workspace.signals import Terminated
+from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_TERMINATED, OutputFailed, say
 
 _MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
 
 
-def interrupted(exc: BaseException) -> bool:
-    """Is a KeyboardInterrupt anywhere in the exception's chain (a worker's, a library's wrapper)?"""
+def interrupted(exc: BaseException) -> KeyboardInterrupt | None:
+    """The KeyboardInterrupt anywhere in the exception's chain (a worker's, a library's wrapper)."""
     seen: set[int] = set()
     stack: list[BaseException | None] = [exc]
     while stack:
@@ -24,9 +25,9 @@ def interrupted(exc: BaseException) -> bool:
             continue
         seen.add(id(current))
         if isinstance(current, KeyboardInterrupt):
-            return True
+            return current
         stack += [current.__cause__, current.__context__, *getattr(current, "exceptions", ())]
-    return False
+    return None
 
 
 def output_failed(exc: BaseException) -> OSError | None:
@@ -69,10 +70,14 @@ def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
-        if interrupted(exc):
+        interrupt = interrupted(exc)
+        if interrupt is not None:
             say("selfcall-audit: interrupted")
-            return EXIT_INTERRUPTED
+            return EXIT_TERMINATED if isinstance(interrupt, Terminated) else EXIT_INTERRUPTED
         failed = output_failed(exc)
+        if failed is not None and failed.filename is not None:  # -o FILE
+            say(f"selfcall-audit: cannot write the results to {failed.filename}: {failed.strerror or failed}")
+            return EXIT_ERROR
         if failed is not None:
             silence_stdout()
             if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough

@@ -42,26 +42,53 @@ def spliced(source: bytes, encoding: str, old: str, parsed: str, new: str) -> by
     return result
 
 
+# Characters a changed block may hold for the character-level comparison, which takes time that
+# grows with the product of the two sides' lengths; a larger block (a call carrying a 35 KB prompt)
+# is one edit between its common start and end, whose unchanged characters are encoded again.
+MAX_COMPARED_CHARS = 4_000
+
+
 def _edits(a: str, b: str) -> list[tuple[int, int, str]]:
-    """(start, end, replacement) in `a` that make `b`: lines first, then characters within them."""
+    """(start, end, replacement) in `a` that make `b`: lines first, then characters within them.
+
+    The lines both texts start and end with are set aside first (one rewrite in a 40,000-line file
+    compares a few lines), and lines that are common in the rest (blank lines, closing brackets)
+    do not anchor the comparison (difflib's `autojunk`), which keeps it near linear when a file's
+    hundreds of rewrites spread the changes over all of it."""
     old_lines, new_lines = a.splitlines(keepends=True), b.splitlines(keepends=True)
-    old_starts, new_starts = _starts(old_lines), _starts(new_lines)
+    head = _common(old_lines, new_lines)
+    tail = _common(old_lines[head:][::-1], new_lines[head:][::-1])
+    old_lines, new_lines = old_lines[head : len(old_lines) - tail], new_lines[head : len(new_lines) - tail]
+    start = sum(map(len, a.splitlines(keepends=True)[:head]))
+    old_starts, new_starts = _starts(old_lines, start), _starts(new_lines, start)
     edits = []
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    lines = difflib.SequenceMatcher(None, old_lines, new_lines)
     for tag, i1, i2, j1, j2 in lines.get_opcodes():
         if tag == "equal":
             continue
         base, old_block = old_starts[i1], a[old_starts[i1] : old_starts[i2]]
         new_block = b[new_starts[j1] : new_starts[j2]]
-        chars = difflib.SequenceMatcher(None, old_block, new_block, autojunk=False)
-        for char_tag, k1, k2, l1, l2 in chars.get_opcodes():
-            if char_tag != "equal":
-                edits.append((base + k1, base + k2, new_block[l1:l2]))
+        edits += [(base + k1, base + k2, text) for k1, k2, text in _block_edits(old_block, new_block)]
     return edits
 
 
-def _starts(lines: Sequence[str]) -> list[int]:
-    starts = [0]
+def _block_edits(old: str, new: str) -> list[tuple[int, int, str]]:
+    """The character edits that make one changed block of lines the other."""
+    head = _common(old, new)
+    tail = _common(old[head:][::-1], new[head:][::-1])
+    old_end, new_end = len(old) - tail, len(new) - tail
+    if max(old_end - head, new_end - head) > MAX_COMPARED_CHARS:
+        return [(head, old_end, new[head:new_end])]
+    chars = difflib.SequenceMatcher(None, old[head:old_end], new[head:new_end], autojunk=False)
+    return [
+        (head + k1, head + k2, new[head + l1 : head + l2])
+        for tag, k1, k2, l1, l2 in chars.get_opcodes()
+        if tag != "equal"
+    ]
+
+
+def _starts(lines: Sequence[str], start: int = 0) -> list[int]:
+    starts = [start]
     for line in lines:
         starts.append(starts[-1] + len(line))
     return starts
@@ -81,9 +108,17 @@ def _map(position: int, old: str, parsed: str) -> int:
     raise SpliceError("the rewrite touches text libcst does not keep as it was")
 
 
-def _common(a: str, b: str) -> int:
-    """The length of the common start of `a` and `b`."""
-    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+def _common(a: Sequence, b: Sequence) -> int:
+    """The length of the common start of `a` and `b` (strings or lists of lines), found by halving:
+    slices compare in C, so a 35 KB line costs a few comparisons, not one step per character."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _byte_offsets(body: bytes, text: str, codec: str, positions: Iterable[int]) -> dict[int, int]:

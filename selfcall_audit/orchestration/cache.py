@@ -4,7 +4,7 @@ Facts are a pure function of a file's path and bytes and of the tool version, so
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
 index of import lines, a word index of the class names one-file runs searched for, and the last
 whole-project result (with what that run saw of each file, for `reuse`) are keyed by the files'
-stats. Entries hold plain data (`codec`), signed and written atomically (`entries`); the folder
+content keys too: never by size and modification time, which an edit can leave as they were. Entries hold plain data (`codec`), signed and written atomically (`entries`); the folder
 ignores itself for git as ruff's does.
 
 The cache lives inside the project root and is never reached through a symbolic link (a
@@ -102,7 +102,7 @@ class FactsCache:
         self.key = key
         self._used: set[Path] = set()
         self._new: dict[Path, bytes] = {}  # entries to write, as stored
-        self._indexes: dict[str, dict[str, Any]] = {}  # stat-keyed indexes, by file name
+        self._indexes: dict[str, dict[str, Any]] = {}  # content-keyed indexes, by file name
         self._changed: set[str] = set()
 
     def _path(self, kind: str, key: str) -> Path:
@@ -176,6 +176,7 @@ class FactsCache:
                 "agents": [decode(a, "AgentInfo") for a in found["agents"]]
                 if found["agents"] is not None
                 else None,
+                "outside": dict(found["outside"]),
             }
         except (OSError, AttributeError, KeyError, TypeError, ValueError, IndexError):
             return None
@@ -215,15 +216,15 @@ class FactsCache:
         return self._indexes[name]
 
     def imports(self) -> dict[str, list[Any]]:
-        """path → [size, mtime, import lines]: which files import what, without reading them."""
+        """path → [content key, import lines]: which files import what, without parsing them."""
         return self._index("imports")
 
-    def put_import_lines(self, path: str, stat: tuple[int, int], lines: str) -> None:
-        self.imports()[path] = [*stat, lines]
+    def put_import_lines(self, path: str, key: str, lines: str) -> None:
+        self.imports()[path] = [key, lines]
         self._changed.add("imports")
 
     def names(self) -> tuple[list[str], dict[str, list[Any]]]:
-        """The names asked of the word index, and path → [size, mtime, the names the file holds]."""
+        """The names asked of the word index, and path → [content key, the names the file holds]."""
         found = self._index("names")
         return found.get("asked", []), found.get("files", {})
 

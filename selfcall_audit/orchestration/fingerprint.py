@@ -1,9 +1,13 @@
 """What a stored result depends on: the tool, the settings that change findings and the file list
-(together, the setup), then each file's size and modification time."""
+(together, the setup), then the content of each file a run reads.
+
+Content, not size and modification time: a same-size edit whose time is put back (`cp -p`,
+`rsync -t`, a fixed `SOURCE_DATE_EPOCH`) would otherwise be answered with the old result."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Iterable
 
 from ..config import Settings
 from ..workspace.discovery import FileSet
@@ -34,20 +38,26 @@ class Fingerprints:
 
     def __init__(self, settings: Settings, files: FileSet):
         self.files = files
-        described = (code_version(), analysis_settings(settings), files.sources, files.configs)
+        # The interpreter's version too: which files parse depends on its grammar.
+        described = (
+            code_version(),
+            sys.version_info[:2],
+            analysis_settings(settings),
+            files.sources,
+            files.configs,
+        )
         digest = blake2b(repr(described).encode("utf-8", "surrogateescape"), digest_size=16)
         for rel in sorted(files.modules):
             digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
         self.setup = digest.hexdigest()
 
-    def of(self, only: Iterable[str] | None = None) -> str | None:
-        """The setup and each file's size and modification time (those of `only`, if given);
-        None when a file has no stats."""
+    def of(self, key: Callable[[str], str | None], only: Iterable[str] | None = None) -> str | None:
+        """The setup and the content key of each source and config file (of `only`, if given);
+        None when a file has none (it cannot be read)."""
         digest = blake2b(self.setup.encode(), digest_size=16)
-        stats = self.files.stats
-        for rel in sorted(self.files.modules | set(self.files.configs)) if only is None else only:
-            if rel not in stats:
+        for rel in sorted({*self.files.sources, *self.files.configs}) if only is None else only:
+            content = key(rel)
+            if content is None:
                 return None
-            size, mtime = stats[rel]
-            digest.update(f"{rel}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
+            digest.update(f"{rel}\0{content}\n".encode("utf-8", "surrogateescape"))
         return digest.hexdigest()

@@ -1,7 +1,7 @@
-"""What a run reads of many files, kept in the cache so that unchanged files are not read again:
-the server instances of the YAML configs, each source file's import lines (both worked out by a
-worker process while this one parses or analyses, when workers run), and which files name the
-classes that one-file runs searched for."""
+"""What a run finds in many files, kept in the cache under each file's content key so that unchanged
+files are not searched again: the server instances of the YAML configs, each source file's import
+lines (both worked out by a worker process while this one parses or analyses, when workers run),
+and which files name the classes that one-file runs searched for."""
 
 from __future__ import annotations
 
@@ -35,7 +35,9 @@ class Indexes:
         cache: FactsCache | None,
         workers: Workers,
         read: Callable[[str], bytes | None],
+        key: Callable[[str], str | None],
         errors: dict[str, InputError],
+        failed: set[str],
         warm: Warm | None = None,
     ):
         """`warm`: what a long-lived process keeps of the project, used and kept up to date."""
@@ -46,12 +48,15 @@ class Indexes:
         self.cache = cache
         self.workers = workers
         self.read = read
+        self.key = key
         self.errors = errors
+        self.failed = failed  # files that could not be read or parsed
         self._lines: dict[str, bytes] = {}
 
     def instances(self, key: str | None, background: bool) -> Callable[[], list[AgentInstance]]:
         """Server instances of every YAML config, reused while the configs' fingerprint `key`
-        stays the same; worked out in a worker when `background` and the workers pay."""
+        stays the same (not when a file could not be read or parsed: it is tried again next
+        time); worked out in a worker when `background` and the workers pay."""
         stored = self.cache.instances(key) if self.cache and key else None
         if self.warm is not None:
             stored = self.warm.instances
@@ -62,19 +67,21 @@ class Indexes:
         pending = self.workers.submit(len(self.files.sources) if background else 0, instances_of, *job)
 
         def result() -> list[AgentInstance]:
-            instances, errors = pending()
+            instances, errors, failed = pending()
             self.errors.update(errors)
-            if self.cache and key:
+            self.failed.update(failed)
+            if self.cache and key and not failed:
                 self.cache.put_instances(key, instances, errors)
-            if self.warm is not None:
+            if self.warm is not None and not failed:
                 self.warm.instances = (instances, errors)
             return instances
 
         return functools.cache(result)
 
     def import_lines(self, sources: Iterable[str]) -> list[tuple[str, bytes]]:
-        """Each file's import lines, from a stat-keyed index so unchanged files are not read; asked
-        once per step of a walk up the importers, each file's are looked up once per run."""
+        """Each file's import lines, from an index by content key so unchanged files are not
+        searched again; asked once per step of a walk up the importers, each file's are looked up
+        once per run."""
         sources = tuple(sources)
         if self.warm is not None:
             return [(rel, self.warm.import_lines(rel, self.read(rel))) for rel in sources]
@@ -82,12 +89,11 @@ class Indexes:
         if missing := tuple(rel for rel in sources if rel not in lines):
             self.index_imports(missing)()
             index = self.cache.imports() if self.cache else {}
-            stats = self.files.stats
             for rel in missing:
                 entry = index.get(rel)
-                kept = _current(entry, stats.get(rel))
+                kept = self.cache is not None and _current(entry, self.key(rel))
                 lines[rel] = (
-                    entry[2].encode("utf-8", "surrogateescape") if kept else import_lines(self.read(rel))
+                    entry[1].encode("utf-8", "surrogateescape") if kept else import_lines(self.read(rel))
                 )
         return [(rel, lines[rel]) for rel in sources]
 
@@ -98,11 +104,10 @@ class Indexes:
         if cache is None:
             return lambda: None
         index = cache.imports()
-        stats = self.files.stats
         stale = [
-            (rel, stat)
+            (rel, key)
             for rel in sources
-            if (stat := stats.get(rel)) is not None and not _current(index.get(rel), stat)
+            if (key := self.key(rel)) is not None and not _current(index.get(rel), key)
         ]
         rels = tuple(rel for rel, _ in stale)
         pool = self.workers.for_batch(len(stale))
@@ -110,15 +115,15 @@ class Indexes:
 
         def store() -> None:
             found = pending.result() if pending else [import_lines(self.read(rel)) for rel in rels]
-            for (rel, stat), lines in zip(stale, found):
-                cache.put_import_lines(rel, stat, lines.decode("utf-8", "surrogateescape"))
+            for (rel, key), lines in zip(stale, found):
+                cache.put_import_lines(rel, key, lines.decode("utf-8", "surrogateescape"))
 
         return store
 
     def naming(self, name: str) -> list[str]:
         """The source files that name `name` as a whole word. Each file's answers for the names
-        asked before are kept under its stat, so a one-file run reads only the files changed
-        since (reading all of NeMo Gym's is a quarter of a run after an agent's code changed)."""
+        asked before are kept under its content key, so a one-file run searches only the files
+        changed since."""
         if self.warm is not None:
             return self.warm.naming(name, self.files.sources, self.read)
         if self.cache is None:
@@ -133,18 +138,16 @@ class Indexes:
         updated: dict[str, list] = {}
         found = []
         for rel in self.files.sources:
-            entry, stat = held.get(rel), self.files.stats.get(rel)
-            kept = _current(entry, stat)
+            entry, key = held.get(rel), self.key(rel)
+            kept = _current(entry, key)
             if kept and not fresh:
-                names = entry[2]
+                names = entry[1]
             else:
                 data = self.read(rel)
-                known, wanted = (entry[2], [name]) if kept else ([], asked)
+                known, wanted = (entry[1], [name]) if kept else ([], asked)
                 names = known + [n for n in wanted if matcher(n)(data)]
-                if data is None:  # not kept: read again next time
-                    stat = None
-            if stat is not None:
-                updated[rel] = [*stat, names]
+            if key is not None:  # one that cannot be read is read again next time
+                updated[rel] = [key, names]
             if name in names:
                 found.append(rel)
         if fresh or updated != held:
@@ -152,6 +155,6 @@ class Indexes:
         return found
 
 
-def _current(entry: list | None, stat: tuple[int, int] | None) -> bool:
-    """Was an index entry (`[size, mtime, ...]`) made from the file as it is now?"""
-    return entry is not None and (entry[0], entry[1]) == stat
+def _current(entry: list | None, key: str | None) -> bool:
+    """Was an index entry (`[content key, ...]`) made from the file as it is now?"""
+    return entry is not None and key is not None and entry[0] == key

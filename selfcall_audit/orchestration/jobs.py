@@ -7,7 +7,7 @@ import functools
 import os
 from pathlib import Path
 
-from ..workspace.discovery import UnreadableFile, read_file
+from ..workspace.discovery import TooLarge, UnreadableFile, read_file
 from ..workspace.prefilter import import_lines, mentions_any
 from .cache import facts_payload
 
@@ -45,11 +45,15 @@ def import_lines_of(root: Path, rels: tuple[str, ...], max_size: int) -> list[by
     return found
 
 
-def instances_of(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[list[AgentInstance], dict]:
-    """The instances the configs define, and the files that could not be read or parsed."""
+def instances_of(
+    root: Path, configs: tuple[str, ...], max_size: int
+) -> tuple[list[AgentInstance], dict[str, str], set[str]]:
+    """The instances the configs define, the errors of the configs (with why), and the files among
+    them that could not be read or parsed."""
     from ..analysis.gym_config import ConfigSet, parse_yaml
 
     errors: dict[str, InputError] = {}
+    failed: set[str] = set()
 
     @functools.cache
     def read(rel: str) -> bytes | None:
@@ -57,6 +61,8 @@ def instances_of(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[l
             return read_file(root / rel, max_size)
         except UnreadableFile as exc:
             errors[rel] = exc.entry(rel)
+            if not isinstance(exc, TooLarge):
+                failed.add(rel)
             return None
 
     def parse(rel: str) -> list[Node]:
@@ -69,4 +75,4 @@ def instances_of(root: Path, configs: tuple[str, ...], max_size: int) -> tuple[l
 
     config_set = ConfigSet(parse, exists)
     instances = config_set.instances(tuple(rel for rel in configs if mentions_any(read(rel), _CONFIG_TOKENS)))
-    return instances, {**errors, **config_set.errors}
+    return instances, {**errors, **config_set.errors}, failed | config_set.failed

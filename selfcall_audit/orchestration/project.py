@@ -12,15 +12,15 @@ import gc
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
-from ..workspace.discovery import FileSet, UnreadableFile, discover, in_scope, read_file
+from ..workspace.discovery import FileSet, TooLarge, UnreadableFile, discover, in_scope, read_file
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
-from .cache import FactsCache
+from .cache import FactsCache, content_key
 from .fingerprint import Fingerprints
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -45,6 +45,7 @@ class Analysis:
     files_scanned: int
     agent_count: int
     agents: list[AgentInfo] | None  # only when the inventory was asked for
+    outside: dict[str, str] = field(default_factory=dict)  # content keys of parsed non-source files
 
 
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
@@ -95,6 +96,10 @@ class Project:
         self.progress = progress
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
+        self._keys: dict[str, str | None] = {}
+        # Files that could not be read (not those skipped for their size) or parsed: a result that
+        # met one is never stored, so that it is looked at again once it can be.
+        self.failed: set[str] = set()
         self._observed: Observed | None = None  # what a whole run saw, for `reuse`
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
         # whichever front end runs (the command line, flake8, the pytest helper). Text from memory
@@ -115,9 +120,14 @@ class Project:
         if (data := self.peek(rel)) is not None:
             return data
         try:
-            data = read_file(self.root / rel, self.settings.max_file_size)
+            data = read_file(os.path.join(self.root, rel), self.settings.max_file_size)
+        except TooLarge as exc:
+            self.errors[rel] = exc.entry(rel)
+            self._keys[rel] = f"skipped:{exc.size}"  # what it holds does not matter, its size does
+            return None
         except UnreadableFile as exc:
             self.errors[rel] = exc.entry(rel)
+            self.failed.add(rel)
             return None
         (self.warm.disk if self.warm else self._bytes)[rel] = data
         return data
@@ -128,6 +138,15 @@ class Project:
         if data is None and self.warm is not None:
             data = self.warm.disk.get(rel)
         return data
+
+    def key(self, rel: str) -> str | None:
+        """What the file's results depend on: its path and bytes (its size, when it is skipped for
+        its size); None when it cannot be read."""
+        if rel not in self._keys:
+            data = self.read(rel)
+            if rel not in self._keys:
+                self._keys[rel] = None if data is None else content_key(rel, data)
+        return self._keys[rel]
 
     def _facts(self, rel: str) -> ModuleFacts | None:
         return self._facts_store().facts(rel)
@@ -141,7 +160,16 @@ class Project:
             from .store import FactsStore
 
             memory = self.warm.facts if self.warm else None
-            self._store = FactsStore(self.read, self.cache, self._pool(), self.errors, self.progress, memory)
+            self._store = FactsStore(
+                self.read,
+                self.key,
+                self.cache,
+                self._pool(),
+                self.errors,
+                self.failed,
+                self.progress,
+                memory,
+            )
         return self._store
 
     def _pool(self) -> Workers:
@@ -181,7 +209,7 @@ class Project:
                 self.warm.files = files
         self.listed_sources = files.sources
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
-        fingerprint = fingerprints.of() if fingerprints else None
+        fingerprint = fingerprints.of(self.key) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
@@ -191,7 +219,7 @@ class Project:
             if self._workers is not None:
                 self._workers.close()
         if analysed and self.cache:
-            if whole and fingerprint:
+            if whole and fingerprint and not self.failed:
                 self.cache.put_snapshot(fingerprint, vars(result), self._observed)
             self.cache.save(prune=whole)
         findings = [
@@ -228,23 +256,26 @@ class Project:
             return None
         then = stored.pop("fingerprint")
         if then == fingerprint:
-            return Analysis(**stored)
+            unchanged = all(self.key(rel) == key for rel, key in stored["outside"].items())
+            return Analysis(**stored) if unchanged else None
         from .reuse import still_holds
 
         observed = still_holds(
             self.cache.observed(then),
             fingerprints.setup,
-            files.stats,
+            self._contents(files),
             files.sources,
             unusable={*files.configs, *(e.path for e in stored["errors"])},
             base_tokens=base_tokens(self.settings.agent_bases, self.settings.route),
             read=self.read,
+            key=self.key,
             facts_now=self._facts,
             facts_then=self.cache.facts,
         )
-        if observed is None:
+        if observed is None or self.failed:
             return None
         result = Analysis(**stored)
+        result.outside = {rel: observed["parsed"][rel][0] for rel in result.outside}
         self.cache.put_snapshot(fingerprint, vars(result), observed)
         self.cache.save(prune=False)
         return result
@@ -260,6 +291,7 @@ class Project:
     ) -> Analysis:
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
+        from ..analysis.limits import LIMITS
         from ..analysis.resolve import Resolver
         from .indexes import Indexes
         from .targets import Targets
@@ -276,11 +308,13 @@ class Project:
             self.cache,
             self._pool(),
             self.read,
+            self.key,
             self.errors,
+            self.failed,
             self.warm,
         )
         instances = indexes.instances(
-            fingerprints.of(files.configs) if fingerprints else None, background=whole
+            fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
         chosen = Targets(
             files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
@@ -317,6 +351,12 @@ class Project:
                     suppressed += 1
                 else:
                     findings.append(finding)
+        for rel, helper in sorted(resolver.cut.items()):
+            self.errors.setdefault(
+                rel,
+                f"helpers forward a server-client call more than {LIMITS.helper_depth} deep: "
+                f"{helper} and what it calls were not followed (a self-call there is not reported)",
+            )
         if indexed is not None:
             indexed()
         if fingerprints and whole:
@@ -324,7 +364,7 @@ class Project:
 
             self._observed = observe(
                 fingerprints.setup,
-                files.stats,
+                self._contents(files),
                 store.keys(),
                 rounds,
                 searched,
@@ -343,7 +383,14 @@ class Project:
                 if hierarchy.is_agent_class(ClassRef(rel, klass.name))
             ),
             agents=self._inventory(hierarchy, resolver, instances()) if inventory else None,
+            outside={rel: key for rel, key in store.keys().items() if rel not in source_set}
+            if fingerprints
+            else {},
         )
+
+    def _contents(self, files: FileSet) -> dict[str, str | None]:
+        """The content key of each source and config file."""
+        return {rel: self.key(rel) for rel in (*files.sources, *files.configs)}
 
     def _inventory(self, hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
         from ..analysis.index import ClassRef

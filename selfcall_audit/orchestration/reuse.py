@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any, names_found
-from .cache import content_key
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
@@ -32,13 +31,14 @@ MAX_CHANGED = 20
 
 def observe(
     setup: str,
-    stats: Mapping[str, tuple[int, int]],
+    contents: Mapping[str, str | None],
     parsed: Mapping[str, str],
     rounds: Sequence[Collection[str]],
     searched: Sequence[Collection[str]],
     posters: Mapping[str, bool],
 ) -> Observed | None:
-    """What a whole run saw: `parsed` maps each parsed file to its content key, `rounds` are the
+    """What a whole run saw: `contents` maps each source and config file to its content key,
+    `parsed` each parsed file to its content key, `rounds` are the
     files each prefilter round parsed (the first: those naming an agent base), `searched` the
     agent names each later round searched for, `posters` the files asked whether they could post.
     None when it cannot be trusted later."""
@@ -47,7 +47,7 @@ def observe(
     first_round = {rel: number for number, files in enumerate(rounds) for rel in files}
     return {
         "setup": setup,
-        "stats": dict(stats),
+        "contents": dict(contents),
         "searched": [tuple(sorted(names)) for names in searched],
         "parsed": {rel: (key, first_round.get(rel)) for rel, key in parsed.items()},
         "posters": dict(posters),
@@ -65,25 +65,30 @@ def _first_round(data: bytes, base_tokens: tuple[bytes, ...], searched: list[tup
 def still_holds(
     observed: Observed | None,
     setup: str,
-    stats: Mapping[str, tuple[int, int]],
+    contents: Mapping[str, str | None],
     sources: Collection[str],
     unusable: Collection[str],
     base_tokens: tuple[bytes, ...],
     read: Callable[[str], bytes | None],
+    key: Callable[[str], str | None],
     facts_now: Callable[[str], ModuleFacts | None],
     facts_then: Callable[[str, str], ModuleFacts | None],
 ) -> Observed | None:
     """The observations brought up to date when the result they belong to still holds for the
     files as they are now; else None. `unusable`: the files a new look at cannot vouch for (YAML
-    configs, whose instances are not observed, and files that had errors)."""
+    configs, whose instances are not observed, and files that had errors); `key` gives a file's
+    content key (the files parsed outside `contents`, imported test code, are compared by it)."""
     if observed is None or observed["setup"] != setup:
         return None
-    then = observed["stats"]
-    changed = [rel for rel in then.keys() | stats.keys() if then.get(rel) != stats.get(rel)]
+    then = observed["contents"]
+    changed = {rel for rel in then.keys() | contents.keys() if then.get(rel) != contents.get(rel)}
+    changed.update(
+        rel for rel, seen in observed["parsed"].items() if rel not in contents and key(rel) != seen[0]
+    )
     if len(changed) > MAX_CHANGED:
         return None
     parsed = dict(observed["parsed"])
-    for rel in changed:
+    for rel in sorted(changed):
         data = read(rel) if rel not in unusable else None
         if data is None:
             return None
@@ -93,9 +98,9 @@ def still_holds(
         seen = parsed.get(rel)
         if rel in sources and _first_round(data, base_tokens, observed["searched"]) != (seen and seen[1]):
             return None
-        if seen is not None and content_key(rel, data) != seen[0]:
+        if seen is not None and key(rel) != seen[0]:
             before, now = facts_then(rel, seen[0]), facts_now(rel)
             if before is None or now is None or before != now:
                 return None
-            parsed[rel] = (content_key(rel, data), seen[1])
-    return {**observed, "stats": dict(stats), "parsed": parsed}
+            parsed[rel] = (key(rel), seen[1])
+    return {**observed, "contents": dict(contents), "parsed": parsed}

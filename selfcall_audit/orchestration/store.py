@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Sized
 
 from ..ftypes import InputError
 from ..workspace.workers import Workers
-from .cache import FactsCache, content_key
+from .cache import FactsCache
 from .jobs import extract_facts
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -20,25 +20,29 @@ Progress = Callable[[str, int, int], None]
 
 
 class FactsStore:
-    """Facts by root-relative path; a file that cannot be read or parsed has none, and an entry in
-    `errors` saying why."""
+    """Facts by root-relative path; a file that cannot be read or parsed has none, an entry in
+    `errors` saying why, and its path in `failed`. `key` gives a file's content key."""
 
     def __init__(
         self,
         read: Callable[[str], bytes | None],
+        key: Callable[[str], str | None],
         cache: FactsCache | None,
         workers: Workers,
         errors: dict[str, InputError],
+        failed: set[str],
         progress: Progress | None = None,
         memory: dict[str, tuple[bytes | None, ModuleFacts | str]] | None = None,
     ):
         """`memory`: each file's last facts (or why there are none) with the bytes they are of, kept
         by a long-lived process (one version a file: an editor's every keystroke is another)."""
         self.read = read
+        self.key = key
         self.memory = memory
         self.cache = cache
         self.workers = workers
         self.errors = errors
+        self.failed = failed
         self.progress = progress
         self.parsed = 0  # files extracted by this run (not found in the cache)
         self._facts: dict[str, ModuleFacts | None] = {}
@@ -82,7 +86,7 @@ class FactsStore:
             if rel not in self._facts
             and rel not in self._ahead
             and (data := self.read(rel)) is not None
-            and not (self.cache and self.cache.holds_facts(content_key(rel, data)))
+            and not (self.cache and self.cache.holds_facts(self.key(rel)))  # type: ignore[arg-type]
         ]
         for (rel, _, _), extracted in zip(items, self.workers.map(extract_facts, items)):
             self._ahead[rel] = extracted
@@ -102,9 +106,11 @@ class FactsStore:
                 continue
             kept = self.memory.get(rel) if self.memory is not None else None
             if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
+                if self.cache is not None:  # unless a stored result will depend on it
+                    self._keys[rel] = self.key(rel)  # type: ignore[assignment]
                 self._keep(rel, kept[1], None, parsed=False)
                 continue
-            key = self._keys[rel] = content_key(rel, data)
+            key = self._keys[rel] = self.key(rel)  # type: ignore[assignment]
             cached = self.cache.facts(rel, key) if self.cache else None
             if cached is not None:
                 self._facts[rel] = cached
@@ -122,6 +128,7 @@ class FactsStore:
             self.memory[rel] = (self.read(rel), result)
         if isinstance(result, InputError):
             self.errors[rel] = result
+            self.failed.add(rel)
             self._facts[rel] = None
             return
         self._facts[rel] = result

@@ -110,6 +110,8 @@ def load_baseline(path: Path) -> list[dict]:
         raise BaselineError(f"cannot read baseline file {path}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise BaselineError(f"baseline file {path} is not valid JSON: {exc}") from None
+    except RecursionError:  # the decoder's own bound on nesting (a baseline nests 3 levels deep)
+        raise BaselineError(f"{path} is not a selfcall-audit baseline (nested too deeply)") from None
     if not isinstance(document, dict) or not isinstance(document.get("findings"), list):
         raise BaselineError(f"{path} is not a selfcall-audit baseline (no `findings` list)")
     if document.get("version") != VERSION:

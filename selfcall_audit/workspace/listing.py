@@ -10,7 +10,10 @@ import os
 import select
 import time
 
-_GIT_LISTING = ("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+# Nothing the checkout configures runs: a cloned repository's `core.fsmonitor` is a command git
+# would start while listing, and hooks are off whatever git version adds one to `ls-files`.
+_GIT_SAFELY = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
+_GIT_LISTING = (*_GIT_SAFELY, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 _TIMEOUT = 30.0
 _MARKERS = ("pyproject.toml", ".git")
 

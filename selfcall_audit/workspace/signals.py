@@ -1,12 +1,36 @@
-"""SIGINT and SIGTERM held off while files are swapped in whole: a write cut short by them would
-leave a temporary file behind, which no later run can tell for its own."""
+"""SIGTERM taken as an interrupt, and SIGINT and SIGTERM held off while files are swapped in whole:
+a write cut short by them would leave a temporary file behind, which no later run can tell for its
+own."""
 
 from __future__ import annotations
 
 import contextlib
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread was, so that cleanup runs as for Ctrl-C and the run
+    ends as an interrupted one does (one line said, exit 128 + 15)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
+
+
+def terminate_as_interrupt() -> Callable[[], None]:
+    """Make SIGTERM an interrupt, if it has its default action (a caller that set its own keeps it)
+    and this is the main thread; the result puts things back."""
+    sigterm = getattr(signal, "SIGTERM", None)
+    if (
+        sigterm is None
+        or threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(sigterm) is not signal.SIG_DFL
+    ):
+        return lambda: None
+    signal.signal(sigterm, _raise_terminated)
+    return lambda: signal.signal(sigterm, signal.SIG_DFL)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sized
 
+from .signals import terminate_as_interrupt
+
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -23,14 +25,6 @@ if TYPE_CHECKING:
 # Fewer files than this are parsed in this process: starting workers would cost more.
 _PARALLEL_MIN_FILES = 24
 _STREAMED_CHUNK = 2  # items handed out together when they come one by one
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the main thread was, so that cleanup runs as for Ctrl-C."""
-
-
-def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated(signum)
 
 
 def worker_started(parent: int) -> None:
@@ -45,20 +39,6 @@ def worker_started(parent: int) -> None:
             ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before that took effect
             os._exit(1)
-
-
-def stop_workers_on_sigterm() -> Callable[[], None]:
-    """Make SIGTERM an interrupt while workers run, if it has its default action (a caller that
-    set its own keeps it); the result puts things back."""
-    sigterm = getattr(signal, "SIGTERM", None)
-    if (
-        sigterm is None
-        or threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(sigterm) is not signal.SIG_DFL
-    ):
-        return lambda: None
-    signal.signal(sigterm, _raise_terminated)
-    return lambda: signal.signal(sigterm, signal.SIG_DFL)
 
 
 class Workers:
@@ -84,7 +64,6 @@ class Workers:
         if self.jobs < 2 or batch < _PARALLEL_MIN_FILES:
             return None
         import multiprocessing  # only now: it costs a warm run more than the rest of its imports
-        import threading
         from concurrent.futures import ProcessPoolExecutor
 
         if (
@@ -100,7 +79,7 @@ class Workers:
             initializer=worker_started,
             initargs=(os.getpid(),),
         )
-        self._restore_sigterm = stop_workers_on_sigterm()
+        self._restore_sigterm = terminate_as_interrupt()
         return self._pool
 
     def map(self, job: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:

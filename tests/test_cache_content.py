@@ -1,0 +1,76 @@
+"""The cache answers for files' content, never for their size and modification time alone: an edit
+that keeps both (`cp -p`, `rsync -t`, a fixed SOURCE_DATE_EPOCH put the time back) is seen by the
+next scan, whole or of one file, and a file that could not be read once is read again."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+import pytest
+from safety_support import APP, BEFORE, make_project, run
+
+from selfcall_audit.workspace import discovery
+
+SELF_CALL = b'server_name=self.config.name,\n            url_path="/v1/responses"'
+# The same length, naming no server the scan can resolve: no finding.
+OTHER_CALL = b'server_name=self.config.nick,\n            url_path="/v1/responses"'
+SELF_CALL_LINE = 34
+
+
+def _put_back_time(path: Path, data: bytes) -> None:
+    """Write `data` over the file and give it back its size's twin's modification time, as
+    `cp -p` or `rsync -t` do."""
+    before = path.stat()
+    assert len(data) == before.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def _lines(done) -> list[int]:
+    return [f["line"] for f in json.loads(done.stdout)["findings"] if f["path"] == APP]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [((), ()), ((), (APP,)), ((APP,), (APP,))],
+    ids=["whole then whole", "whole then one file", "one file then one file"],
+)
+def test_a_same_size_edit_with_its_time_put_back_is_seen(
+    tmp_path: Path, first: tuple[str, ...], second: tuple[str, ...]
+) -> None:
+    root = make_project(tmp_path / "repo")
+    assert SELF_CALL in BEFORE
+    app = root / APP
+    app.write_bytes(BEFORE.replace(SELF_CALL, OTHER_CALL))
+    warm = run("scan", "--format", "json", *first, cwd=root)
+    assert (warm.returncode, _lines(warm)) == (0, []), warm.stderr
+
+    _put_back_time(app, BEFORE)
+    done = run("scan", "--format", "json", *second, cwd=root)
+
+    assert (done.returncode, _lines(done)) == (1, [SELF_CALL_LINE]), done.stderr
+
+
+def test_a_file_unreadable_once_is_read_again_once_it_can_be(cli, tmp_path: Path, monkeypatch) -> None:
+    """Opening the file fails as `chmod 000` makes it fail (which root, running CI, ignores)."""
+    root = make_project(tmp_path / "repo")
+    real_open = os.open
+
+    def os_open(path, flags, *args, **kwargs):
+        if str(path).endswith(APP):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(discovery.os, "open", os_open)
+        blocked = json.loads(cli("scan", root, "--format", "json").stdout)
+    assert [(e["path"], e["message"]) for e in blocked["errors"]] == [(APP, "cannot read: Permission denied")]
+
+    report = json.loads(cli("scan", root, "--format", "json").stdout)  # the permission is back
+
+    assert report["errors"] == []
+    assert [(f["path"], f["line"]) for f in report["findings"]] == [(APP, SELF_CALL_LINE)]
