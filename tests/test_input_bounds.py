@@ -211,6 +211,6 @@ def test_dense_config_paths_cost_the_edges_and_a_missing_file_is_said_once(monke
 
     assert sorted(i.name for i in instances) == sorted(f"instance_{n}" for n in range(60))
     assert merges[0] <= 4 * len(files) ** 2
-    assert configs.errors == {
+    assert {path: error.message for path, error in configs.errors.items()} == {
         files[0]: "config_paths entry 'configs/missing.yaml' was not found (looked for configs/missing.yaml)"
     }

@@ -352,11 +352,11 @@ class Project:
                 else:
                     findings.append(finding)
         for rel, helper in sorted(resolver.cut.items()):
-            self.errors.setdefault(
-                rel,
+            message = (
                 f"helpers forward a server-client call more than {LIMITS.helper_depth} deep: "
-                f"{helper} and what it calls were not followed (a self-call there is not reported)",
+                f"{helper} and what it calls were not followed (a self-call there is not reported)"
             )
+            self.errors.setdefault(rel, InputError(rel, message, "too_deep"))
         if indexed is not None:
             indexed()
         if fingerprints and whole:

@@ -60,7 +60,7 @@ def test_arguments_and_local_bindings_are_described_as_written() -> None:
     )
     [call] = _calls("", body)
 
-    assert call.site.written == (("server_name", ""), ("url_path", ""), (None, "**"))
+    assert call.site.written == (("server_name", "", None), ("url_path", "", None), (None, "**", None))
     assert call.site.aliases == (("config", 7, "server_name"),)
 
 
