@@ -119,7 +119,7 @@ def test_the_console_script_lists_the_checkout_once_git_started_before_the_modul
     assert json.loads(done.stdout)["summary"]["files_scanned"] == 2  # tracked.py, sub/untracked.py
     runs = (tmp_path / "git.log").read_text().splitlines()
     assert [run for run in runs if "ls-files" in run] == [
-        f"-C {root} ls-files -z --cached --others --exclude-standard"
+        f"-C {root} -c core.fsmonitor=false -c core.hooksPath=/dev/null ls-files -z --cached --others --exclude-standard"
     ]
 
 
@@ -135,7 +135,7 @@ def test_a_run_that_lists_another_project_or_none_ends_the_early_git(tmp_path: P
 
     assert scanned.returncode == 0 and json.loads(scanned.stdout)["root"] == str(other)
     assert explained.returncode == 0 and "SCA001" in explained.stdout
-    runs = [run.split(" ls-files")[0] for run in (tmp_path / "git.log").read_text().splitlines()]
+    runs = [run.split(" -c core.fsmonitor")[0] for run in (tmp_path / "git.log").read_text().splitlines()]
     assert sorted(runs) == sorted([f"-C {here}", f"-C {other}", f"-C {here}"])
     leftover = subprocess.run(["pgrep", "-f", f"git -C {here}"], capture_output=True, text=True).stdout
     assert leftover == ""

@@ -209,10 +209,15 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
     after = scan(cwd=monorepo)
 
     # one patch for both projects, its files named from the outer root as `git apply` wants them
+    # with each project's helper as a new file, the app recorded where gym/ builds it, and the test updated
     assert [line for line in diff.stdout.splitlines() if line.startswith("+++ ")] == [
         f"+++ b/{OUTER}",
+        "+++ b/services/outer/inprocess.py",
+        "+++ b/gym/nemo_gym/base_responses_api_agent.py",
+        "+++ b/gym/nemo_gym/inprocess.py",
         "+++ b/gym/responses_api_agents/proof_refinement_agent/app.py",
         "+++ b/gym/responses_api_agents/simple_agent/app.py",
+        "+++ b/gym/responses_api_agents/simple_agent/tests/test_app.py",
     ]
     assert done.returncode == 1, done.stderr  # some calls are left to fix by hand
     assert (monorepo / "gym" / "nemo_gym" / "inprocess.py").is_file()  # gym/'s helper, in gym/

@@ -146,5 +146,6 @@ def test_fix_diff_headers_escape_file_names(hostile: Path) -> None:
     done = run("fix", "--diff", "--no-cache", hostile)
 
     headers = [line for line in done.stdout.splitlines() if line.startswith(("--- ", "+++ "))]
-    assert "+++ b/responses_api_agents/x\\n::add-mask::secret\\x1b]0;file\\x07/app.py" in headers
+    # quoted as git quotes it, so that `git apply` reads the name back whole
+    assert '+++ "b/responses_api_agents/x\\n::add-mask::secret\\033]0;file\\a/app.py"' in headers
     assert not [line for line in done.stdout.splitlines() if line.startswith("::")]

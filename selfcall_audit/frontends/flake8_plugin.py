@@ -24,6 +24,7 @@ from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
 from ..report.messages import message
 from ..rules import POSSIBLE_SELF_CALL, RULES
+from ..workspace.discovery import find_root
 
 POSSIBLE = POSSIBLE_SELF_CALL
 Result = tuple[int, int, str]  # flake8's line, 0-based column and text
@@ -92,6 +93,7 @@ class SelfCallChecker:
     # flake8 was given) and what it says of each file. Class state, as flake8's plugin interface
     # keeps it: one checker object per file, options given to the class.
     covered: ClassVar[tuple[str, ...]] = ()
+    roots: ClassVar[frozenset[Path]] = frozenset()  # the projects that analysis covered
     results: ClassVar[dict[str, list[Result]]] = {}
 
     def __init__(self, tree: ast.AST, filename: str, lines: list[str]) -> None:
@@ -108,10 +110,12 @@ class SelfCallChecker:
         cls.report_possible = any(POSSIBLE.startswith(code) for code in chosen)
         paths = [p for p in getattr(options, "filenames", None) or ["."] if p != "-" and os.path.lexists(p)]
         if not paths:  # a buffer on stdin: analysed with its text, when flake8 hands it over
-            cls.covered, cls.results = (), {}
+            cls.covered, cls.roots, cls.results = (), frozenset(), {}
             return
-        report = api.analyze(paths, settings_for=cls._settings_for)
+        root, projects = api.grouped(paths, cls._settings_for)
+        report = api.analyze_projects(projects, root)
         cls.covered = tuple(os.path.realpath(p) for p in paths)
+        cls.roots = projects.analysed
         cls.results = _results(report)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
@@ -124,9 +128,12 @@ class SelfCallChecker:
             yield line, column, text, type(self)
 
     def _covered(self, path: str) -> bool:
-        return any(
+        """Did the run's analysis cover the file? Under a path flake8 was given, and in a project it
+        analysed (not one nested in a folder the enclosing project leaves out, such as its tests)."""
+        given = any(
             path == folder or path.startswith(folder.rstrip(os.sep) + os.sep) for folder in self.covered
         )
+        return given and find_root(Path(path).parent) in self.roots
 
     def _analysed(self, path: Path) -> dict[str, list[Result]]:
         """This file's project analysed for it alone, from the unsaved text flake8 checks."""

@@ -36,6 +36,11 @@ class Projects:
         """The settings the project at `root` is analysed with."""
         return self._settings_for(root)
 
+    @property
+    def analysed(self) -> frozenset[Path]:
+        """The roots of the projects analysed so far."""
+        return frozenset(self._done)
+
     def found(self, report: Report) -> None:
         """The nested projects an analysis found in its scope, to analyse next, each as a whole."""
         for root in report.projects:

@@ -23,6 +23,8 @@ from pydantic import BaseModel
 
 class AgentConfig(BaseModel):
     name: str
+    host: str = "127.0.0.1"  # where the server runs, as NeMo Gym's configs say
+    port: int = 8000
 
 
 class SimpleResponsesAPIAgent(BaseModel):
