@@ -146,6 +146,16 @@ def _written_as(root: Path, path: str) -> str:
     return resolved_inside(root, path) or path  # outside the project: refused when written
 
 
+def first_party_of(root: Path) -> Callable[[str], bool]:
+    """Is a top-level module the project's own (a package or module at its root or under `src/`)?
+    It decides the section of the imports the helper's import joins."""
+
+    def first_party(name: str) -> bool:
+        return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))
+
+    return first_party
+
+
 def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None], helper: Helper) -> FixPlan:
     """The new text of every file with fixable self-calls in `report`, from the bytes `read` gives
     (those the analysis read)."""
@@ -156,9 +166,7 @@ def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None
                 (finding.path, finding.line, finding.column), finding
             )
 
-    def first_party(name: str) -> bool:
-        return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))
-
+    first_party = first_party_of(root)
     plan = FixPlan(root, report, [])
     for path, sites in sorted(by_path.items()):
         findings = list(sites.values())
