@@ -14,3 +14,15 @@ class EchoAgent(SimpleResponsesAPIAgent):
         )
         return await response.json()
 """
+
+# A judge whose critic is a YAML reference: the instance `judge` is its own critic, so a post to
+# `self.config.critic.name` is a self-call, the YAML line its evidence.
+JUDGE_CONFIG = """\
+judge:
+  responses_api_agents:
+    judge:
+      entrypoint: app.py
+      critic:
+        type: responses_api_agents
+        name: judge
+"""

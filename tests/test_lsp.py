@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from agent_sources import JUDGE_CONFIG
 from click.testing import Result
 from lsprotocol import types as lsp
 from pygls import uris
@@ -33,16 +34,6 @@ class JudgeAgent(SimpleResponsesAPIAgent):
         )
         return await critique.json()
 """
-# The instance `judge` is its own critic: run() posts to itself (the YAML line is the evidence).
-CONFIG = """\
-judge:
-  responses_api_agents:
-    judge:
-      entrypoint: app.py
-      critic:
-        type: responses_api_agents
-        name: judge
-"""
 APP = "responses_api_agents/judge/app.py"
 YAML = "responses_api_agents/judge/configs/judge.yaml"
 
@@ -52,7 +43,7 @@ def make_project(root: Path) -> Path:
         "pyproject.toml": '[project]\nname = "fake-gym"\nversion = "0"\n',
         "nemo_gym/__init__.py": "",
         APP: JUDGE,
-        YAML: CONFIG,
+        YAML: JUDGE_CONFIG,
     }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
@@ -175,7 +166,7 @@ async def test_the_quick_fix_makes_what_fix_writes(
 @pytest.mark.asyncio
 async def test_a_yaml_change_on_the_disk_is_analysed_again(client: LanguageClient, project: Path) -> None:
     await open_app(client, project)
-    (project / YAML).write_text(CONFIG.replace("name: judge", "name: other_agent"))
+    (project / YAML).write_text(JUDGE_CONFIG.replace("name: judge", "name: other_agent"))
     event = lsp.FileEvent(uri(project, YAML), lsp.FileChangeType.Changed)
 
     after = await diagnostics_after(

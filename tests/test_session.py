@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from agent_sources import JUDGE_CONFIG
 
 from selfcall_audit import api
 from selfcall_audit.config import load_settings
@@ -33,15 +34,6 @@ class JudgeAgent(BaseJudge):
         )
         return await critique.json()
 """
-CONFIG = """\
-judge:
-  responses_api_agents:
-    judge:
-      entrypoint: app.py
-      critic:
-        type: responses_api_agents
-        name: judge
-"""
 APP = "responses_api_agents/judge/app.py"
 BASE_PATH = "responses_api_agents/judge/base.py"
 YAML = "responses_api_agents/judge/configs/judge.yaml"
@@ -55,7 +47,7 @@ def project(tmp_path: Path) -> Path:
         "responses_api_agents/judge/__init__.py": "",
         APP: JUDGE,
         BASE_PATH: BASE,
-        YAML: CONFIG,
+        YAML: JUDGE_CONFIG,
     }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -105,7 +97,7 @@ def test_an_unsaved_base_class_changes_its_subclass_findings(project: Path) -> N
 def test_the_disk_is_read_again_where_changed_says_it_moved(project: Path) -> None:
     session = api.Session(project, load_settings(project))
     session.analyze([project / APP], located=True)
-    (project / YAML).write_text(CONFIG.replace("name: judge", "name: other_agent"))
+    (project / YAML).write_text(JUDGE_CONFIG.replace("name: judge", "name: other_agent"))
 
     kept = session.analyze([project / APP], located=True)
     session.changed([project / YAML])
