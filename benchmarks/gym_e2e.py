@@ -1,9 +1,10 @@
 """The in-process helper on the real NeMo Gym agents, side by side with the HTTP self-call.
 
-    python benchmarks/gym_e2e.py --gym PATH --gym-python PY [--quick]
+    python benchmarks/gym_e2e.py --gym PATH --gym-python PY [--quick] [--rounds N] [--concurrency 1,64]
 
 Copies the NeMo Gym checkout at PATH, migrates the copy with `selfcall-audit fix` (default
-settings: the helper is vendored into the copy), then for `simple_agent` and
+settings: the helper is vendored into the copy), copies the migrated tree once more with the
+direct-handler-call anchor (gym_e2e_direct.py) in place of the helper, then for `simple_agent` and
 `proof_refinement_agent` serves, each in its own process under PY (NeMo Gym's Python, no Ray, no
 head server; see gym_e2e_serve.py), on 127.0.0.1:
 
@@ -11,7 +12,13 @@ head server; see gym_e2e_serve.py), on 127.0.0.1:
   aiohttp server, so that it costs little,
 - the agent's resources server: NeMo Gym's stateful counter (sessions, tool calls) for
   simple_agent; a stand-in verifier asking for one correction for proof_refinement_agent,
-- the original agent (baseline: the HTTP self-call) and the migrated one (candidate).
+- the original agent (baseline: the HTTP self-call), the migrated one (candidate: the helper) and
+  the anchor (direct: the agent's `responses` method called directly, the floor).
+
+Each agent process reports the files its code was imported from (the agent's module, `nemo_gym`,
+and the module of the `responses_in_process` it calls); they are printed, and the benchmark stops
+before measuring if any comes from another tree than the copy that process was given (an editable
+install of another NeMo Gym checkout, or `nemo_gym`'s own `sys.path` handling, can put it first).
 
 The load is the agent's as production has it: there the model runs elsewhere and every NeMo Gym
 server has a core of its own, so the agent's single process is what saturates and what the
@@ -20,11 +27,12 @@ CPU quota, where one can be written: as root), and the model, the resources serv
 share the others (on a 2-core machine: one each side; nothing is pinned on a single CPU). The cap
 is there because those three together cost about as much CPU per rollout as the agent: uncapped,
 both sides saturate together and the rate follows whichever of them the machine's other jobs slow
-down. Both agents are pinned and capped the same way and only one is driven at a time: each round
-posts the same rows to `/run` of the baseline, then of the candidate (the order alternates between
-rounds), after an uncounted warm-up of each, at concurrency 1, 64 and 256, with model-call capture
-(observability) off and on; one row in 32 makes the model answer 500 (4 rounds; `--quick`: fewer
-rows, 2 rounds at concurrency 256, and capture on at concurrency 64 only). Jobs outside the
+down. The agents are pinned and capped the same way and only one is driven at a time: each round
+posts the same rows to `/run` of the baseline, the candidate and the anchor, in an order that is
+reversed every other round (so baseline and candidate alternate), after an uncounted warm-up of
+each, at concurrency 1, 64 and 256 (`--concurrency`), with model-call capture (observability) off
+and on; one row in 32 makes the model answer 500 (4 rounds, `--rounds`; `--quick`: fewer rows,
+2 rounds at concurrency 256, and capture on at concurrency 64 only). Jobs outside the
 benchmark still share the machine: the load average is printed at the start and the end.
 
 It measures rollouts/s, p50/p99 latency, the requests the servers received (loopback), the agent's
@@ -33,10 +41,17 @@ the wall time the agent was on a CPU ("agent busy": near its cap, the agent is w
 rate), the CPU time per rollout of everything else (model, resources, client), checks every row
 (status 200 and reward 1, or the failure row's 500), and that both agents answered each row
 identically. Ratios are candidate / baseline (throughput: higher is better; latency and CPU:
-lower). The last lines, one per agent and concurrency (capture off; failures, sockets and identity
-over both capture modes):
+lower); the anchor's CPU per rollout is shown beside them, and the rounds in which the candidate
+used less CPU per rollout than the baseline are counted. The last lines, one per agent and
+concurrency (capture off; failures, sockets, loopback requests, identity and the per-round CPU
+comparison over both capture modes):
 
-    agent=<name> concurrency=<c> rollouts_per_s_ratio=R p50_ratio=X p99_ratio=Y failures=F self_call_sockets=S outputs_identical=0|1
+    agent=<name> concurrency=<c> rollouts_per_s_ratio=R p50_ratio=X p99_ratio=Y failures=F self_call_sockets=S outputs_identical=0|1 cpu_per_rollout_ratio=C loopback_requests=L cpu_below_baseline_rounds=K/N direct_cpu_per_rollout_ratio=D direct_outputs_identical=0|1
+
+`self_call_sockets` counts the candidate's requests to its own `/v1/responses`, `loopback_requests`
+every request the candidate agent received besides the rollouts' own `POST /run`. The anchor's
+outputs are compared on the rows answered 200: a failed rollout's 500 text is wrapped once less,
+since the handler's exception reaches `run()` itself.
 """
 
 from __future__ import annotations
@@ -61,6 +76,10 @@ import aiohttp
 
 HERE = Path(__file__).resolve().parent
 SERVE = HERE / "gym_e2e_serve.py"
+DIRECT = HERE / "gym_e2e_direct.py"
+VARIANTS = ("baseline", "candidate", "direct")
+HELPER_MODULE = Path("nemo_gym", "inprocess.py")  # where fix vendors the helper, by default
+HELPER_IMPORT = b"from nemo_gym.inprocess import responses_in_process"
 HOST = "127.0.0.1"
 CONCURRENCIES = (1, 64, 256)
 FAIL_EVERY = 32  # one row in 32 makes the mock model answer 500
@@ -394,8 +413,8 @@ async def one_pass(
 class Tally:
     """Both variants' passes at one concurrency and capture mode, over the rounds."""
 
-    runs: dict[str, list[Run]] = field(default_factory=lambda: {"baseline": [], "candidate": []})
-    identical: bool = True
+    runs: dict[str, list[Run]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
+    identical: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(VARIANTS[1:], True))
 
     def rate(self, variant: str) -> float:
         runs = self.runs[variant]
@@ -424,6 +443,20 @@ class Tally:
     def failures(self) -> int:
         return sum(r.failures for runs in self.runs.values() for r in runs)
 
+    def loopback_requests(self, variant: str) -> int:
+        """Requests the agent received besides the rollouts' own POST /run."""
+        runs = self.runs[variant]
+        return sum(r.stats["agent"]["requests"] - len(r.latencies) for r in runs)
+
+    def cpu_below_baseline(self) -> tuple[int, int]:
+        """In how many rounds the candidate used less agent CPU per rollout than the baseline."""
+        pairs = list(zip(self.runs["baseline"], self.runs["candidate"]))
+        below = sum(
+            c.stats["agent"]["cpu"] / len(c.latencies) < b.stats["agent"]["cpu"] / len(b.latencies)
+            for b, c in pairs
+        )
+        return below, len(pairs)
+
     def self_calls(self, variant: str) -> int:
         return sum(r.stats["agent"]["self_calls"] for r in self.runs[variant])
 
@@ -431,10 +464,48 @@ class Tally:
         return max(r.stats["agent"]["peak_sockets"] for r in self.runs[variant])
 
 
+def same_outputs(agent: str, done: dict[str, Run], variant: str) -> bool:
+    """Whether the variant answered every row as the baseline did; the first difference is printed.
+
+    The anchor is compared on the rows the baseline answered 200 only: where the model fails, the
+    handler's exception reaches `run()` itself instead of a 500 answer to read, so the failed
+    rollout's 500 text is wrapped once less (the status is checked with every other row's).
+    """
+    pairs = zip(done["baseline"].outputs, done[variant].outputs)
+    same = [normalised(a) == normalised(b) or (variant == "direct" and a[0] != 200) for a, b in pairs]
+    if not all(same):
+        first = same.index(False)
+        print(
+            f"  {agent}: {variant} answers row {first} differently ({same.count(False)} rows):\n"
+            f"    baseline  {str(done['baseline'].outputs[first])[:600]}\n"
+            f"    {variant:<9} {str(done[variant].outputs[first])[:600]}",
+            file=sys.stderr,
+        )
+    return all(same)
+
+
+def check_modules(setup: AgentSetup, variant: str, tree: Path, files: dict[str, str | None]) -> None:
+    """Print the files the agent process imported; stop unless they are the tree's own."""
+    module = setup.target.partition(":")[0]
+    expected = {
+        "agent": tree / Path(*module.split(".")).with_suffix(".py"),
+        "nemo_gym": tree / "nemo_gym" / "__init__.py",
+        "helper": None if variant == "baseline" else tree / HELPER_MODULE,
+    }
+    for key, path in expected.items():
+        found = files.get(key)
+        print(f"  {setup.name} {variant}: {key} imported from {found}", flush=True)
+        if (None if found is None else Path(found).resolve()) != (None if path is None else path.resolve()):
+            raise SystemExit(
+                f"{setup.name} ({variant}): {key} was imported from {found}, not from {path}: the process "
+                "ran code from another tree than the one under test (an editable install of another "
+                "NeMo Gym checkout on its path?); nothing was measured"
+            )
+
+
 async def bench_agent(
     setup: AgentSetup,
-    original: Path,
-    migrated: Path,
+    trees: dict[str, Path],
     python: str,
     logs: Path,
     sizes: dict[int, int],
@@ -442,10 +513,11 @@ async def bench_agent(
     captured: tuple[int, ...],
     placement: Placement,
 ) -> dict[tuple[bool, int], Tally]:
-    ports = {role: free_port() for role in ("head", "model", "resources", "baseline", "candidate")}
+    ports = {role: free_port() for role in ("head", "model", "resources", *VARIANTS)}
     servers = Servers(python, logs, placement)
     try:
         shared = gym_config(setup, ports | {"agent": ports["baseline"]})
+        original = trees["baseline"]
         model = servers.start(original, "model", ports["model"], "", shared, "policy_model")
         resources = servers.start(
             original, "resources", ports["resources"], setup.resources, shared, "bench_resources"
@@ -459,12 +531,15 @@ async def bench_agent(
                 gym_config(setup, ports | {"agent": ports[variant]}),
                 "bench_agent",
             )
-            for variant, tree in (("baseline", original), ("candidate", migrated))
+            for variant, tree in trees.items()
         }
         connector = aiohttp.TCPConnector(limit=max(sizes) + 8)
         timeout = aiohttp.ClientTimeout(total=REQUEST_TIMEOUT)
         async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
             await wait_until_up(session, [model, resources, *agents.values()], servers)
+            for variant, url in agents.items():
+                async with session.get(f"{url}/_bench/modules") as response:
+                    check_modules(setup, variant, trees[variant], await response.json())
             tallies: dict[tuple[bool, int], Tally] = {}
             for capture in (False, True):
                 for url in agents.values():
@@ -477,30 +552,18 @@ async def bench_agent(
                         continue
                     rows = [setup.row(i) for i in range(count)]
                     tally = tallies[(capture, concurrency)] = Tally()
-                    for variant in ("baseline", "candidate"):  # warm-up, not counted
+                    for variant in VARIANTS:  # warm-up, not counted
                         urls = {"agent": agents[variant], "model": model, "resources": resources}
                         await one_pass(session, urls, rows[:WARM_UP], concurrency)
                     for round_index in range(rounds[concurrency]):
-                        order = (
-                            ("baseline", "candidate") if round_index % 2 == 0 else ("candidate", "baseline")
-                        )
+                        order = VARIANTS if round_index % 2 == 0 else VARIANTS[::-1]
                         done = {}
                         for variant in order:
                             urls = {"agent": agents[variant], "model": model, "resources": resources}
                             done[variant] = await one_pass(session, urls, rows, concurrency)
                             tally.runs[variant].append(done[variant])
-                        same = [
-                            normalised(a) == normalised(b)
-                            for a, b in zip(done["baseline"].outputs, done["candidate"].outputs)
-                        ]
-                        if not all(same) and tally.identical:
-                            first = same.index(False)
-                            print(
-                                f"  {setup.name}: row {first} differs:\n    baseline  {done['baseline'].outputs[first]}\n"
-                                f"    candidate {done['candidate'].outputs[first]}",
-                                file=sys.stderr,
-                            )
-                        tally.identical = tally.identical and all(same)
+                        for variant in ("candidate", "direct"):
+                            tally.identical[variant] &= same_outputs(setup.name, done, variant)
                     print(row_line(setup.name, capture, concurrency, tally), flush=True)
             return tallies
     finally:
@@ -516,6 +579,7 @@ HEADER = (
     f"{'agent':<24}{'capture':>8}{'conc':>6}{'rollouts/s b→c':>18}{'ratio':>7}{'p50 ms b→c':>16}"
     f"{'p99 ms b→c':>18}{'loopback/rollout':>18}{'sockets':>10}{'cpu ms/rollout':>17}{'ratio':>7}"
     f"{'agent busy':>12}{'rest ms/rollout':>17}{'fail':>6}{'same':>6}"
+    f"{'direct rollouts/s':>19}{'direct cpu ms':>15}{'same':>6}"
 )
 
 
@@ -536,13 +600,19 @@ def row_line(agent: str, capture: bool, concurrency: int, t: Tally) -> str:
         f"{f'{cpu_b:.2f}→{cpu_c:.2f}':>17}{cpu_c / cpu_b:>7.3f}"
         f"{f'{busy_b:.0%}→{busy_c:.0%}':>12}"
         f"{f'{rest_b:.2f}→{rest_c:.2f}':>17}"
-        f"{t.failures():>6}{int(t.identical):>6}"
+        f"{t.failures():>6}{int(t.identical['candidate']):>6}"
+        f"{t.rate('direct'):>19.1f}{t.per_rollout('direct', 'agent', 'cpu') * 1e3:>15.2f}"
+        f"{int(t.identical['direct']):>6}"
     )
 
 
 def summary_line(agent: str, concurrency: int, tallies: dict[tuple[bool, int], Tally]) -> str:
     off = tallies[(False, concurrency)]
     both = [tallies[key] for key in ((False, concurrency), (True, concurrency)) if key in tallies]
+
+    def cpu(variant: str) -> float:
+        return off.per_rollout(variant, "agent", "cpu")
+
     return (
         f"agent={agent} concurrency={concurrency} "
         f"rollouts_per_s_ratio={off.rate('candidate') / off.rate('baseline'):.3f} "
@@ -550,7 +620,13 @@ def summary_line(agent: str, concurrency: int, tallies: dict[tuple[bool, int], T
         f"p99_ratio={off.percentile('candidate', 0.99) / off.percentile('baseline', 0.99):.3f} "
         f"failures={sum(t.failures() for t in both)} "
         f"self_call_sockets={sum(t.self_calls('candidate') for t in both)} "
-        f"outputs_identical={int(all(t.identical for t in both))}"
+        f"outputs_identical={int(all(t.identical['candidate'] for t in both))} "
+        f"cpu_per_rollout_ratio={cpu('candidate') / cpu('baseline'):.3f} "
+        f"loopback_requests={sum(t.loopback_requests('candidate') for t in both)} "
+        f"cpu_below_baseline_rounds={sum(t.cpu_below_baseline()[0] for t in both)}/"
+        f"{sum(t.cpu_below_baseline()[1] for t in both)} "
+        f"direct_cpu_per_rollout_ratio={cpu('direct') / cpu('baseline'):.3f} "
+        f"direct_outputs_identical={int(all(t.identical['direct'] for t in both))}"
     )
 
 
@@ -559,25 +635,29 @@ def summary_line(agent: str, concurrency: int, tallies: dict[tuple[bool, int], T
 # --------------------------------------------------------------------------------------------
 
 
-def copies(gym: Path, work: Path) -> tuple[Path, Path]:
-    """Two copies of the checkout: as it is (baseline), and migrated by `selfcall-audit fix` with
-    default settings (candidate). The checkout itself is never written to."""
-    trees = work / "gym-original", work / "gym-migrated"
-    for tree in trees:
+def copies(gym: Path, work: Path) -> dict[str, Path]:
+    """Three copies of the checkout: as it is (baseline); migrated by `selfcall-audit fix` with
+    default settings (candidate); and the migrated one with the direct-call anchor in place of the
+    vendored helper (direct). The checkout itself is never written to."""
+    trees = {v: work / f"gym-{v}" for v in VARIANTS}
+    for variant in ("baseline", "candidate"):
         shutil.copytree(
-            gym, tree, symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv")
+            gym, trees[variant], symlinks=True, ignore=shutil.ignore_patterns(".git", "__pycache__", ".venv")
         )
+    migrated = trees["candidate"]
     done = subprocess.run(
-        [sys.executable, "-m", "selfcall_audit", "fix", "--no-cache", "-q", str(trees[1])],
+        [sys.executable, "-m", "selfcall_audit", "fix", "--no-cache", "-q", str(migrated)],
         capture_output=True,
         text=True,
     )
     if done.returncode == 2:
         raise SystemExit(f"selfcall-audit fix failed:\n{done.stderr}")
     for setup in AGENTS:
-        app = trees[1] / "responses_api_agents" / setup.name / "app.py"
-        if b"responses_in_process" not in app.read_bytes():
-            raise SystemExit(f"fix did not migrate {app.relative_to(trees[1])}")
+        app = migrated / "responses_api_agents" / setup.name / "app.py"
+        if HELPER_IMPORT not in app.read_bytes():
+            raise SystemExit(f"fix did not migrate {app.relative_to(migrated)} to {HELPER_MODULE}")
+    shutil.copytree(migrated, trees["direct"], symlinks=True)
+    shutil.copyfile(DIRECT, trees["direct"] / HELPER_MODULE)
     return trees
 
 
@@ -587,12 +667,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gym-python", required=True, help="NeMo Gym's Python (its venv's bin/python)")
     parser.add_argument("--quick", action="store_true", help="fewer rollouts (about 5 minutes)")
     parser.add_argument("--agents", default=",".join(a.name for a in AGENTS), help="comma-separated subset")
+    parser.add_argument("--rounds", type=int, help="rounds per concurrency (default 4)")
+    parser.add_argument(
+        "--concurrency",
+        default=",".join(map(str, CONCURRENCIES)),
+        help=f"comma-separated subset of {','.join(map(str, CONCURRENCIES))}",
+    )
     args = parser.parse_args(argv)
     if not (args.gym / "responses_api_agents").is_dir():
         parser.error(f"{args.gym} is not a NeMo Gym checkout (no responses_api_agents/)")
     unknown = set(args.agents.split(",")) - {a.name for a in AGENTS}
     if unknown:
         parser.error(f"unknown agents: {', '.join(sorted(unknown))}")
+    if not set(args.concurrency.split(",")) <= {str(c) for c in CONCURRENCIES}:
+        parser.error(f"--concurrency takes {','.join(map(str, CONCURRENCIES))} or a subset")
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds takes a positive number")
     return args
 
 
@@ -600,12 +690,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
     sizes = dict(zip(CONCURRENCIES, (8, 128, 256) if args.quick else (64, 1024, 2048)))
+    sizes = {c: n for c, n in sizes.items() if str(c) in args.concurrency.split(",")}
     rounds = dict.fromkeys(CONCURRENCIES, 4) | ({256: 2} if args.quick else {})
+    if args.rounds is not None:
+        rounds = dict.fromkeys(CONCURRENCIES, args.rounds)
     captured = (64,) if args.quick else CONCURRENCIES  # the concurrencies also run with capture on
     placement = Placement.of_this_machine()
     with tempfile.TemporaryDirectory(prefix="gym_e2e.") as scratch:
         work = Path(scratch)
-        original, migrated = copies(args.gym.resolve(), work)
+        trees = copies(args.gym.resolve(), work)
         logs = work / "logs"
         logs.mkdir()
         os.sched_setaffinity(0, placement.rest)  # this client runs beside the model, not the agent
@@ -615,9 +708,7 @@ def main(argv: list[str] | None = None) -> int:
         for setup in AGENTS:
             if setup.name in args.agents.split(","):
                 results[setup.name] = asyncio.run(
-                    bench_agent(
-                        setup, original, migrated, args.gym_python, logs, sizes, rounds, captured, placement
-                    )
+                    bench_agent(setup, trees, args.gym_python, logs, sizes, rounds, captured, placement)
                 )
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
         print()

@@ -10,7 +10,10 @@ without Ray and without a head server: every server address is in the config alr
 verifiers need a Lean sandbox or a judge model).
 
 An outer ASGI wrapper (not part of the app) counts the requests the server receives, and answers
-`/_bench/stats`, `/_bench/reset` and `/_bench/observability` for the benchmark. The mock model is
+`/_bench/stats`, `/_bench/reset`, `/_bench/observability` and `/_bench/modules` for the benchmark:
+the last gives the files the agent's code was imported from (its module, `nemo_gym`, and the module
+of the `responses_in_process` it calls, if any), so that the benchmark can refuse to report on
+code from another tree than the one it meant to serve. The mock model is
 a bare aiohttp server (the cheapest HTTP server at hand), so that the machine's time goes to the
 NeMo Gym servers. GYM_E2E_CPUS (e.g. `0` or `1,2,3`) pins the process to those CPUs before it
 starts serving.
@@ -41,8 +44,8 @@ class Stats:
     baseline's.
     """
 
-    def __init__(self, app, server=None):
-        self.app, self.server = app, server
+    def __init__(self, app, server=None, modules=None):
+        self.app, self.server, self.modules = app, server, modules or {}
         self.lock = threading.Lock()
         self.reset()
         threading.Thread(target=self._sample, daemon=True).start()
@@ -91,6 +94,7 @@ class Stats:
             self.reset()
         elif path.startswith("/_bench/observability/"):
             self.server.server_client.global_config_dict["observability_enabled"] = path.endswith("/on")
+        body = json.dumps(self.modules).encode() if path == "/_bench/modules" else self.snapshot()
         await send(
             {
                 "type": "http.response.start",
@@ -98,7 +102,7 @@ class Stats:
                 "headers": [(b"content-type", b"application/json")],
             }
         )
-        await send({"type": "http.response.body", "body": self.snapshot()})
+        await send({"type": "http.response.body", "body": body})
 
 
 def _sockets() -> int:
@@ -256,6 +260,17 @@ def gym_server(target: str):
     return server, app
 
 
+def imported_files(target: str) -> dict[str, str | None]:
+    """The files the server's module, `nemo_gym` and the agent's in-process helper were loaded from."""
+    module = sys.modules[target.partition(":")[0]]
+    helper = getattr(module, "responses_in_process", None)
+    return {
+        "agent": module.__file__,
+        "nemo_gym": sys.modules["nemo_gym"].__file__,
+        "helper": None if helper is None else sys.modules[helper.__module__].__file__,
+    }
+
+
 def main() -> None:
     role, port = sys.argv[1], int(sys.argv[2])
     if cpus := os.environ.get("GYM_E2E_CPUS"):
@@ -264,7 +279,8 @@ def main() -> None:
         serve_mock_model(port)
         return
     server, app = gym_server(sys.argv[3])
-    wrapped = Stats(app, server if role == "agent" else None)
+    agent = role == "agent"
+    wrapped = Stats(app, server if agent else None, imported_files(sys.argv[3]) if agent else None)
     uvicorn.run(
         wrapped, host="127.0.0.1", port=port, access_log=False, log_level="warning", timeout_keep_alive=30
     )
