@@ -161,25 +161,88 @@ def gym_e2e(monkeypatch: pytest.MonkeyPatch):
     return gym_e2e
 
 
-def fake_run(gym_e2e, seconds: float, latencies: list[float], self_calls: int = 0, failures: int = 0):
-    stats = {"requests": 3 * len(latencies), "self_calls": self_calls, "peak_sockets": 9, "cpu": 0.1}
-    return gym_e2e.Run(seconds, latencies, [], failures, {"agent": stats, "model": stats, "resources": stats})
+def fake_run(
+    gym_e2e,
+    seconds: float,
+    latencies: list[float],
+    self_calls: int = 0,
+    failures: int = 0,
+    cpu: float = 0.1,
+    loopback: int = 0,
+    outputs: list | None = None,
+):
+    rollouts = len(latencies)
+    stats = {"requests": 3 * rollouts, "self_calls": 0, "peak_sockets": 9, "cpu": 0.1}
+    agent = stats | {"requests": rollouts + loopback, "self_calls": self_calls, "cpu": cpu}
+    return gym_e2e.Run(
+        seconds, latencies, outputs or [], failures, {"agent": agent, "model": stats, "resources": stats}
+    )
 
 
-def test_the_summary_line_has_the_documented_fields_and_candidate_over_baseline_ratios(gym_e2e) -> None:
+def test_the_summary_line_has_the_documented_fields_and_ratios_to_the_baseline(gym_e2e) -> None:
     off, on = gym_e2e.Tally(), gym_e2e.Tally()
-    off.runs["baseline"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=100)]
-    off.runs["candidate"] = [fake_run(gym_e2e, 1.6, [0.008] * 99 + [0.020])]
-    on.runs["baseline"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=100)]
-    on.runs["candidate"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=2, failures=1)]
-    on.identical = False
+    # two rounds with capture off: the candidate's CPU per rollout is below the baseline's in the first only
+    off.runs["baseline"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=100, loopback=100, cpu=1.0)] * 2
+    off.runs["candidate"] = [
+        fake_run(gym_e2e, 1.6, [0.008] * 99 + [0.020], cpu=0.6),
+        fake_run(gym_e2e, 1.6, [0.008] * 99 + [0.020], cpu=1.0),
+    ]
+    off.runs["direct"] = [fake_run(gym_e2e, 1.0, [0.005] * 100, cpu=0.5)] * 2
+    on.runs["baseline"] = [fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=100, loopback=100, cpu=1.0)]
+    on.runs["candidate"] = [
+        fake_run(gym_e2e, 2.0, [0.010] * 100, self_calls=2, loopback=3, failures=1, cpu=0.9)
+    ]
+    on.runs["direct"] = [fake_run(gym_e2e, 1.0, [0.005] * 100, cpu=0.5)]
+    on.identical["candidate"] = False
 
     line = gym_e2e.summary_line("simple_agent", 64, {(False, 64): off, (True, 64): on})
 
     assert line == (
         "agent=simple_agent concurrency=64 rollouts_per_s_ratio=1.250 p50_ratio=0.800 p99_ratio=2.000 "
-        "failures=1 self_call_sockets=2 outputs_identical=0"
+        "failures=1 self_call_sockets=2 outputs_identical=0 cpu_per_rollout_ratio=0.800 loopback_requests=3 "
+        "cpu_below_baseline_rounds=2/3 direct_cpu_per_rollout_ratio=0.500 direct_outputs_identical=1"
     )
+
+
+def test_the_anchor_is_compared_on_the_rows_the_baseline_answered_200(gym_e2e, capsys) -> None:
+    baseline = [(200, {"reward": 1.0}), (500, "wrapped twice")]
+    done = {
+        "baseline": fake_run(gym_e2e, 1.0, [0.1, 0.1], outputs=baseline),
+        "candidate": fake_run(gym_e2e, 1.0, [0.1, 0.1], outputs=[baseline[0], (500, "wrapped once")]),
+        "direct": fake_run(gym_e2e, 1.0, [0.1, 0.1], outputs=[baseline[0], (500, "wrapped once")]),
+    }
+
+    assert gym_e2e.same_outputs("simple_agent", done, "direct")
+    assert not gym_e2e.same_outputs("simple_agent", done, "candidate")
+    assert "candidate answers row 1 differently (1 rows)" in capsys.readouterr().err
+
+    done["direct"] = fake_run(gym_e2e, 1.0, [0.1, 0.1], outputs=[(200, {"reward": 0.0}), baseline[1]])
+    assert not gym_e2e.same_outputs("simple_agent", done, "direct")
+
+
+def test_the_run_stops_when_an_agent_process_imported_code_from_another_tree(
+    gym_e2e, tmp_path, capsys
+) -> None:
+    setup, tree, elsewhere = gym_e2e.AGENTS[0], tmp_path / "gym-candidate", tmp_path / "other-checkout"
+    files = {
+        "agent": str(tree / "responses_api_agents" / "simple_agent" / "app.py"),
+        "nemo_gym": str(tree / "nemo_gym" / "__init__.py"),
+        "helper": str(tree / "nemo_gym" / "inprocess.py"),
+    }
+    gym_e2e.check_modules(setup, "candidate", tree, files)
+    assert f"simple_agent candidate: helper imported from {files['helper']}" in capsys.readouterr().out
+
+    for key in files:
+        moved = files | {key: files[key].replace(str(tree), str(elsewhere))}
+        with pytest.raises(
+            SystemExit, match=f"simple_agent \\(candidate\\): {key} was imported from .*other-checkout"
+        ):
+            gym_e2e.check_modules(setup, "candidate", tree, moved)
+    # the original agent must not call a helper at all; the migrated one must call the tree's
+    with pytest.raises(SystemExit, match="helper was imported from"):
+        gym_e2e.check_modules(setup, "baseline", tree, files)
+    with pytest.raises(SystemExit, match="helper was imported from None"):
+        gym_e2e.check_modules(setup, "candidate", tree, files | {"helper": None})
 
 
 def test_outputs_are_compared_without_times_and_random_ids(gym_e2e) -> None:
