@@ -1,6 +1,6 @@
 """The in-process helper on the real NeMo Gym agents, side by side with the HTTP self-call.
 
-    python benchmarks/gym_e2e.py --gym PATH --gym-python PY [--quick] [--rounds N] [--concurrency 1,64]
+    python benchmarks/gym_e2e.py --gym PATH --gym-python PY [--quick] [--rounds N] [--concurrency 1,64 [--rows 64,256]]
 
 Copies the NeMo Gym checkout at PATH, migrates the copy with `selfcall-audit fix` (default
 settings: the helper is vendored into the copy), copies the migrated tree once more with the
@@ -565,6 +565,7 @@ async def bench_agent(
                         for variant in ("candidate", "direct"):
                             tally.identical[variant] &= same_outputs(setup.name, done, variant)
                     print(row_line(setup.name, capture, concurrency, tally), flush=True)
+                    print(rounds_line(tally), flush=True)
             return tallies
     finally:
         servers.stop()
@@ -604,6 +605,15 @@ def row_line(agent: str, capture: bool, concurrency: int, t: Tally) -> str:
         f"{t.rate('direct'):>19.1f}{t.per_rollout('direct', 'agent', 'cpu') * 1e3:>15.2f}"
         f"{int(t.identical['direct']):>6}"
     )
+
+
+def rounds_line(t: Tally) -> str:
+    """The agent's CPU time per rollout in each round, baseline / candidate / anchor."""
+    rounds = zip(*(t.runs[v] for v in VARIANTS))
+    cells = [
+        "/".join(f"{r.stats['agent']['cpu'] / len(r.latencies) * 1e3:.2f}" for r in runs) for runs in rounds
+    ]
+    return f"  cpu ms/rollout per round (baseline/candidate/direct): {'  '.join(cells)}"
 
 
 def summary_line(agent: str, concurrency: int, tallies: dict[tuple[bool, int], Tally]) -> str:
@@ -673,6 +683,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=",".join(map(str, CONCURRENCIES)),
         help=f"comma-separated subset of {','.join(map(str, CONCURRENCIES))}",
     )
+    parser.add_argument("--rows", help="rows per pass at each of those concurrencies, comma-separated")
     args = parser.parse_args(argv)
     if not (args.gym / "responses_api_agents").is_dir():
         parser.error(f"{args.gym} is not a NeMo Gym checkout (no responses_api_agents/)")
@@ -683,6 +694,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--concurrency takes {','.join(map(str, CONCURRENCIES))} or a subset")
     if args.rounds is not None and args.rounds < 1:
         parser.error("--rounds takes a positive number")
+    if args.rows is not None and (
+        len(args.rows.split(",")) != len(args.concurrency.split(","))
+        or not all(n.isdigit() and int(n) >= WARM_UP for n in args.rows.split(","))
+    ):
+        parser.error(f"--rows takes one number of at least {WARM_UP} per concurrency given")
     return args
 
 
@@ -691,6 +707,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
     sizes = dict(zip(CONCURRENCIES, (8, 128, 256) if args.quick else (64, 1024, 2048)))
     sizes = {c: n for c, n in sizes.items() if str(c) in args.concurrency.split(",")}
+    if args.rows is not None:
+        sizes = {int(c): int(n) for c, n in zip(args.concurrency.split(","), args.rows.split(","))}
     rounds = dict.fromkeys(CONCURRENCIES, 4) | ({256: 2} if args.quick else {})
     if args.rounds is not None:
         rounds = dict.fromkeys(CONCURRENCIES, args.rounds)
