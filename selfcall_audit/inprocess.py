@@ -1,28 +1,17 @@
 """Call an agent's own ``/v1/responses`` route in-process instead of over HTTP.
 
 ``await responses_in_process(self, url_path=P, json=J, cookies=C)`` replaces
-``await self.server_client.post(server_name=self.config.name, url_path=P, json=J, cookies=C)``.
-The request goes through the agent's own FastAPI app by its ASGI interface (middleware, exception
-and validation handlers, routes and their wrappers, body binding and serialisation) and the caller
-gets what it used of the ``aiohttp.ClientResponse``, so the code around the call stays as it was.
-
-The app is the one the agent built: ``setup_webserver()`` records it (``self._webserver_app = app``)
-and the server adds its exception middleware and validation handler to that same object. An agent
-whose app was never built (a unit test calling ``run()`` directly) gets a ``RuntimeError``.
-
-The handler sees what the HTTP request brings: the body ``ServerClient`` sends (orjson, after
-``model_dump(exclude_unset=True)``), the cookies aiohttp sends to the agent's URL, ``Host`` from
-``config.host`` and ``config.port``, the caller's headers, the path as aiohttp escapes it. It runs
-in a task of its own, as under uvicorn, from an empty context (none of the caller's context
-variables, such as the current rollout id). An exception escaping the app is logged and answered
-as uvicorn does. The call returns once the response is complete; background tasks run after it.
-Cancelling the caller does not cancel the handler, as when an HTTP client goes away: it runs to
-its end and its answer is dropped, so the app never sees a cancellation HTTP would not bring.
-
-Different, as there is no socket: no ``Date``/``Server`` headers, compression, chunking, proxy
-headers or header size limit; ``client`` is None and the lifespan ``state`` empty; a streamed body
-is read whole before the call returns; a redirect is returned, not followed; header names read
-back as the app wrote them; ``Set-Cookie`` is parsed by ``http.cookies``, as aiohttp < 3.12 did.
+``await self.server_client.post(server_name=self.config.name, url_path=P, json=J, cookies=C)``:
+the request goes through the agent's own FastAPI app by its ASGI interface (its middleware,
+handlers, routes and serialisation), and the caller gets what it used of the aiohttp response.
+The app is the one ``setup_webserver()`` recorded (``self._webserver_app = app``). The handler sees
+what the HTTP request would bring (the body ``ServerClient`` sends, the cookies aiohttp sends to the
+agent's URL, ``Host``, the caller's headers, the path as aiohttp escapes it) and runs in a task of
+its own from an empty context, as under uvicorn; cancelling the caller does not cancel it, as when
+an HTTP client goes away. Different, as there is no socket: no ``Date``/``Server`` headers,
+compression, chunking, proxy headers or header size limit; ``client`` is None and the lifespan
+``state`` empty; a streamed body is read whole; a redirect is returned, not followed; header names
+read back as the app wrote them; ``Set-Cookie`` is parsed by ``http.cookies``.
 """
 
 from __future__ import annotations
@@ -34,7 +23,7 @@ import functools
 import json as jsonlib
 import logging
 import re
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from http import HTTPStatus
 from http.cookies import SimpleCookie
 from typing import Any
@@ -57,14 +46,16 @@ _SERVER_ERROR_HEADERS = (
     (b"content-length", b"21"),
     (b"connection", b"close"),
 )
+_SERVER_ERROR = (500, _SERVER_ERROR_HEADERS, b"Internal Server Error")
 # the phrases uvicorn sends
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 _JSON_MEDIA_TYPE = re.compile(r"^application/(?:[\w.+-]+?\+)?json")
 # RFC 9110's, as aiohttp 3.14 refuses
 _FORBIDDEN_IN_HEADERS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_FORBIDDEN = "a control character, forbidden in headers"
 
 Headers = Mapping[str, str] | Iterable[tuple[str, str]]
-RawHeaders = list[tuple[bytes, bytes]]
+RawHeaders = Sequence[tuple[bytes, bytes]]
 Answer = tuple[int, RawHeaders, bytes]  # status, headers, body
 
 
@@ -97,11 +88,11 @@ async def responses_in_process(
         json = json.model_dump(exclude_unset=True)
     if json is None:
         body = b""
-    elif json:
+    elif json:  # as ServerClient serialises it
         body = orjson.dumps(json)
-    else:
+    else:  # as aiohttp serialises a falsy value
         body = jsonlib.dumps(json).encode()
-    request_headers = _request_headers(url, json, body, cookies, headers)
+    request_headers = _headers(url, json, body, cookies, headers)
     scope = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.4"},
@@ -120,37 +111,22 @@ async def responses_in_process(
     exchange = _Exchange(app, scope, body)
     # A task of its own, as uvicorn gives each request, created in (a copy of) an empty context.
     contextvars.Context().run(asyncio.get_running_loop().create_task, exchange.run())
-    status, raw_headers, content = await exchange.answered
-    return InProcessResponse(
-        status,
-        raw_headers,
-        content,
-        aiohttp.RequestInfo(url, "POST", _multidict(request_headers), url),
-    )
+    info = aiohttp.RequestInfo(url, "POST", _multidict(request_headers), url)
+    return InProcessResponse(await exchange.answered, info)
 
 
-def _request_headers(
-    url: URL,
-    json: Any,
-    body: bytes,
-    cookies: Any,
-    headers: Headers | None,
-) -> RawHeaders:
+def _headers(url: URL, json: Any, body: bytes, cookies: Any, extra: Any) -> RawHeaders:
     """The headers the HTTP self-call puts on the wire, in aiohttp's order, encoded as it does."""
     raw = [(b"host", f"{url.host}:{url.port}".encode())]
     cookie_header, typed = None, False
-    given = headers or ()
+    given = extra or ()
     if isinstance(given, Mapping):
         given = given.items()
     for name, value in given:
         if not isinstance(name, str) or not isinstance(value, str):
-            raise TypeError(
-                f"header {name!r}: names and values must be strings, not {value!r}",
-            )
+            raise TypeError(f"header {name!r}: {value!r}: names and values are strings")
         if _FORBIDDEN_IN_HEADERS.search(name + value):
-            raise ValueError(
-                f"header {name!r}: a control character, forbidden in headers",
-            )
+            raise ValueError(f"header {name!r}: {_FORBIDDEN}")
         lowered = name.lower()
         if lowered == "cookie":
             cookie_header = value
@@ -158,9 +134,8 @@ def _request_headers(
             raw[0] = (b"host", value.encode())
         elif lowered == "content-type":
             typed = True  # ServerClient sets its own for a body it serialises
-            raw.append(
-                (b"content-type", b"application/json" if json else value.encode()),
-            )
+            value = "application/json" if json else value
+            raw.append((b"content-type", value.encode()))
         else:
             raw.append((lowered.encode(), value.encode()))
     if json and not typed:
@@ -198,7 +173,7 @@ class _Exchange:
         loop = asyncio.get_running_loop()
         self.answered: asyncio.Future[Answer] = loop.create_future()
         self.status: int | None = None
-        self.headers: RawHeaders = []
+        self.headers: list[tuple[bytes, bytes]] = []
         self.chunks: list[bytes] = []
         self.body_sent = False
 
@@ -214,13 +189,10 @@ class _Exchange:
         if self.answered.done():
             return
         if self.status is None:  # uvicorn's answer
-            self.answered.set_result(
-                (500, list(_SERVER_ERROR_HEADERS), b"Internal Server Error"),
-            )
+            self.answered.set_result(_SERVER_ERROR)
         else:  # started, never finished: uvicorn closes the connection
-            self.answered.set_exception(
-                aiohttp.ClientPayloadError("Response payload is not completed"),
-            )
+            error = aiohttp.ClientPayloadError("Response payload is not completed")
+            self.answered.set_exception(error)
 
     async def receive(self) -> dict[str, Any]:
         """The body, then, once the response is complete or the caller has gone, a disconnect."""
@@ -241,9 +213,8 @@ class _Exchange:
         elif message["type"] == "http.response.body":
             self.chunks.append(bytes(message.get("body", b"")))
             if not message.get("more_body", False) and self.status is not None:
-                self.answered.set_result(
-                    (self.status, self.headers, b"".join(self.chunks)),
-                )
+                body = b"".join(self.chunks)
+                self.answered.set_result((self.status, self.headers, body))
 
 
 class InProcessResponse:
@@ -254,13 +225,8 @@ class InProcessResponse:
     ``ClientConnectionError``, as NeMo Gym's ``raise_for_status`` callers see over HTTP).
     """
 
-    def __init__(
-        self,
-        status: int,
-        raw_headers: RawHeaders,
-        body: bytes,
-        request_info: aiohttp.RequestInfo,
-    ) -> None:
+    def __init__(self, answer: Answer, request_info: aiohttp.RequestInfo) -> None:
+        status, raw_headers, body = answer
         self.status = status
         self.reason = _REASONS.get(status, "")
         self.url = request_info.url
@@ -301,20 +267,14 @@ class InProcessResponse:
     ) -> Any:
         """The body as JSON; another media type raises ``ContentTypeError`` unless ``content_type=None``."""
         body = await self.read() if self._body is None else self._body
-        if content_type:
-            ctype = self.headers.get("Content-Type", "").lower()
-            if content_type == "application/json":
-                expected = bool(_JSON_MEDIA_TYPE.match(ctype))
-            else:
-                expected = content_type in ctype
-            if not expected:
-                raise aiohttp.ContentTypeError(
-                    self.request_info,
-                    (),
-                    status=self.status,
-                    message=f"Attempt to decode JSON with unexpected mimetype: {ctype}",
-                    headers=self.headers,
-                )
+        ctype = self.headers.get("Content-Type", "").lower()
+        if content_type == "application/json":
+            expected = bool(_JSON_MEDIA_TYPE.match(ctype))
+        else:
+            expected = not content_type or content_type in ctype
+        if not expected:
+            message = f"Attempt to decode JSON with unexpected mimetype: {ctype}"
+            raise self._error(aiohttp.ContentTypeError, message)
         stripped = body.strip()
         if not stripped:
             return None
@@ -332,17 +292,14 @@ class InProcessResponse:
         return "utf-8"
 
     def raise_for_status(self) -> None:
-        if self.ok:
-            return
-        if not self._in_context:
-            self.release()
-        raise aiohttp.ClientResponseError(
-            self.request_info,
-            (),
-            status=self.status,
-            message=self.reason,
-            headers=self.headers,
-        )
+        if not self.ok:
+            if not self._in_context:
+                self.release()
+            raise self._error(aiohttp.ClientResponseError, self.reason)
+
+    def _error(self, kind: type, message: str) -> aiohttp.ClientResponseError:
+        info, headers = self.request_info, self.headers
+        return kind(info, (), status=self.status, message=message, headers=headers)
 
     def release(self) -> _Done:
         """Drop what is left of the body; the result may be awaited or not, as aiohttp's."""
