@@ -53,6 +53,11 @@ class CallReceiver:
     kind: ReceiverKind
     client_method: str  # the server client's method: "post", "request", ...
     text: str  # the callee as written, dotted: "self.server_client.post", "client.post", "post"
+    # a helper that only passes its parameters on, by name, to `self.server_client.post`: the
+    # arguments' roles are those it gives them
+    forwards: bool = False
+    # a parameter such a helper forwards that the call leaves to a default other than None
+    unpassed: str = ""
 
 
 @dataclass(frozen=True)

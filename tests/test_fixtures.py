@@ -178,6 +178,22 @@ def test_evidence_follows_the_chain_of_forwarding_helpers(cli) -> None:
     assert "`_post()`" in finding["evidence"][1]["note"]
 
 
+def test_a_self_call_through_a_plain_forwarding_method_is_fixable_when_every_agent_runs_that_method(
+    cli,
+) -> None:
+    fixture = FIXTURES / "shape-keyword-forwarding-helper"
+    report = _scan(cli, fixture)
+    app = "responses_api_agents/forwarding_agent/app.py"
+    text = " ".join(cli("scan", fixture, "--format", "text", "--no-cache").stdout.split())
+
+    assert [_finding(report, app, line)["fixable"] for line in (23, 25, 34)] == [True, False, False]
+    assert (
+        "not fixable: it passes arguments to `_ask()` by position: name them, as its parameters are named"
+        in text
+    )
+    assert "not fixable: `LoggedAgent` defines `_post()` otherwise, and runs this call with its own" in text
+
+
 def test_evidence_points_at_where_a_custom_route_is_registered(cli) -> None:
     report = _scan(cli, FIXTURES / "other-own-routes")
     finding = _finding(report, "responses_api_agents/scored_agent/app.py", 20)

@@ -61,6 +61,7 @@ class ClientCall:
     receiver: Expr
     via_partial: bool = False
     helper: str | None = None  # the helper the site calls, which makes the client call
+    helper_facts: FunctionFacts | None = None  # that helper, when the site calls it on `self`
     via: tuple[Evidence, ...] = ()
 
 
@@ -283,6 +284,7 @@ class Expander:
                     path=qualify(inner.path, target.path, bindings),
                     receiver=qualify(inner.receiver, target.path, bindings),
                     helper=function.name,
+                    helper_facts=function if via_self and fields is None else None,
                     via=(Evidence(target.path, inner.site.line, note), *inner.via),
                 )
             )

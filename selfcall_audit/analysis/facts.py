@@ -56,6 +56,9 @@ class FunctionFacts:
     locals: tuple[Expr, ...] = ()  # values of local bindings, referred to by `Local(index)`
     returns: Expr = UNKNOWN  # what the function returns: one value or alternatives
     is_property: bool = False  # `@property` / `@cached_property`: read as an attribute
+    # A method whose whole body is `return await self.server_client.post(k=p, ...)` (`return ...post(...)`
+    # in a plain `def`), each value a parameter: (keyword, parameter) pairs; None for any other body.
+    forwards: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,7 @@ class ModuleExtractor(ModuleScope):
             tuple(walker.locals),
             prune(merge(walker.returns)) if walker.returns else UNKNOWN,
             is_method and any(_decorator_name(d) in _PROPERTIES for d in node.decorator_list),
+            _forwards(node, self_param, ordered),
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
@@ -271,6 +275,40 @@ class ModuleExtractor(ModuleScope):
 
 
 _PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def _forwards(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, self_param: str | None, params: tuple[str, ...]
+) -> tuple[tuple[str, str], ...] | None:
+    """The (keyword, parameter) pairs of a method that only passes its parameters on, by name, to
+    its own server client's `post` and returns what it gives, undecorated: calling it is calling
+    the client. An `async def` must return the awaited call, a `def` the call itself."""
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if self_param is None or node.decorator_list or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return None
+    value = body[0].value
+    if isinstance(node, ast.AsyncFunctionDef):
+        value = value.value if isinstance(value, ast.Await) else None
+    match value:
+        case ast.Call(
+            func=ast.Attribute(
+                value=ast.Attribute(value=ast.Name(id=owner), attr="server_client"), attr="post"
+            ),
+            args=[],
+            keywords=keywords,
+        ) if owner == self_param:
+            pairs = tuple((k.arg, k.value.id) for k in keywords if k.arg and isinstance(k.value, ast.Name))
+            forwarded = [param for _, param in pairs]
+            own = set(params) - {self_param}
+            if (
+                len(pairs) == len(keywords)
+                and len(set(forwarded)) == len(forwarded)
+                and set(forwarded) <= own
+            ):
+                return pairs
+    return None
 
 
 def _decorator_name(node: ast.expr) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ftypes import CallArgument, CallDescription
+from ..ftypes import CallArgument, CallDescription, CallReceiver
 from .calls import CLIENT_SIGNATURES
 
 TYPE_CHECKING = False
@@ -80,8 +80,11 @@ def blocker(call: CallDescription) -> str | None:
     match receiver.kind:
         case "partial":
             return "the call goes through functools.partial"
-        case "helper":
-            return f"the call goes through the helper `{receiver.text}()`"
+        case "helper" if not receiver.forwards:
+            return (
+                f"the call goes through `{receiver.text}()`, which does more than pass its arguments on: only "
+                "a method whose whole body is `return await self.server_client.post(name=name, ...)` is seen through"
+            )
     if receiver.client_method not in REWRITTEN_METHODS and not (
         receiver.kind == "bound_method" and not receiver.client_method  # `post(...)`, bound elsewhere
     ):
@@ -94,9 +97,14 @@ def blocker(call: CallDescription) -> str | None:
         case "decorator":
             return "the call is in a decorator, evaluated once when the function is defined"
     for argument in call.arguments:
-        reason = _argument_blocker(argument)
+        reason = _argument_blocker(argument, receiver)
         if reason is not None:
             return reason
+    if receiver.unpassed:
+        return (
+            f"`{receiver.text}()` sends its own default for `{receiver.unpassed}`, "
+            "which the rewritten call would not send"
+        )
     named = [a.keyword for a in call.arguments if a.keyword] + [
         k for a in call.arguments for k in a.keys or ()
     ]
@@ -111,7 +119,7 @@ def blocker(call: CallDescription) -> str | None:
     return None
 
 
-def _argument_blocker(argument: CallArgument) -> str | None:
+def _argument_blocker(argument: CallArgument, receiver: CallReceiver) -> str | None:
     if argument.star == "**" and argument.keys is not None:
         others = [key for key in argument.keys if key not in EXPANDABLE]
         if not others:
@@ -121,6 +129,13 @@ def _argument_blocker(argument: CallArgument) -> str | None:
         return f"arguments come from a `{argument.star}` expansion: rewrite the call by hand"
     if argument.role != "other":
         return None
+    if receiver.forwards:
+        if argument.keyword is None:
+            return f"it passes arguments to `{receiver.text}()` by position: name them, as its parameters are named"
+        return (
+            f"`{receiver.text}()` does not pass `{argument.keyword}` on to the client as an argument "
+            "the in-process helper takes (`url_path`, `json`, `cookies`, `headers`)"
+        )
     if argument.keyword is None:
         return "it passes positional arguments the in-process helper does not take"
     return f"the in-process helper takes no `{argument.keyword}` argument"

@@ -19,6 +19,7 @@ from .classify import Classifier, Verdict
 from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
+from .expr import NONE, UNKNOWN
 from .facts import FunctionFacts
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
@@ -111,7 +112,11 @@ class Resolver:
         description = None
         if code == SELF_CALL:
             description = describe(call, method)
-            blocker = policy.blocker(description) or self._other_target_somewhere(verdict, agent)
+            blocker = (
+                policy.blocker(description)
+                or self._other_target_somewhere(verdict, agent)
+                or self._helper_overridden(call, agent)
+            )
             description = replace(description, blocker=blocker)
         site = call.site
         return Finding(
@@ -130,6 +135,25 @@ class Resolver:
             call=description,
             config=verdict.config,
         )
+
+    def _helper_overridden(self, call: ClientCall, agent: ClassRef) -> str | None:
+        """Why a forwarding helper cannot be seen through at this call: an agent deriving from
+        `agent` defines the method otherwise, and runs the call with its own."""
+        if call.helper is None or call.helper_facts is None or call.helper_facts.forwards is None:
+            return None
+        pending, seen = list(self.hierarchy.children().get(agent, [])), {agent}
+        while pending:
+            current = pending.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            found = self.hierarchy.method(current, call.helper)
+            if self.hierarchy.is_agent(current) and found is not None and found[1] != call.helper_facts:
+                return (
+                    f"`{current.name}` defines `{call.helper}()` otherwise, and runs this call with its own"
+                )
+            pending.extend(self.hierarchy.children().get(current, []))
+        return None
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
@@ -155,8 +179,13 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
     site = call.site
     client_method = call.client_method
     callee = site.callee or ""
+    forwarded: dict[str, str] = {}  # a forwarding helper's parameter → the client keyword it fills
     if call.helper is not None:
         receiver = CallReceiver("helper", client_method, call.helper)
+        facts = call.helper_facts
+        if facts is not None and facts.forwards is not None:
+            forwarded = {param: keyword for keyword, param in facts.forwards}
+            receiver = replace(receiver, forwards=True, unpassed=_unpassed(facts, site.written))
     elif call.via_partial:
         receiver = CallReceiver("partial", client_method, callee)
     elif callee and "." not in callee:
@@ -172,7 +201,10 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
         if star:
             arguments.append(CallArgument(index, "other", None, star, keys=keys))
             continue
-        role = policy.role_of(client_method, positional, keyword)
+        if receiver.forwards:  # by name only: a positional argument is one the helper gets as it is
+            role = policy.role_of(client_method, 0, forwarded[keyword]) if keyword in forwarded else "other"
+        else:
+            role = policy.role_of(client_method, positional, keyword)
         arguments.append(CallArgument(index, role, keyword, text=text if role in ROUTING_KWARGS else ""))
         positional += keyword is None
     bindings = tuple(
@@ -185,6 +217,17 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
         self_name=method.self_param,
         context=site.context,  # type: ignore[arg-type]
     )
+
+
+def _unpassed(helper: FunctionFacts, written: tuple) -> str:
+    """A parameter the forwarding helper passes on that the call leaves to its default, when that
+    default is not None (what the in-process helper assumes): the rewrite would not send it."""
+    passed = {keyword for keyword, star, _ in written if keyword and not star}
+    defaults = dict(helper.defaults)
+    for _, param in helper.forwards or ():
+        if param not in passed and defaults.get(param, UNKNOWN) != NONE:
+            return param
+    return ""
 
 
 def _feeds(part: str, client_method: str) -> str:

@@ -1,9 +1,10 @@
 """The rewritten call's arguments: `self` first, the server name (and `method=`) gone, a positional
-url path spelled `url_path=`; every line break and comment of the call stays on its line."""
+url path spelled `url_path=` (and an argument of a forwarding helper spelled as the client's
+keyword for it); every line break and comment of the call stays on its line."""
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Mapping, Set
 
 import libcst as cst
 
@@ -11,7 +12,7 @@ _SPACE = cst.SimpleWhitespace(" ")
 
 
 def rewritten_call(
-    call: cst.Call, callee: str, self_name: str, drop: Set[int], to_keyword: Set[int]
+    call: cst.Call, callee: str, self_name: str, drop: Set[int], keywords: Mapping[int, str]
 ) -> cst.Call:
     """`call` made on `callee` with `self_name` first, without the arguments at `drop`."""
     args = list(call.args)
@@ -32,9 +33,11 @@ def rewritten_call(
         if index in drop:
             kept[-1] = _without_next(kept[-1], arg, last=index == len(args) - 1)
             continue
-        if index in to_keyword:
+        if index in keywords and arg.keyword is not None:
+            arg = arg.with_changes(keyword=cst.Name(keywords[index]))
+        elif index in keywords:
             arg = arg.with_changes(
-                keyword=cst.Name("url_path"),
+                keyword=cst.Name(keywords[index]),
                 equal=cst.AssignEqual(
                     whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
                 ),

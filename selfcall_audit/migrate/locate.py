@@ -40,7 +40,9 @@ class Plan:
     callee: str
     self_name: str
     drop: frozenset[int]  # argument indexes removed (server_name, method)
-    to_keyword: frozenset[int]  # positional url_path, which becomes `url_path=`
+    # arguments spelled with another keyword: a positional url path becomes `url_path=`, and an
+    # argument of a forwarding helper takes the client's name for it (`payload=` becomes `json=`)
+    keywords: tuple[tuple[int, str], ...]
     method: cst.FunctionDef
     removed: tuple[cst.CSTNode, ...]  # the expressions that disappear with the rewrite
     bindings: frozenset[str]  # local names the analysis says the removed parts read

@@ -114,14 +114,16 @@ class _Planner:
         blocker = policy.site_blocker(site_facts)
         if blocker is not None:
             return blocker
-        url = call.argument("url_path")
-        assert url is not None  # policy.blocker made sure
         on_self = call.receiver.kind == "self_attribute"
         return Plan(
             callee=self.callee,
             self_name=self_name,
             drop=frozenset(a.index for a in call.arguments if a.role in policy.DROPPED_ROLES),
-            to_keyword=frozenset({url.index} if url.keyword is None else ()),
+            keywords=tuple(
+                (a.index, a.role)
+                for a in call.arguments
+                if a.role in policy.KEPT_ROLES and a.keyword != a.role and not a.star
+            ),
             method=method,
             removed=tuple(dropped_parts[1:] if on_self else dropped_parts),
             bindings=frozenset(
@@ -195,7 +197,9 @@ class SelfCallRewrite(VisitorBasedCodemodCommand):
         plan = self.plans.get(original_node)
         if plan is None:
             return updated_node
-        return arguments.rewritten_call(updated_node, plan.callee, plan.self_name, plan.drop, plan.to_keyword)
+        return arguments.rewritten_call(
+            updated_node, plan.callee, plan.self_name, plan.drop, dict(plan.keywords)
+        )
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock

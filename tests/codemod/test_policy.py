@@ -53,6 +53,15 @@ def test_a_plain_self_call_can_be_rewritten() -> None:
     assert policy.blocker(described()) is None
 
 
+def test_a_self_call_through_a_method_that_only_forwards_to_the_client_can_be_rewritten() -> None:
+    renamed = (
+        CallArgument(0, "server_name", "target"),
+        CallArgument(1, "url_path", "route"),
+        CallArgument(2, "json", "payload"),
+    )
+    assert policy.blocker(described(CallReceiver("helper", "post", "_send", forwards=True), renamed)) is None
+
+
 @pytest.mark.parametrize(
     ("call", "reason"),
     [
@@ -62,7 +71,31 @@ def test_a_plain_self_call_can_be_rewritten() -> None:
         ),
         (
             described(CallReceiver("helper", "post", "_post_checked")),
-            "the call goes through the helper `_post_checked()`",
+            "the call goes through `_post_checked()`, which does more than pass its arguments on: only a method "
+            "whose whole body is `return await self.server_client.post(name=name, ...)` is seen through",
+        ),
+        (
+            described(
+                CallReceiver("helper", "post", "_ask", forwards=True),
+                (
+                    CallArgument(0, "other"),
+                    CallArgument(1, "url_path", "url_path"),
+                    CallArgument(2, "server_name", "to"),
+                ),
+            ),
+            "it passes arguments to `_ask()` by position: name them, as its parameters are named",
+        ),
+        (
+            described(
+                CallReceiver("helper", "post", "_post", forwards=True),
+                (*PLAIN, CallArgument(3, "other", "timeout")),
+            ),
+            "`_post()` does not pass `timeout` on to the client as an argument the in-process helper takes "
+            "(`url_path`, `json`, `cookies`, `headers`)",
+        ),
+        (
+            described(CallReceiver("helper", "post", "_post", forwards=True, unpassed="headers")),
+            "`_post()` sends its own default for `headers`, which the rewritten call would not send",
         ),
         (
             described(CallReceiver("alias", "get", "client.get")),
