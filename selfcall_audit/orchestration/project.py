@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
-from ..workspace.discovery import FileSet, TooLarge, UnreadableFile, discover, in_scope, read_file
+from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, discover, in_scope, read_file
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
 from .cache import FactsCache, content_key
@@ -97,6 +97,7 @@ class Project:
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
         self._keys: dict[str, str | None] = {}
+        self._statuses: Mapping[str, Status] = {}  # of the last listing, as `FileSet.statuses`
         # Files that could not be read (not those skipped for their size) or parsed: a result that
         # met one is never stored, so that it is looked at again once it can be.
         self.failed: set[str] = set()
@@ -141,11 +142,18 @@ class Project:
 
     def key(self, rel: str) -> str | None:
         """What the file's results depend on: its path and bytes (its size, when it is skipped for
-        its size); None when it cannot be read."""
+        its size); None when it cannot be read. Not read again when its status is the one the
+        cache recorded with its key."""
         if rel not in self._keys:
+            status = self._statuses.get(rel)
+            if self.cache is not None and (known := self.cache.known_key(rel, status)) is not None:
+                self._keys[rel] = known
+                return known
             data = self.read(rel)
             if rel not in self._keys:
                 self._keys[rel] = None if data is None else content_key(rel, data)
+                if data is not None and self.cache is not None:
+                    self.cache.keep_key(rel, self._keys[rel])
         return self._keys[rel]
 
     def _facts(self, rel: str) -> ModuleFacts | None:
@@ -208,6 +216,7 @@ class Project:
             if self.warm:
                 self.warm.files = files
         self.listed_sources = files.sources
+        self._statuses = files.statuses
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
         fingerprint = fingerprints.of(self.key) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
