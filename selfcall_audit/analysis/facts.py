@@ -11,7 +11,7 @@ import re
 import warnings
 from dataclasses import dataclass, replace
 
-from ..ftypes import InputError
+from ..ftypes import InputError, OnFirstRead
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
 from .walker import Binding, FunctionWalker, ModuleScope, param_names
@@ -50,11 +50,13 @@ class FunctionFacts:
     name: str
     line: int
     params: tuple[str, ...]
-    defaults: tuple[tuple[str, Expr], ...]
+    # The body's fields are descriptors, not defaults: read from the cache, they are decoded when
+    # first read; `__init__` requires the first two and defaults the last two as before.
+    defaults: tuple[tuple[str, Expr], ...] = OnFirstRead()  # type: ignore[assignment]
     self_param: str | None
-    calls: tuple[CallFact, ...]
-    locals: tuple[Expr, ...] = ()  # values of local bindings, referred to by `Local(index)`
-    returns: Expr = UNKNOWN  # what the function returns: one value or alternatives
+    calls: tuple[CallFact, ...] = OnFirstRead()  # type: ignore[assignment]
+    locals: tuple[Expr, ...] = OnFirstRead(())  # type: ignore[assignment]  # read by `Local(index)`
+    returns: Expr = OnFirstRead(UNKNOWN)  # type: ignore[assignment]  # noqa: RUF009  # or alternatives
     is_property: bool = False  # `@property` / `@cached_property`: read as an attribute
 
 
