@@ -6,12 +6,10 @@ Where facts come from (the cache, worker processes) and what a stored result dep
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,20 +59,6 @@ def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
         rel = os.path.relpath(real, root)
         scopes.append("" if rel == "." else rel.replace(os.sep, "/"))
     return tuple(scopes)
-
-
-@contextlib.contextmanager
-def _few_collections() -> Iterator[None]:
-    """Collect garbage rarely while analysing. The facts are hundreds of thousands of small
-    frozen nodes that live to the end and form no cycles; at CPython's default thresholds (a
-    collection every 700 allocations, older generations re-scanned in turn) walking them again
-    and again took a sixth of a cold scan of NeMo Gym."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
 
 
 class Project:
@@ -188,7 +172,6 @@ class Project:
         return self._workers
 
     # pipeline ----------------------------------------------------------------------------
-    @_few_collections()
     def analyze(
         self,
         paths: Iterable[Path] = (),
