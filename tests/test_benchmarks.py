@@ -99,6 +99,9 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
     assert values["findings"] == values["expected"] == "12"
     for key in ("sca_cold_s", "sca_warm_s", "sca_one_file_s", "sca_one_edit_s", "sca_other_edit_s"):
         assert float(values[key]) > 0
+    assert float(values["sca_one_file_click_s"]) > 0  # the same scan through click's command line
+    assert float(values["one_file_through_click_vs_quick"]) > 0
+    assert "cold_peak_mb: " in result.stdout
     assert float(values["python_stdlib_s"]) > 0 and float(values["stdlib_vs_python_pass"]) > 0
     for peer, keys in {
         "semgrep": ["semgrep_s"],
