@@ -7,7 +7,9 @@ so that resolution across modules never needs the syntax tree.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 import warnings
 from dataclasses import dataclass, replace
 
@@ -306,9 +308,6 @@ def _served_classes(body: list[ast.stmt]) -> list[str]:
 
 def _decode(source: bytes) -> str:
     """The text Python reads: the declared (or UTF-8) encoding, a BOM dropped."""
-    import io
-    import tokenize
-
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
         return source.decode(encoding, "replace")

@@ -3,6 +3,7 @@ analysis, where the output goes and which exit code the run ends with."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -394,8 +395,6 @@ def render_statistics(report: Report, as_json: bool) -> str:
         counts.setdefault(error.code, [0, 0])[0] += 1
     rows = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
     if as_json:
-        import json
-
         listed = [
             {"code": code, "name": RULES[code].name, "count": total, "fixable": fixable > 0}
             for code, (total, fixable) in rows
