@@ -249,7 +249,10 @@ def test_text_report_shows_code_frame_evidence_and_table(cli, monkeypatch) -> No
     # the evidence chain
     assert "= responses_api_agents/proof_refinement_agent/app.py:31: `config` is bound here" in out
     assert "= nemo_gym/base_responses_api_agent.py:41: route `/aggregate_metrics` is registered here" in out
-    assert "= not fixable: the call goes through `_post_json()`, which does more than pass its arguments on" in out
+    assert (
+        "= not fixable: the call goes through `_post_json()`, which does more than pass its arguments on"
+        in out
+    )
     # the per-agent table and the summary
     assert "Self-calls per agent" in out
     assert re.search(r"RemoteAgent\s+│\s+responses_api_agents/remote_agent/app\.py\s+│\s+2", out)
