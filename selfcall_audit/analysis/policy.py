@@ -125,6 +125,8 @@ def _argument_blocker(argument: CallArgument, receiver: CallReceiver) -> str | N
         if not others:
             return None  # `**{"headers": h}`, `**({"headers": h} if h else {})`: kept as written
         return f"a `**` expansion passes `{others[0]}`, which the in-process helper does not take: rewrite the call by hand"
+    if argument.star == "**" and receiver.forwards:
+        return f"arguments come from a `**` expansion whose keys `{receiver.text}()` does not pass on as they are"
     if argument.star:
         return f"arguments come from a `{argument.star}` expansion: rewrite the call by hand"
     if argument.role != "other":

@@ -199,6 +199,8 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
     texts = site.texts or ("",) * len(site.written)
     for index, ((keyword, star, keys), text) in enumerate(zip(site.written, texts, strict=True)):
         if star:
+            if receiver.forwards and keys is not None and any(forwarded.get(k) != k for k in keys):
+                keys = None  # kept as written only when the helper passes each key on under its own name
             arguments.append(CallArgument(index, "other", None, star, keys=keys))
             continue
         if receiver.forwards:  # by name only: a positional argument is one the helper gets as it is

@@ -39,4 +39,8 @@ class ForwardingAgent(SimpleResponsesAPIAgent):
         draft = await responses_in_process(self, url_path="/v1/responses", json=body.responses_create_params)
         traced = await self._traced(server_name=self.config.name, url_path="/v1/responses", json={"input": "again"})
         checked = await self._checked(server_name=self.config.name, url_path="/v1/responses", json={"input": "last"})
-        return [await get_response_json(r) for r in (response, draft, traced, checked)]
+        extra = await responses_in_process(
+            self, url_path="/v1/responses", json={}, **({"cookies": seeded.cookies} if seeded else {})
+        )
+        renamed = await self._send(target=self.config.name, route="/v1/responses", **{"payload": {}})
+        return [await get_response_json(r) for r in (response, draft, traced, checked, extra, renamed)]
