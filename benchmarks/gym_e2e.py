@@ -84,6 +84,10 @@ HOST = "127.0.0.1"
 CONCURRENCIES = (1, 64, 256)
 FAIL_EVERY = 32  # one row in 32 makes the mock model answer 500
 WARM_UP = 32  # rows each agent answers, uncounted, before each concurrency's rounds
+# A round posts its rows in chunks of this many waves of the concurrency (at least WARM_UP rows),
+# each to the three variants in turn, the order reversed from one chunk to the next: the machine's
+# other jobs, which come and go within seconds, then weigh on the three alike in every round.
+CHUNK_WAVES = 2
 REQUEST_TIMEOUT = 120.0
 START_TIMEOUT = 180.0
 AGENT_CPU_SHARE = 0.5  # of one CPU, for the agent under test (see Placement)
@@ -352,6 +356,24 @@ class Run:
     stats: dict[str, dict]  # per server: requests, self_calls, peak_sockets, cpu
 
 
+def merged(runs: list[Run]) -> Run:
+    """One round's chunks of a variant as one pass: times, rollouts, requests and CPU added up."""
+    stats = {
+        role: {
+            key: (max if key == "peak_sockets" else sum)(r.stats[role][key] for r in runs)
+            for key in runs[0].stats[role]
+        }
+        for role in runs[0].stats
+    }
+    return Run(
+        sum(r.seconds for r in runs),
+        [x for r in runs for x in r.latencies],
+        [x for r in runs for x in r.outputs],
+        sum(r.failures for r in runs),
+        stats,
+    )
+
+
 def normalised(value: object) -> object:
     """The output without what differs between two runs of the same row (times, random ids)."""
     if isinstance(value, dict):
@@ -555,15 +577,22 @@ async def bench_agent(
                     for variant in VARIANTS:  # warm-up, not counted
                         urls = {"agent": agents[variant], "model": model, "resources": resources}
                         await one_pass(session, urls, rows[:WARM_UP], concurrency)
+                    size = max(WARM_UP, CHUNK_WAVES * concurrency)
                     for round_index in range(rounds[concurrency]):
-                        order = VARIANTS if round_index % 2 == 0 else VARIANTS[::-1]
-                        done = {}
-                        for variant in order:
-                            urls = {"agent": agents[variant], "model": model, "resources": resources}
-                            done[variant] = await one_pass(session, urls, rows, concurrency)
-                            tally.runs[variant].append(done[variant])
-                        for variant in ("candidate", "direct"):
-                            tally.identical[variant] &= same_outputs(setup.name, done, variant)
+                        parts: dict[str, list[Run]] = {variant: [] for variant in VARIANTS}
+                        for start in range(0, len(rows), size):
+                            turn = round_index + start // size
+                            done = {}
+                            for variant in VARIANTS if turn % 2 == 0 else VARIANTS[::-1]:
+                                urls = {"agent": agents[variant], "model": model, "resources": resources}
+                                done[variant] = await one_pass(
+                                    session, urls, rows[start : start + size], concurrency
+                                )
+                                parts[variant].append(done[variant])
+                            for variant in ("candidate", "direct"):
+                                tally.identical[variant] &= same_outputs(setup.name, done, variant)
+                        for variant in VARIANTS:
+                            tally.runs[variant].append(merged(parts[variant]))
                     print(row_line(setup.name, capture, concurrency, tally), flush=True)
                     print(rounds_line(tally), flush=True)
             return tallies
