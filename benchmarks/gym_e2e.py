@@ -28,8 +28,9 @@ share the others (on a 2-core machine: one each side; nothing is pinned on a sin
 is there because those three together cost about as much CPU per rollout as the agent: uncapped,
 both sides saturate together and the rate follows whichever of them the machine's other jobs slow
 down. The agents are pinned and capped the same way and only one is driven at a time: each round
-posts the same rows to `/run` of the baseline, the candidate and the anchor, in an order that is
-reversed every other round (so baseline and candidate alternate), after an uncounted warm-up of
+posts the same rows to `/run` of the baseline, the candidate and the anchor, in chunks of two
+waves of the concurrency (at least 32 rows), each chunk to the three in turn, in an order reversed
+from one chunk to the next (so baseline and candidate alternate), after an uncounted warm-up of
 each, at concurrency 1, 64 and 256 (`--concurrency`), with model-call capture (observability) off
 and on; one row in 32 makes the model answer 500 (4 rounds, `--rounds`; `--quick`: fewer rows,
 2 rounds at concurrency 256, and capture on at concurrency 64 only). Jobs outside the

@@ -213,6 +213,32 @@ def test_the_summary_line_has_the_documented_fields_and_ratios_to_the_baseline(g
     )
 
 
+def test_a_rounds_chunks_add_up_to_one_pass(gym_e2e) -> None:
+    first = fake_run(
+        gym_e2e, 1.0, [0.1, 0.2], self_calls=2, loopback=2, cpu=0.4, outputs=[(200, 1), (200, 2)]
+    )
+    second = fake_run(
+        gym_e2e, 3.0, [0.3], self_calls=1, loopback=1, cpu=0.2, outputs=[(500, "x")], failures=1
+    )
+    second.stats["agent"]["peak_sockets"] = 30
+
+    run = gym_e2e.merged([first, second])
+
+    assert (run.seconds, run.latencies, run.outputs, run.failures) == (
+        4.0,
+        [0.1, 0.2, 0.3],
+        [(200, 1), (200, 2), (500, "x")],
+        1,
+    )
+    assert run.stats["agent"] == {
+        "requests": 6,
+        "self_calls": 3,
+        "peak_sockets": 30,
+        "cpu": pytest.approx(0.6),
+    }
+    assert run.stats["model"]["requests"] == 9
+
+
 def test_the_anchor_is_compared_on_the_rows_the_baseline_answered_200(gym_e2e, capsys) -> None:
     baseline = [(200, {"reward": 1.0}), (500, "wrapped twice")]
     done = {
