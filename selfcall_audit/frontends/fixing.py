@@ -261,7 +261,9 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
     tests = impacted_tests(root, methods, fixing.settings.route, fixing.settings.exclude)
-    targets = {o.finding.path: target_of(file.path, file.after, fixing.helper) for file, o in rewritten}
+    files = {file.path: file for file, _ in rewritten}
+    made = {path: target_of(path, file.after, fixing.helper) for path, file in files.items()}  # once a file
+    targets = {o.finding.path: made[file.path] for file, o in rewritten}
     updates = update_tests(root, tests, targets, line_length(root), lambda name: is_first_party(root, name))
     return tests, updates
 

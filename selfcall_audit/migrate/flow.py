@@ -177,6 +177,11 @@ class Flows:
         self._flows: dict[tuple[cst.CSTNode, str], tuple[dict[cst.CSTNode, State], int | None]] = {}
         self._globals: dict[str, Reach] = {}
 
+    @property
+    def module_names(self) -> frozenset[str]:
+        """The names whose module-level bindings were asked for (see `region`)."""
+        return frozenset(self._globals)
+
     def _bindings(self, scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
         """What binds `name` in `scope`'s own scope (`global` and `nonlocal` statements included)."""
         key = (scope, name)

@@ -51,7 +51,14 @@ def impacted_tests(
         by_file.setdefault(item.path, set()).add(item.method)
     if not by_file:
         return []
-    by_file = {path: _callers(root / path, methods) for path, methods in by_file.items()}
+    callers: dict[str, set[str]] = {}  # read for a module only once a test file may test it
+
+    def reaching(path: str) -> set[str]:
+        if path not in callers:
+            callers[path] = _callers(root / path, by_file[path])
+        return callers[path]
+
+    marks = {path: _marks(path) for path in by_file}
     files = discover(root, exclude, True, ())
     is_test = test_code_matcher()
     found: list[ImpactedTest] = []
@@ -60,7 +67,8 @@ def impacted_tests(
             source = (root / rel).read_bytes()
         except OSError:
             continue
-        tested = {path: names for path, names in by_file.items() if _tests_module(rel, source, path)}
+        test = PurePosixPath(rel)
+        tested = {path: reaching(path) for path in by_file if _tests_module(test, source, marks[path])}
         if not tested:
             continue
         try:
@@ -102,12 +110,18 @@ def _module_name(rel: str) -> str:
     return ".".join(parts[1:] if parts[0] == "src" else parts)
 
 
-def _tests_module(test: str, source: bytes, rewritten: str) -> bool:
-    """Does the test sit in the rewritten module's folder (NeMo Gym: `<agent>/tests/`), or name it?"""
+def _marks(rewritten: str) -> tuple[PurePosixPath | None, bytes]:
+    """What `_tests_module` looks for of a rewritten module: its folder, and its dotted name."""
     folder = PurePosixPath(rewritten).parent
-    if folder.parts and PurePosixPath(test).is_relative_to(folder):
+    return (folder if folder.parts else None), _module_name(rewritten).encode("utf-8", "surrogateescape")
+
+
+def _tests_module(test: PurePosixPath, source: bytes, marks: tuple[PurePosixPath | None, bytes]) -> bool:
+    """Does the test sit in the rewritten module's folder (NeMo Gym: `<agent>/tests/`), or name it?"""
+    folder, dotted = marks
+    if folder is not None and test.is_relative_to(folder):
         return True
-    return _module_name(rewritten).encode("utf-8", "surrogateescape") in source
+    return dotted in source
 
 
 def _impacted_in(
