@@ -16,6 +16,9 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
 - **flake8 without the plugin** and **flake8 with the plugin**, each with flake8's default
   checks, both started by the same few lines (``FLAKE8_RUNNER``) that leave our plugin out of
   flake8's plugin list for the first: what the plugin adds to a flake8 run (target: 10%);
+- selfcall-audit **fix** (``fix``, which writes) on a fresh copy of the tree (no cache in it) made
+  before each run and not timed: compared with the cold scan (target: at most 2x); the calls it
+  rewrote must be SCA001 findings of the scan, and the same in every round;
 - ``python -c pass``: the interpreter's own start-up, the floor under a one-file run;
   ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it; and
   ``python -c 'import ...'`` of the standard-library modules a one-file run loads (read from its
@@ -63,6 +66,7 @@ from pathlib import Path
 from gen_tree import EXPECTED_FILE, generate
 
 CACHE_DIR = ".selfcall_audit_cache"
+REWROTE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): rewrote self-call to ", re.MULTILINE)
 FLAKE8_LINE = re.compile(r"^(?:\./)?(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>SCA\d{3}) ")
 SEMGREP_RULE = """\
 rules:
@@ -91,6 +95,7 @@ TARGET_SECONDS = {
     "sca_one_edit": 0.3,
     "sca_other_edit": 0.3,
 }
+TARGET_FIX_VS_COLD = 2.0  # fix (analysis, rewrites, test updates) against its own cold scan
 TARGET_FLAKE8_PLUGIN = 1.10  # flake8 with the plugin, against flake8 alone
 # flake8 as its console script runs it, with our plugin left out of the plugins it finds when the
 # first argument is "without" (the package stays installed: the same interpreter and site).
@@ -158,6 +163,7 @@ class Measure:
     after: Callable[[], None] = lambda: None
     check: Callable[[Outcome], int | None] = lambda outcome: None
     optional: bool = False  # a peer or a reference row: if it fails in the unmeasured round, left out
+    where: Path | None = None  # the folder it runs in, when not the tree's root
     seconds: list[float] = field(default_factory=list)
     max_rss_kb: int = 0
     findings: int | None = None
@@ -165,7 +171,7 @@ class Measure:
     def once(self, cwd: Path, record: bool) -> None:
         self.before()
         try:
-            outcome = run(self.command, cwd)
+            outcome = run(self.command, self.where or cwd)
         finally:
             self.after()
         if outcome.returncode not in self.ok_codes:
@@ -207,6 +213,7 @@ class Checker:
         self.reference: list[list] | None = self.expected
         self.problems: list[str] = []
         self.files_parsed: int | None = None
+        self.rewrites: list[list] | None = None  # what the first `fix` rewrote
 
     def whole(self, label: str) -> Callable[[Outcome], int]:
         def check(outcome: Outcome) -> int:
@@ -217,6 +224,23 @@ class Checker:
                 self.reference = found
             self._compare(label, found, self.reference)
             return len(found)
+
+        return check
+
+    def fix(self, label: str) -> Callable[[Outcome], int]:
+        """The calls `fix` rewrote: each an SCA001 finding of the scan, the same in every round."""
+
+        def check(outcome: Outcome) -> int:
+            rewrote = sorted([m["path"], int(m["line"])] for m in REWROTE.finditer(outcome.stdout))
+            if self.rewrites is None:
+                self.rewrites = rewrote
+            elif rewrote != self.rewrites:
+                self.problems.append(f"{label}: rewrote {len(rewrote)} calls, {len(self.rewrites)} before")
+            scanned = {(path, line) for code, path, line in self.reference or [] if code == "SCA001"}
+            stray = [call for call in rewrote if (call[0], call[1]) not in scanned]
+            if stray:
+                self.problems.append(f"{label}: rewrote calls the scan did not report: {stray[:5]}")
+            return len(rewrote)
 
         return check
 
@@ -349,6 +373,22 @@ def measures(root: Path, workdir: Path, checker: Checker, sca: str) -> tuple[lis
                 check=checker.one_file(label, rel, shift=int(first_line)),
             )
         )
+    copy = workdir / "fix-copy"  # a fresh copy for each run of `fix`, which rewrites it
+
+    def fresh_copy() -> None:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(root, copy, symlinks=True, ignore=shutil.ignore_patterns(CACHE_DIR, ".ruff_cache"))
+
+    found.append(
+        Measure(
+            "sca_fix",
+            "selfcall-audit fix (fresh copy)",
+            [sca, "fix"],
+            before=fresh_copy,
+            check=checker.fix("selfcall-audit fix"),
+            where=copy,
+        )
+    )
     # The interpreter's own start-up: the floor under any one-file run. Without `site` too: .pth
     # files that import modules at every start (editable installs' finders, injected hooks) raise
     # that floor, and with it make every one-file ratio look better than on a clean install.
@@ -541,6 +581,7 @@ def side_by_side(
         ("warm_vs_ruff_warm", "sca_warm", "ruff_warm", "<=", TARGET_WARM_VS_RUFF),
         ("cold_vs_ruff_cold", "sca_cold", "ruff_cold", "<=", TARGET_COLD_VS_RUFF),
         ("flake8_plugin_vs_alone", "flake8_plugin", "flake8_alone", "<=", TARGET_FLAKE8_PLUGIN),
+        ("fix_vs_cold", "sca_fix", "sca_cold", "<=", TARGET_FIX_VS_COLD),
         *(
             (
                 f"{key.removeprefix('sca_')}_vs_python_pass",
