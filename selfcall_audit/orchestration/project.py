@@ -96,6 +96,7 @@ class Project:
         self.progress = progress
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
+        self.memory = frozenset(self._bytes)  # the files read from memory
         self._keys: dict[str, str | None] = {}
         # Files that could not be read (not those skipped for their size) or parsed: a result that
         # met one is never stored, so that it is looked at again once it can be.
@@ -129,7 +130,10 @@ class Project:
             self.errors[rel] = exc.entry(rel)
             self.failed.add(rel)
             return None
-        (self.warm.disk if self.warm else self._bytes)[rel] = data
+        if self.warm:
+            self.warm.remember(rel, data)
+        else:
+            self._bytes[rel] = data
         return data
 
     def peek(self, rel: str) -> bytes | None:
@@ -312,6 +316,7 @@ class Project:
             self.errors,
             self.failed,
             self.warm,
+            self.memory,
         )
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
