@@ -14,6 +14,7 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
+from cli_support import finding_lines
 from fixture_annotations import NOT_COPIED
 from safety_support import children, interrupted
 
@@ -50,7 +51,7 @@ def test_exit_zero_exits_0_with_findings_and_still_prints_them(demo: Path) -> No
     done = run("scan", "--exit-zero", cwd=demo)
 
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.splitlines()) == DEMO_FINDINGS
+    assert len(finding_lines(done.stdout)) == DEMO_FINDINGS
 
 
 def test_exit_zero_keeps_usage_errors_at_2(demo: Path) -> None:
@@ -440,7 +441,7 @@ def test_a_broken_link_or_link_loop_named_on_the_command_line_is_an_sca900_entry
     done = run("scan", "responses_api_agents/gone.py", "responses_api_agents/loop.py", cwd=demo)
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
+    assert finding_lines(done.stdout) == [
         "responses_api_agents/gone.py:1:1: SCA900 broken symbolic link: its target does not exist",
         "responses_api_agents/loop.py:1:1: SCA900 cannot read: Too many levels of symbolic links",
     ]

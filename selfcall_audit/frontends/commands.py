@@ -335,8 +335,10 @@ def scan(
             notes.append(f"selfcall-audit: {hidden} finding(s) already present at {diff_base} not shown")
     seconds = time.perf_counter() - common.started
     output.write(_rendered(report, output_format, statistics, output, common.quiet, seconds))
-    if output_format == "concise" and not (common.quiet or statistics) and stderr_is_terminal():
-        # results piped or written to a file while someone watches: the count said apart, as ruff
+    # The text formats end with the count, as ruff's; the count of results that go to a file, or of
+    # a format for machines (kept clean), is said on stderr to someone watching it
+    counted = output_format in ("text", "concise") and output.file is None
+    if not (counted or common.quiet or statistics or output.terminal) and stderr_is_terminal():
         from ..report.summary import duration, summary_line
 
         say(f"{summary_line(report)} ({duration(seconds)}).")
@@ -368,7 +370,7 @@ def _rendered(
     if output_format == "concise":
         from ..report.concise import render as render_concise
 
-        return render_concise(report, color=output.color)
+        return render_concise(report, color=output.color, summary=not quiet)
     if output_format != "text":
         return renderer(output_format)(report)
     from ..report.text import render as render_text
