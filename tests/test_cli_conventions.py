@@ -621,66 +621,6 @@ def test_a_warm_run_gives_its_time_in_milliseconds(demo: Path) -> None:
     assert "(0.00s)" not in summary
 
 
-# progress on a terminal ----------------------------------------------------------------------
-
-
-def _on_a_terminal(args: list[str], cwd: Path, slow_git: Path) -> tuple[int, str]:
-    """Run with stderr on a pseudo-terminal and a git that takes 1.5 s to list (so the run lasts
-    long enough for the progress bar to appear); what reached the terminal."""
-    import pty
-
-    env = {**os.environ, "PATH": f"{slow_git}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    main_end, terminal_end = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "selfcall_audit", *args],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=terminal_end,
-        env=env,
-    )
-    os.close(terminal_end)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main_end, 65536)
-        except OSError:  # the terminal's other end closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(main_end)
-    return process.wait(timeout=60), b"".join(chunks).decode(errors="replace")
-
-
-@pytest.fixture
-def slow_git(tmp_path: Path) -> Path:
-    folder = tmp_path / "slow-bin"
-    folder.mkdir()
-    real = shutil.which("git")
-    (folder / "git").write_text(f'#!/bin/sh\nsleep 1.5\nexec {real} "$@"\n')
-    (folder / "git").chmod(0o755)
-    return folder
-
-
-@pytest.mark.slow
-def test_a_long_scan_shows_progress_on_a_terminal(demo: Path, slow_git: Path) -> None:
-    code, terminal = _on_a_terminal(["scan", "--no-cache", "--format", "json"], demo, slow_git)
-
-    assert code == 1
-    assert "analysing" in terminal
-    _, quiet = _on_a_terminal(["scan", "--no-cache", "--format", "json", "-q"], demo, slow_git)
-    assert "analysing" not in quiet
-
-
-@pytest.mark.slow
-def test_fix_shows_its_rewriting_stage(demo: Path, slow_git: Path) -> None:
-    code, terminal = _on_a_terminal(["fix", "--no-cache"], demo, slow_git)
-
-    assert code == 1  # the demo keeps self-calls that cannot be rewritten safely
-    assert "rewriting" in terminal
-
-
 def test_gitlab_ranks_every_code_by_the_registrys_severity(demo: Path) -> None:
     (demo / "nemo_gym" / "inprocess.py").write_bytes(helper_source("nemo_gym/inprocess.py") + b"EDITED = 1\n")
 

@@ -93,7 +93,8 @@ class Project:
         self.root = root
         self.warm = warm
         self.settings = settings
-        self.progress = progress
+        self.progress = progress or Progress()
+        self._parsing = False  # the phase the parsed files are counted in (not those parsed on demand)
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
         self.memory = frozenset(self._bytes)  # the files read from memory
@@ -171,10 +172,18 @@ class Project:
                 self._pool(),
                 self.errors,
                 self.failed,
-                self.progress,
+                self._parsed,
                 memory,
             )
         return self._store
+
+    def _parsed(self, rel: str, done: int, total: int) -> None:
+        if self._parsing:
+            self.progress(rel, done, total)
+
+    def _phase(self, name: str) -> None:
+        self._parsing = name == "parsing"
+        self.progress.phase(name)
 
     def _pool(self) -> Workers:
         if self._workers is None:
@@ -201,6 +210,7 @@ class Project:
         whole = not scopes or "" in scopes
         files = self.warm.files if self.warm else None
         if files is None:
+            self._phase("listing files")
             files = discover(
                 self.root,
                 self.settings.exclude,
@@ -321,6 +331,7 @@ class Project:
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
+        self._phase("parsing")
         chosen = Targets(
             files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
         )
@@ -347,7 +358,10 @@ class Project:
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
-        for rel in dict.fromkeys(targets):
+        self._phase("resolving agents")
+        targets = list(dict.fromkeys(targets))
+        for done, rel in enumerate(targets, 1):
+            self.progress(rel, done, len(targets))
             module = index.module(rel)
             if module is None or rel not in source_set:
                 continue
