@@ -103,6 +103,9 @@ class Finding:
     fix_blocker: str | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
+    # the bound of the analysis (a field of `analysis.limits.Limits`) that stopped it following the
+    # call's target or path: the finding is what could still be told, not the whole answer
+    limit: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

@@ -78,6 +78,7 @@ class Resolver:
                             evidence=tuple(dict.fromkeys(first.evidence + finding.evidence)),
                             fixable=first.fixable and finding.fixable,
                             fix_blocker=first.fix_blocker or finding.fix_blocker,
+                            limit=first.limit or finding.limit,
                             call=first.call if first.fix_blocker or not finding.fix_blocker else finding.call,
                         )
                     results[key] = finding
@@ -129,6 +130,7 @@ class Resolver:
             fix_blocker=description.blocker if description else None,
             call=description,
             config=verdict.config,
+            limit=verdict.limit,
         )
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:

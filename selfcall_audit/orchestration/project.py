@@ -357,6 +357,12 @@ class Project:
                 f"{helper} and what it calls were not followed (a self-call there is not reported)"
             )
             self.errors.setdefault(rel, InputError(rel, message, "too_deep"))
+        for rel, (name, line) in sorted(index.cut.items()):
+            message = (
+                f"`{name}` is re-exported through more than {LIMITS.import_depth} modules: it was not "
+                "followed further (a self-call through it is not reported)"
+            )
+            self.errors.setdefault(rel, InputError(rel, message, "too_deep", line))
         if indexed is not None:
             indexed()
         if fingerprints and whole:
