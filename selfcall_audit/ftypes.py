@@ -79,6 +79,9 @@ class CallDescription:
     self_name: str | None = None  # the enclosing method's first parameter; None outside a method
     context: CallContext = "expression"  # "with": the response is an async context manager
     blocker: str | None = None
+    # why the syntax tree around the call stops a rewrite (`policy.site_blocker`, read with `ast`):
+    # `fix` decides it again on its own tree, with the helper it was given
+    at_site: str | None = None
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
