@@ -10,46 +10,73 @@ from __future__ import annotations
 
 import ast
 import io
+import re
 import tokenize
+import unicodedata
 from collections.abc import Sequence
 
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
-from .reaching import COMPREHENSIONS, FUNCTIONS, bindings, binds, ident, line_of, reach, read_names
+from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
+_LINE_BREAK = re.compile("\r\n|\r|\n")
 _VENDORED = "inprocess"  # the module `fix` writes the helper to when no `helper` setting names one
 
 
 class Tree:
-    """One parsed module, with what locating calls in it needs (each node's parent, its lines)."""
+    """One parsed module, with what the questions about its calls need worked out once (the
+    helper's name, the flows of names, each method's rebindings and attribute reads): a file with
+    hundreds of self-calls stays linear."""
 
     def __init__(self, source: bytes):
         self.module = ast.parse(source)
         encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
-        self.lines = source.decode(encoding, "replace").splitlines()
-        self.parents: dict[ast.AST, ast.AST] = {}
-        for node in ast.walk(self.module):
-            for child in ast.iter_child_nodes(node):
-                self.parents[child] = node
+        self.text = source.decode(encoding, "replace")
+        self.lines = _LINE_BREAK.split(self.text)  # as Python counts lines (not `str.splitlines`)
+        self.flows = Flows(self.module)
+        self._helpers: dict[str, tuple[str, int | None]] = {}
+        self._rebound: dict[tuple[ast.AST, str], int | None] = {}
+        self._attributes: dict[ast.AST, list[ast.Attribute]] = {}
+
+    def helper(self, spec: str) -> tuple[str, int | None]:
+        """See `_helper`."""
+        if spec not in self._helpers:
+            self._helpers[spec] = _helper(self.module, spec, self.text)
+        return self._helpers[spec]
+
+    def rebound(self, method: ast.AST, name: str) -> int | None:
+        """The line of a statement of the method's own scope that binds `name` again."""
+        if (method, name) not in self._rebound:
+            found = bindings(method.body, name, own_scope=True)  # type: ignore[attr-defined]
+            self._rebound[method, name] = line_of(found[0]) if found else None
+        return self._rebound[method, name]
+
+    def attributes(self, method: ast.AST) -> list[ast.Attribute]:
+        """The attribute reads in the method (a streamed response is read through them)."""
+        if method not in self._attributes:
+            self._attributes[method] = [n for n in ast.walk(method) if isinstance(n, ast.Attribute)]
+        return self._attributes[method]
 
     def call_at(self, line: int, column: int) -> tuple[ast.Call, tuple[ast.AST, ...]] | None:
         """The call that starts at a 1-based line and character column, and its ancestors
-        (outermost first, the module first)."""
+        (outermost first, the module first): found by descending only into nodes that span the
+        line, not by walking the module."""
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        for node in ast.walk(self.module):
+        stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(self.module, ())]
+        while stack:
+            node, ancestors = stack.pop()
             if (
                 isinstance(node, ast.Call)
                 and node.lineno == line
                 and _column(text, node.col_offset) == column
             ):
-                ancestors = []
-                parent = self.parents.get(node)
-                while parent is not None:
-                    ancestors.append(parent)
-                    parent = self.parents.get(parent)
-                return node, tuple(reversed(ancestors))
+                return node, ancestors
+            for child in ast.iter_child_nodes(node):
+                start = getattr(child, "lineno", None)  # `arguments`, `comprehension`, ... have none
+                if start is None or start <= line <= (child.end_lineno or start):  # type: ignore[attr-defined]
+                    stack.append((child, (*ancestors, node)))
         return None
 
 
@@ -73,19 +100,18 @@ def site_blocker(
         *(_value(written[roles[r]]) for r in policy.DROPPED_ROLES if r in roles and roles[r] < len(written)),
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
-    callee, clash = _helper(tree.module, helper)
-    rebound = bindings(method.body, self_name, own_scope=True)
+    callee, clash = tree.helper(helper)
     names = dict.fromkeys([self_name, *read_names(dropped)])
     facts = policy.Site(
         callee=callee,
         self_name=self_name,
-        self_rebinding=line_of(rebound[0]) if rebound else None,
+        self_rebinding=tree.rebound(method, self_name),
         self_shadowed=_shadows(nested, self_name),
         helper_binding=clash,
         walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
         dropped_call=_first_call(dropped),
-        streamed=_streamed(ancestors, method),
-        reaches=tuple(reach([method, *nested], ancestors, node, name) for name in names),
+        streamed=_streamed(ancestors, tree.attributes(method)),
+        reaches=tuple(tree.flows.reach([method, *nested], ancestors, node, name) for name in names),
     )
     return policy.site_blocker(facts)
 
@@ -122,10 +148,12 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _helper(module: ast.Module, spec: str) -> tuple[str, int | None]:
+def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
     """The name a rewritten call would call (the helper's, or the local name a top-level import of
     it gives), and the line of anything else in the file that binds that name."""
     helper_module, name = helper_parts(spec) if spec else (None, HELPER_NAME)
+    if name not in (text if text.isascii() else unicodedata.normalize("NFKC", text)):
+        return name, None  # (NFKC: an identifier not in ASCII may be the name as Python reads it)
     provides: dict[ast.alias, str] = {}
     for statement in ast.walk(module):
         if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
@@ -178,7 +206,7 @@ def _first_call(parts: Sequence[ast.AST]) -> str | None:
     return None
 
 
-def _streamed(ancestors: Sequence[ast.AST], method: ast.AST) -> str | None:
+def _streamed(ancestors: Sequence[ast.AST], attributes: list[ast.Attribute]) -> str | None:
     """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
     parent = ancestors[-1]
     holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
@@ -199,8 +227,7 @@ def _streamed(ancestors: Sequence[ast.AST], method: ast.AST) -> str | None:
             and node.value.id == target.id
         )
 
-    nodes = list(ast.walk(method))
-    reads = sum(isinstance(n, ast.Attribute) and n.attr == "read" and content(n.value) for n in nodes)
-    if sum(content(n) for n in nodes) > reads:
+    reads = sum(n.attr == "read" and content(n.value) for n in attributes)
+    if sum(content(n) for n in attributes) > reads:
         return f"{target.id}.content"
     return None

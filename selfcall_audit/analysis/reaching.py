@@ -70,8 +70,20 @@ def _named(value: str | None, name: str) -> bool:
     return value is not None and ident(value) == name
 
 
+_BINDERS = frozenset(
+    {
+        ast.arg, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
+        ast.comprehension, ast.withitem, ast.Delete, ast.alias, ast.ExceptHandler, ast.FunctionDef,
+        ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal, ast.MatchAs, ast.MatchStar,
+        ast.MatchMapping, *(getattr(ast, "TypeAlias", ast.Assign),),
+    }
+)  # fmt: skip
+
+
 def _binds_here(node: ast.AST, name: str) -> bool:
     """Does `node` itself bind `name` (not something inside it)?"""
+    if type(node) not in _BINDERS:  # most nodes: asked of every node a walk meets
+        return False
     match node:
         case ast.arg(arg=arg):
             return _named(arg, name)
@@ -214,73 +226,89 @@ class _Flow:
         return ends
 
 
-def _own(scope: ast.AST, name: str) -> list[ast.AST]:
-    """What binds `name` in a function's own scope (`global` and `nonlocal` statements included)."""
-    return [node for node in bindings(scope, name, own_scope=True) if node is not scope]
+class Flows:
+    """Reaching definitions in one module, each function's worked out once per name however many
+    calls ask (a file with hundreds of self-calls in one method stays linear)."""
 
+    def __init__(self, module: ast.Module):
+        self.module = module
+        self._own: dict[tuple[ast.AST, str], list[ast.AST]] = {}
+        self._flows: dict[tuple[ast.AST, str], tuple[dict[ast.AST, State], int | None]] = {}
+        self._globals: dict[str, Reach] = {}
 
-def reach(scopes: Sequence[ast.AST], ancestors: Sequence[ast.AST], call: ast.Call, name: str) -> Reach:
-    """Every binding of `name` that can reach `call`. `scopes`: the method, then each function,
-    lambda and comprehension between it and the call, outermost first; `ancestors`: the path from
-    the module down to the call."""
-    name = ident(name)
-    owner = None
-    for scope in reversed(scopes):
-        if isinstance(scope, (*COMPREHENSIONS, ast.Lambda)):
-            found = bindings(scope, name)
-            if found and not all(isinstance(node, ast.NamedExpr) for node in found):
-                return Reach(name, "nested", ())  # a `:=` binds in the function around it
-            continue
-        own = _own(scope, name)
-        if any(isinstance(node, ast.Global) for node in own):
-            break
-        if own and not any(isinstance(node, ast.Nonlocal) for node in own):
-            owner = scope
-            break
-    if owner is None:
-        return global_reach(ancestors[0], name)
-    states, writer = _flow(owner, name)  # type: ignore[arg-type]
-    path = [*ancestors, call]
-    inner = path[path.index(owner) + 1 :]
-    closure = next((n for n in inner if isinstance(n, (*FUNCTIONS, ast.Lambda))), None)
-    point = closure or call
-    at = path.index(point)
-    found = set(next((states[n] for n in reversed(path[: at + 1]) if n in states), frozenset()))
-    if closure is not None:  # it runs later: any binding of the name can be current then
-        found |= set(_own(owner, name))
-    start = line_of(point)
-    definitions = {
-        Definition("unbound", 0, False)
-        if d is _UNBOUND
-        else Definition(form_of(d), line_of(d), line_of(d) > start)
-        for d in found
-    }
-    return Reach(
-        name,
-        "function",
-        tuple(sorted(definitions, key=lambda d: (d.line, d.form))),
-        closure=closure is not None,
-        nonlocal_line=writer,
-    )
+    def own(self, scope: ast.AST, name: str) -> list[ast.AST]:
+        """What binds `name` in a function's own scope (`global` and `nonlocal` statements included)."""
+        if (scope, name) not in self._own:
+            found = bindings(scope, name, own_scope=True)
+            self._own[scope, name] = [node for node in found if node is not scope]
+        return self._own[scope, name]
 
+    def reach(
+        self, scopes: Sequence[ast.AST], ancestors: Sequence[ast.AST], call: ast.Call, name: str
+    ) -> Reach:
+        """Every binding of `name` that can reach `call`. `scopes`: the method, then each function,
+        lambda and comprehension between it and the call, outermost first; `ancestors`: the path
+        from the module down to the call."""
+        name = ident(name)
+        owner = None
+        for scope in reversed(scopes):
+            if isinstance(scope, (*COMPREHENSIONS, ast.Lambda)):
+                found = bindings(scope, name)
+                if found and not all(isinstance(node, ast.NamedExpr) for node in found):
+                    return Reach(name, "nested", ())  # a `:=` binds in the function around it
+                continue
+            own = self.own(scope, name)
+            if any(isinstance(node, ast.Global) for node in own):
+                break
+            if own and not any(isinstance(node, ast.Nonlocal) for node in own):
+                owner = scope
+                break
+        if owner is None:
+            if name not in self._globals:
+                self._globals[name] = global_reach(self.module, name)
+            return self._globals[name]
+        states, writer = self._flow(owner, name)
+        path = [*ancestors, call]
+        inner = path[path.index(owner) + 1 :]
+        closure = next((n for n in inner if isinstance(n, (*FUNCTIONS, ast.Lambda))), None)
+        point = closure or call
+        at = path.index(point)
+        found = set(next((states[n] for n in reversed(path[: at + 1]) if n in states), frozenset()))
+        if closure is not None:  # it runs later: any binding of the name can be current then
+            found |= set(self.own(owner, name))
+        start = line_of(point)
+        definitions = {
+            Definition("unbound", 0, False)
+            if d is _UNBOUND
+            else Definition(form_of(d), line_of(d), line_of(d) > start)
+            for d in found
+        }
+        return Reach(
+            name,
+            "function",
+            tuple(sorted(definitions, key=lambda d: (d.line, d.form))),
+            closure=closure is not None,
+            nonlocal_line=writer,
+        )
 
-def _flow(
-    owner: ast.FunctionDef | ast.AsyncFunctionDef, name: str
-) -> tuple[dict[ast.AST, State], int | None]:
-    """The states through `owner` for `name`, and the line of a nested function that rebinds it
-    through `nonlocal`."""
-    flow = _Flow(name)
-    params = [p for p in bindings(owner.args, name) if isinstance(p, ast.arg)]
-    flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
-    nested = [n for n in ast.walk(ast.Module(owner.body, [])) if isinstance(n, (*FUNCTIONS, ast.Lambda))]
-    writer = next((line_of(n) for n in nested if _rebinds(n, name)), None)
-    return flow.states, writer
+    def _flow(self, owner: ast.AST, name: str) -> tuple[dict[ast.AST, State], int | None]:
+        """The states through `owner` for `name`, and the line of a nested function that rebinds
+        it through `nonlocal`."""
+        if (owner, name) not in self._flows:
+            flow = _Flow(name)
+            params = [p for p in bindings(owner.args, name) if isinstance(p, ast.arg)]  # type: ignore[attr-defined]
+            flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))  # type: ignore[attr-defined]
+            nested = [
+                n for n in ast.walk(owner) if n is not owner and isinstance(n, (*FUNCTIONS, ast.Lambda))
+            ]
+            writer = next((line_of(n) for n in nested if self._rebinds(n, name)), None)
+            self._flows[owner, name] = (flow.states, writer)
+        return self._flows[owner, name]
 
-
-def _rebinds(function: ast.AST, name: str) -> bool:
-    """Does `function` declare `name` nonlocal and bind it?"""
-    own = _own(function, name)
-    return len(own) > 1 and any(isinstance(node, ast.Nonlocal) for node in own)
+    def _rebinds(self, function: ast.AST, name: str) -> bool:
+        """Does `function` declare `name` nonlocal and bind it?"""
+        own = self.own(function, name)
+        return len(own) > 1 and any(isinstance(node, ast.Nonlocal) for node in own)
 
 
 def global_reach(module: ast.AST, name: str) -> Reach:
