@@ -218,3 +218,22 @@ def test_a_limit_kept_in_the_facts_is_kept_by_the_cache(tmp_path: Path) -> None:
 
     assert (tmp_path / ".selfcall_audit_cache").is_dir()
     assert [f["limit"] for f in cold] == [f["limit"] for f in warm] == [limit]
+
+
+@pytest.mark.parametrize("shape", sorted(PAST_A_LIMIT))
+def test_a_default_scan_says_where_the_analysis_stopped_at_a_limit(tmp_path: Path, shape: str) -> None:
+    """SCA003 is off by default: the call it would report is an SCA900 entry at its line instead,
+    a warning that does not fail the gate (as other entries, unless --strict)."""
+    source, _ = PAST_A_LIMIT[shape]
+    (line, code), *_ = annotations(source)
+    report = _scan(tmp_path, source)
+
+    stops = [
+        (e["line"], e["severity"]) for e in report["errors"] if "stopped following this call" in e["message"]
+    ]
+    if code == "SCA003":
+        assert report["findings"] == []
+        assert stops == [(line, "warning")]
+    else:  # reported as what it is: said by the finding itself
+        assert [f["line"] for f in report["findings"]] == [line]
+        assert stops == []
