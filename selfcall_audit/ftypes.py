@@ -90,6 +90,9 @@ class CallDescription:
     self_name: str | None = None  # the enclosing method's first parameter; None outside a method
     context: CallContext = "expression"  # "with": the response is an async context manager
     blocker: str | None = None
+    # why the syntax tree around the call stops a rewrite (`policy.site_blocker`, read with `ast`):
+    # `fix` decides it again on its own tree, with the helper it was given
+    at_site: str | None = None
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
@@ -114,6 +117,9 @@ class Finding:
     fix_blocker: str | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
+    # the bound of the analysis (a field of `analysis.limits.Limits`) that stopped it following the
+    # call's target or path: the finding is what could still be told, not the whole answer
+    limit: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
