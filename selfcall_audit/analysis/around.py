@@ -50,7 +50,7 @@ class Tree:
     def rebound(self, method: ast.AST, name: str) -> int | None:
         """The line of a statement of the method's own scope that binds `name` again."""
         if (method, name) not in self._rebound:
-            found = bindings(method.body, name, own_scope=True)  # type: ignore[attr-defined]
+            found = self.flows.in_body(method, name)
             self._rebound[method, name] = line_of(found[0]) if found else None
         return self._rebound[method, name]
 
