@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     # read), "internal" (a bug of ours while analysing the file).
     ErrorKind = Literal["syntax", "unreadable", "too_large", "too_deep", "yaml", "config_paths", "internal"]
 
-Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
+
+class Progress:
+    """How far a run has come, for a display (the command line's, on a terminal); this one tells
+    nobody. A run goes through phases, named as a user of ruff would name them (`listing files`,
+    `parsing`, `resolving agents`, `planning rewrites`, `rewriting`, ...), some counting files."""
+
+    def phase(self, name: str) -> None:
+        """The run enters the phase `name`; what it counts is counted from 0 again."""
+
+    def __call__(self, path: str, done: int, total: int) -> None:
+        """`path` is done, the `done`-th of `total` in the current batch (a phase may count several
+        batches one after the other, each from 1: they add up)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +90,9 @@ class CallDescription:
     self_name: str | None = None  # the enclosing method's first parameter; None outside a method
     context: CallContext = "expression"  # "with": the response is an async context manager
     blocker: str | None = None
+    # why the syntax tree around the call stops a rewrite (`policy.site_blocker`, read with `ast`):
+    # `fix` decides it again on its own tree, with the helper it was given
+    at_site: str | None = None
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
@@ -103,6 +117,9 @@ class Finding:
     fix_blocker: str | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
+    # the bound of the analysis (a field of `analysis.limits.Limits`) that stopped it following the
+    # call's target or path: the finding is what could still be told, not the whole answer
+    limit: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

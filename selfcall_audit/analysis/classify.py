@@ -29,6 +29,8 @@ from .evaluate import (
     Path,
     Server,
     names_route_itself,
+    path_limit,
+    server_limit,
     without_params,
 )
 from .expand import ClientCall
@@ -43,6 +45,7 @@ class Verdict:
     evidence: tuple[Evidence, ...]
     servers: tuple[Server, ...]  # what the target name evaluated to
     config: Evidence | None = None  # the YAML reference that routes the target back to the agent
+    limit: str | None = None  # the bound of `LIMITS` that cut the evaluation of the target or path
 
 
 class Classifier:
@@ -58,7 +61,7 @@ class Classifier:
         """The instances running the class whose config reference `key` names the instance itself
         (worked out once per class and key: an agent many configs run has hundreds of instances)."""
         if (site_cls, key) not in self._back:
-            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs if r.key == key]
         return self._back[site_cls, key]
 
     def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> Verdict | None:
@@ -104,14 +107,24 @@ class Classifier:
         reached = [reachable(alt, routes) for alt in paths]
         main = self.settings.route.split("?")[0]
 
+        cut_server, cut_path = server_limit(servers), path_limit(paths)
+
         def verdict(code: str, detail: str) -> Verdict:
             config = config_refs[0] if config_refs else None
-            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers), config)
+            limit = cut_server or cut_path
+            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers), config, limit)
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
                 return verdict(
                     POSSIBLE_SELF_CALL, f"the server name posting to {main} cannot be resolved statically"
+                )
+            # Cut short by a limit, the analysis cannot rule a self-call out: said, never silent.
+            if cut_server:  # the target may be the agent itself, which any path would make a self-call
+                return verdict(POSSIBLE_SELF_CALL, "the server name cannot be resolved statically")
+            if any(r & family for alt, r in zip(paths, reached) if path_limit([alt])):
+                return verdict(
+                    POSSIBLE_SELF_CALL, f"the path, which may be {main}, cannot be resolved statically"
                 )
             return None
         # The target is the agent's own server: a self-call whatever the path.
