@@ -14,6 +14,7 @@ import ast
 import textwrap
 from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -146,6 +147,7 @@ def without_helper_import(tree: ast.Module) -> ast.Module:
     return tree
 
 
+@pytest.mark.slow  # 25 generated files each, rewritten and compared
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(modules())
 def test_a_rewrite_changes_only_the_rewritten_calls_and_adds_the_import(generated: tuple[str, str]) -> None:
@@ -175,6 +177,7 @@ def test_a_rewrite_changes_only_the_rewritten_calls_and_adds_the_import(generate
     assert ast.dump(without_helper_import(ast.parse(after.decode()))) == ast.dump(PutBack().visit(want))
 
 
+@pytest.mark.slow  # 25 generated files each, rewritten and compared
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(modules())
 def test_reading_part_of_the_file_gives_what_reading_all_of_it_gives(generated: tuple[str, str]) -> None:
