@@ -15,6 +15,7 @@ import click
 from ..report.escape import neutralise
 from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
+from .ending import Stopped
 
 if TYPE_CHECKING:
     from ..api import Projects
@@ -23,11 +24,6 @@ if TYPE_CHECKING:
     from ..migrate.record_app import Recording
     from ..migrate.test_impact import ImpactedTest
     from ..migrate.test_update import TestUpdate
-
-
-def _end_run(code: int) -> None:
-    """End the command, whatever project is next, with this exit code."""
-    click.get_current_context().exit(code)
 
 
 @dataclass(frozen=True)
@@ -76,8 +72,7 @@ def plan_project(
             try:
                 placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
             except VendorError as exc:
-                click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
-                _end_run(EXIT_ERROR)
+                raise Stopped(f"selfcall-audit: {exc}; nothing was written", EXIT_ERROR) from None
             helper = Helper.parse(placement.spec)
             plan = plan_fix(root, settings, paths, helper, progress)
     finally:
@@ -95,10 +90,11 @@ def finish_project(
     named: bool = False,
 ) -> int:
     """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
-    status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
-    outermost root, from which `--diff` names every project's files; `since`, when the run began
-    (the bar shows the rewriting at once if the run is already long); `named`: the summary says
-    which project it is about (a run over several, whose summaries would otherwise contradict)."""
+    status; an unwritable helper or an interrupt ends the whole run at once (`Stopped`). `base`
+    is the run's outermost root, from which `--diff` names every project's files; `since`, when
+    the run began (the bar shows the rewriting at once if the run is already long); `named`: the
+    summary says which project it is about (a run over several, whose summaries would otherwise
+    contradict)."""
     from ..migrate.codemod import file_diff, new_file_diff
     from ..migrate.record_app import record_app
     from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
@@ -122,17 +118,15 @@ def finish_project(
                     vendor_helper(root / vendored)
                 except (VendorError, OSError) as exc:
                     message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                    click.echo(
+                    raise Stopped(
                         f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
-                        err=True,
-                    )
-                    _end_run(EXIT_ERROR)
+                        EXIT_ERROR,
+                    ) from None
             if received:
-                click.echo(
+                raise Stopped(
                     f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
-                    err=True,
+                    128 + received[0],
                 )
-                _end_run(128 + received[0])
         tests: list[ImpactedTest] = []
         updates: list[TestUpdate] = []
         recordings: list[Recording] = []
@@ -240,12 +234,11 @@ def finish_project(
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
         written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
-        click.echo(
+        raise Stopped(
             f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
             + "".join(f"\n  {path}" for path in written),
-            err=True,
+            128 + plan.interrupted,
         )
-        _end_run(128 + plan.interrupted)
     if plan.errors:
         return EXIT_ERROR
     failed = not_fixed or plan.report.inputs_failed  # a file that does not parse may hide one
