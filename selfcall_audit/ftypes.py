@@ -21,15 +21,34 @@ if TYPE_CHECKING:
     # "yaml" (a config that cannot be loaded), "config_paths" (an entry naming no file it can
     # read), "internal" (a bug of ours while analysing the file).
     ErrorKind = Literal["syntax", "unreadable", "too_large", "too_deep", "yaml", "config_paths", "internal"]
+    # What an evidence line shows: "bound" (a name is bound here), "defined" (a constant or class
+    # attribute), "property" (a property is defined here), "registered" (a route is registered
+    # here), "runs_agent" (a YAML instance runs the agent), "routes_back" (a YAML instance routes a
+    # config reference back to itself), "runs_in" (the agent a base class's code runs in),
+    # "through" (the helper whose call at this line the finding's call goes through).
+    EvidenceKind = Literal[
+        "bound", "defined", "property", "registered", "runs_agent", "routes_back", "runs_in", "through"
+    ]
+    # Why a possible self-call (SCA003) is only possible: "server" (the server name cannot be
+    # resolved statically), "method" (a call to the agent's own route whose HTTP method cannot be).
+    Doubt = Literal["server", "method"]
+    # How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
+    # "outdated" (written by another version).
+    Staleness = Literal["edited", "outdated"]
 
 Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
 
 
 @dataclass(frozen=True)
 class Evidence:
+    """A line that shows why a finding holds: what it shows is `kind`, about `name` (and `key`),
+    worded by `report.messages.note`."""
+
     path: str
     line: int
-    note: str
+    kind: EvidenceKind
+    name: str  # the name bound or defined, the route registered, the instance, agent or helper
+    key: str = ""  # "routes_back": the config reference that names the instance itself
 
 
 @dataclass(frozen=True)
@@ -95,7 +114,6 @@ class Finding:
     column: int
     end_line: int
     end_column: int
-    detail: str  # the rule's subject: the route (SCA001/SCA002), why unsure (SCA003), why stale (SCA004)
     agent: str
     method: str
     fixable: bool = False
@@ -103,6 +121,13 @@ class Finding:
     fix_blocker: str | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
+    # The rule's subject, as data (`report.messages` words it):
+    routes: tuple[str, ...] = ()  # SCA001-SCA003: the routes the call may reach, or its paths as written
+    http_method: str | None = None  # SCA002: the method of a call to the agent's route, when not POST
+    unresolved: bool = False  # SCA002: the path cannot be resolved statically (`routes`: its shapes)
+    doubt: Doubt | None = None  # SCA003: what cannot be resolved
+    stale: Staleness | None = None  # SCA004: how the vendored copy differs
+    stale_version: str = ""  # SCA004: the version of selfcall-audit that wrote the copy
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

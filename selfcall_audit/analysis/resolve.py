@@ -96,11 +96,8 @@ class Resolver:
                     continue
                 if agent != ref:
                     klass = self.index.klass(agent)
-                    note = f"runs in agent `{agent.name}`"
-                    verdict = replace(
-                        verdict,
-                        evidence=(*verdict.evidence, Evidence(agent.path, klass.line if klass else 1, note)),
-                    )
+                    runs_in = Evidence(agent.path, klass.line if klass else 1, "runs_in", agent.name)
+                    verdict = replace(verdict, evidence=(*verdict.evidence, runs_in))
                 found.append(self._finding(verdict, call, method, ref, agent))
         return found
 
@@ -121,7 +118,6 @@ class Resolver:
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
-            detail=verdict.detail,
             agent=agent.name,
             method=method.name,
             fixable=description is not None and description.blocker is None,
@@ -129,6 +125,10 @@ class Resolver:
             fix_blocker=description.blocker if description else None,
             call=description,
             config=verdict.config,
+            routes=verdict.routes,
+            http_method=verdict.http_method,
+            unresolved=verdict.unresolved,
+            doubt=verdict.doubt,
         )
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:

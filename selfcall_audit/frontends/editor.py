@@ -16,7 +16,7 @@ from .. import api
 from ..config import load_settings
 from ..ftypes import Finding, InputError
 from ..migrate.vendor import VendorError, helper_source
-from ..report.messages import message
+from ..report.messages import message, note
 from ..rules import RULES
 from ..workspace.discovery import find_root
 
@@ -107,7 +107,7 @@ class Editor:
                     self.to_uri(os.fspath(root / evidence.path)),
                     lsp.Range(lsp.Position(evidence.line - 1, 0), lsp.Position(evidence.line - 1, 0)),
                 ),
-                evidence.note,
+                note(evidence),
             )
             for evidence in finding.evidence
         ]

@@ -113,9 +113,7 @@ CALL = {"line": 7, "column": 22, "end_line": 7, "end_column": 72}
 
 
 def finding(call: CallDescription | None) -> Finding:
-    return Finding(
-        "SCA001", "app.py", detail="m", agent="EchoAgent", method="run", fixable=True, call=call, **CALL
-    )
+    return Finding("SCA001", "app.py", agent="EchoAgent", method="run", fixable=True, call=call, **CALL)
 
 
 BOUND = CallReceiver("bound_method", "post", "send")
@@ -215,7 +213,6 @@ def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_sa
     in_a_decorator = Finding(
         "SCA001",
         "app.py",
-        detail="m",
         agent="EchoAgent",
         method="run",
         call=described(BOUND, POSITIONAL),
