@@ -89,8 +89,11 @@ def _values(output: str) -> dict[str, str]:
 @pytest.mark.slow
 def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) -> None:
     _, scan_vs_peers = bench
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "scan_vs_peers.py"), "--quick"], capture_output=True, text=True
+    sca = scan_vs_peers.find_tool("selfcall-audit")
+    result = subprocess.run(  # against itself: the rows of "another install" run in a copy of the tree
+        [sys.executable, str(BENCHMARKS / "scan_vs_peers.py"), "--quick", "--against", sca],
+        capture_output=True,
+        text=True,
     )
 
     assert result.returncode == 0, result.stdout + result.stderr
@@ -99,6 +102,12 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
     assert values["findings"] == values["expected"] == "12"
     for key in ("sca_cold_s", "sca_warm_s", "sca_one_file_s", "sca_one_edit_s", "sca_other_edit_s"):
         assert float(values[key]) > 0
+    assert float(values["sca_one_file_click_s"]) > 0  # the same scan through click's command line
+    assert float(values["one_file_through_click_vs_quick"]) > 0
+    assert "cold_peak_mb: " in result.stdout
+    for key in ("sca_cold", "sca_warm", "sca_one_file", "sca_one_edit", "sca_other_edit"):
+        assert float(values[f"against_{key}_s"]) > 0 and float(values[f"{key}_vs_against"]) > 0
+    assert "--against differs" not in result.stdout
     assert float(values["python_stdlib_s"]) > 0 and float(values["stdlib_vs_python_pass"]) > 0
     for peer, keys in {
         "semgrep": ["semgrep_s"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import marshal
+import pickle
 import shutil
 import subprocess
 import sys
@@ -100,3 +101,22 @@ def test_the_facts_of_every_fixture_come_back_from_the_cache_as_they_went_in() -
         stored = marshal.loads(marshal.dumps(encode(facts), 4))
 
         assert decode(stored, "ModuleFacts") == facts, path
+
+
+def test_a_cached_function_body_is_decoded_when_first_read_and_travels_to_workers_encoded() -> None:
+    """A one-file run looks up many modules but evaluates few bodies: each body stays encoded until
+    one of its fields is read, then equals what was extracted, also after pickling (to a worker)."""
+    path = FIXTURES / "demo-gym" / "responses_api_agents" / "remote_agent" / "app.py"
+    facts = extract("app.py", path.read_bytes())
+    method = next(m for k in facts.classes for m in k.methods if m.calls)
+
+    stored = decode(marshal.loads(marshal.dumps(encode(facts), 4)), "ModuleFacts")
+    cached = next(m for k in stored.classes for m in k.methods if m.name == method.name)
+
+    assert {"calls", "defaults", "locals", "returns"}.isdisjoint(vars(cached))
+    assert cached.name == method.name and cached.params == method.params
+    assert {"calls", "defaults", "locals", "returns"}.isdisjoint(vars(cached))  # still encoded
+    assert pickle.loads(pickle.dumps(cached)) == method
+    assert cached.calls == method.calls
+    assert "calls" in vars(cached) and "returns" not in vars(cached)
+    assert cached == method and hash(cached) == hash(method)

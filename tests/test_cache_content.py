@@ -7,11 +7,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 from safety_support import APP, BEFORE, make_project, run
 
+from selfcall_audit.frontends.cli import main
+from selfcall_audit.orchestration import project
 from selfcall_audit.workspace import discovery
 
 SELF_CALL = b'server_name=self.config.name,\n            url_path="/v1/responses"'
@@ -74,3 +77,25 @@ def test_a_file_unreadable_once_is_read_again_once_it_can_be(cli, tmp_path: Path
 
     assert report["errors"] == []
     assert [(f["path"], f["line"]) for f in report["findings"]] == [(APP, SELF_CALL_LINE)]
+
+
+def test_a_settled_file_is_not_read_again_until_its_status_changes(tmp_path: Path, monkeypatch) -> None:
+    """Content keys are kept with each file's status, change time included: a second scan reads no
+    file, and the same-size edit with its modification time put back is read, its self-call seen."""
+    root = make_project(tmp_path / "repo")
+    app = root / APP
+    app.write_bytes(BEFORE.replace(SELF_CALL, OTHER_CALL))
+    time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)  # until the listing trusts the files' statuses
+    assert _lines(run("scan", "--format", "json", cwd=root)) == []
+    reads = []
+    real_read = project.read_file
+    monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    monkeypatch.chdir(root)
+
+    assert main(["scan", "--format", "json"]) == 0
+    assert reads == []
+
+    _put_back_time(app, BEFORE)
+    time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)  # settled again: only its change time tells
+    assert main(["scan", "--format", "json"]) == 1
+    assert APP in [os.path.relpath(path, root) for path in reads]

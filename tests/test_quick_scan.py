@@ -63,7 +63,7 @@ def test_any_other_command_line_is_left_to_click(argv: list[str]) -> None:
 def test_the_quick_path_runs_the_scan_click_would_run(demo: Path, monkeypatch, argv: list[str]) -> None:
     calls = []
     monkeypatch.chdir(demo)
-    monkeypatch.setattr(commands, "scan", lambda common, **options: calls.append((common, options)) or 0)
+    monkeypatch.setattr(commands, "scan", lambda common, options: calls.append((common, options)) or 0)
 
     assert quick.quick_scan(argv, early=None) == 0
     assert cli.main(argv) == 0

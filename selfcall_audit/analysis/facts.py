@@ -7,11 +7,13 @@ so that resolution across modules never needs the syntax tree.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 import warnings
 from dataclasses import dataclass, replace
 
-from ..ftypes import InputError
+from ..ftypes import InputError, OnFirstRead
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
 from .walker import Binding, FunctionWalker, ModuleScope, param_names
@@ -50,11 +52,13 @@ class FunctionFacts:
     name: str
     line: int
     params: tuple[str, ...]
-    defaults: tuple[tuple[str, Expr], ...]
+    # The body's fields are descriptors, not defaults: read from the cache, they are decoded when
+    # first read; `__init__` requires the first two and defaults the last two as before.
+    defaults: tuple[tuple[str, Expr], ...] = OnFirstRead()  # type: ignore[assignment]
     self_param: str | None
-    calls: tuple[CallFact, ...]
-    locals: tuple[Expr, ...] = ()  # values of local bindings, referred to by `Local(index)`
-    returns: Expr = UNKNOWN  # what the function returns: one value or alternatives
+    calls: tuple[CallFact, ...] = OnFirstRead()  # type: ignore[assignment]
+    locals: tuple[Expr, ...] = OnFirstRead(())  # type: ignore[assignment]  # read by `Local(index)`
+    returns: Expr = OnFirstRead(UNKNOWN)  # type: ignore[assignment]  # noqa: RUF009  # or alternatives
     is_property: bool = False  # `@property` / `@cached_property`: read as an attribute
 
 
@@ -304,9 +308,6 @@ def _served_classes(body: list[ast.stmt]) -> list[str]:
 
 def _decode(source: bytes) -> str:
     """The text Python reads: the declared (or UTF-8) encoding, a BOM dropped."""
-    import io
-    import tokenize
-
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
         return source.decode(encoding, "replace")

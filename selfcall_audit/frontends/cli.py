@@ -197,7 +197,7 @@ def scan(common: Common, **options: Any) -> None:
     Exit status: 0 no findings, 1 findings (or, with --strict, unreadable files), 2 usage or
     internal error.
     """
-    _exit(commands.scan(common, **options))
+    _exit(commands.scan(common, commands.ScanOptions(**options)))
 
 
 @group.command(short_help="List the agent classes, their YAML instances and self-calls.")

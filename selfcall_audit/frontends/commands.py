@@ -3,6 +3,7 @@ analysis, where the output goes and which exit code the run ends with."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -99,18 +100,18 @@ class Output:
 
 @dataclass(frozen=True)
 class Common:
-    """The options every analysing command takes."""
+    """The options every analysing command takes; the defaults are a bare command line's."""
 
-    paths: tuple[Path, ...]
-    config_file: Path | None
-    exclude: tuple[str, ...]
-    extend_exclude: tuple[str, ...]
-    include_tests: bool | None
-    no_cache: bool
-    jobs: int | None
-    quiet: bool
-    verbose: bool
-    color: str
+    paths: tuple[Path, ...] = ()
+    config_file: Path | None = None
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    include_tests: bool | None = None
+    no_cache: bool = False
+    jobs: int | None = None
+    quiet: bool = False
+    verbose: bool = False
+    color: str = "auto"
     early: GitListing | None = None  # git's listing of the current folder's project, started first
     started: float = field(default_factory=time.perf_counter, compare=False)  # when the process started
 
@@ -281,30 +282,36 @@ def say_excluded(report: Report) -> None:
         )
 
 
-def scan(
-    common: Common,
-    output_format: str | None,
-    output_file: Path | None,
-    select: str | None,
-    extend_select: str | None,
-    ignore: str | None,
-    strict: bool | None,
-    exit_zero: bool,
-    statistics: bool,
-    baseline_file: Path | None,
-    write_baseline: Path | None,
-    diff_base: str | None,
-) -> int:
+@dataclass(frozen=True)
+class ScanOptions:
+    """`scan`'s own options, beyond `Common`; the defaults are a bare `scan`'s."""
+
+    output_format: str | None = None
+    output_file: Path | None = None
+    select: str | None = None
+    extend_select: str | None = None
+    ignore: str | None = None
+    strict: bool | None = None
+    exit_zero: bool = False
+    statistics: bool = False
+    baseline_file: Path | None = None
+    write_baseline: Path | None = None
+    diff_base: str | None = None
+
+
+def scan(common: Common, options: ScanOptions) -> int:
+    """The exit status of a scan; what it found is written to the output and its notes said."""
+    output_file, diff_base, write_baseline = options.output_file, options.diff_base, options.write_baseline
     output = Output.choose(output_file, common.color)
     if diff_base is not None and write_baseline is not None:
         raise UsageError("--diff-base and --write-baseline cannot be used together")
     root, settings, projects = common.prepare(
-        strict=strict,
-        select=codes(select, "--select"),
-        extend_select=codes(extend_select, "--extend-select"),
-        ignore=codes(ignore, "--ignore"),
+        strict=options.strict,
+        select=codes(options.select, "--select"),
+        extend_select=codes(options.extend_select, "--extend-select"),
+        ignore=codes(options.ignore, "--ignore"),
     )
-    baseline = _load_baseline(root, settings, baseline_file, write_baseline)
+    baseline = _load_baseline(root, settings, options.baseline_file, write_baseline)
     if diff_base is not None:  # checked before the analysis, which may take a while
         from .diffbase import DiffBaseError, commit_of, known_at, new_findings
 
@@ -313,7 +320,7 @@ def scan(
         except DiffBaseError as exc:  # one line, not click's usage banner: the command line is fine
             say(f"selfcall-audit: {exc}")
             return EXIT_ERROR
-    output_format = output_format or ("text" if output.terminal else "concise")
+    output_format = options.output_format or ("text" if output.terminal else "concise")
     report = run_analysis(common, projects, root)
     if write_baseline is not None:
         _write_baseline(report, write_baseline)
@@ -334,8 +341,8 @@ def scan(
         if hidden:
             notes.append(f"selfcall-audit: {hidden} finding(s) already present at {diff_base} not shown")
     seconds = time.perf_counter() - common.started
-    output.write(_rendered(report, output_format, statistics, output, common.quiet, seconds))
-    if output_format == "concise" and not (common.quiet or statistics) and stderr_is_terminal():
+    output.write(_rendered(report, output_format, options.statistics, output, common.quiet, seconds))
+    if output_format == "concise" and not (common.quiet or options.statistics) and stderr_is_terminal():
         # results piped or written to a file while someone watches: the count said apart, as ruff
         from ..report.summary import duration, summary_line
 
@@ -353,7 +360,7 @@ def scan(
         )
         return EXIT_ERROR
     failed = report.findings or report.inputs_failed
-    return EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN
+    return EXIT_FINDINGS if failed and not options.exit_zero else EXIT_CLEAN
 
 
 def _rendered(
@@ -388,8 +395,6 @@ def render_statistics(report: Report, as_json: bool) -> str:
         counts.setdefault(error.code, [0, 0])[0] += 1
     rows = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
     if as_json:
-        import json
-
         listed = [
             {"code": code, "name": RULES[code].name, "count": total, "fixable": fixable > 0}
             for code, (total, fixable) in rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import sys
 from collections.abc import Callable
@@ -66,10 +67,10 @@ def internal_error(exc: BaseException, verbose: bool) -> int:
     return EXIT_ERROR
 
 
-def silence_stdout() -> None:
-    """stdout cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
+def silence(stream: io.TextIOBase) -> None:
+    """The stream cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
     with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
@@ -92,7 +93,7 @@ def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
             say(f"selfcall-audit: cannot write the results to {failed.filename}: {failed.strerror or failed}")
             return EXIT_ERROR
         if failed is not None:
-            silence_stdout()
+            silence(sys.stdout)
             if isinstance(failed, BrokenPipeError):  # the reader went away (`| head`): it saw enough
                 return EXIT_FINDINGS
             say(f"selfcall-audit: cannot write the results: {failed.strerror or failed}")
@@ -103,7 +104,7 @@ def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
     try:
         sys.stdout.flush()
     except OSError as exc:
-        silence_stdout()
+        silence(sys.stdout)
         if not isinstance(exc, BrokenPipeError):
             say(f"selfcall-audit: cannot write the results: {exc.strerror or exc}")
             return EXIT_ERROR

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
+from flake8.exceptions import ExecutionError
+
 from .. import __version__, api
 from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
@@ -45,8 +47,6 @@ def _results(report: Report) -> dict[str, list[Result]]:
 
 
 def _settings(root: Path, possible: bool) -> Settings:
-    from flake8.exceptions import ExecutionError
-
     try:
         settings = load_settings(root)
     except ConfigError as exc:  # a mistake in the settings stops flake8 with its message, as scan's
@@ -72,8 +72,6 @@ def _buffer_differs(path: Path, lines: list[str]) -> bool:
 def _check_our_codes(options: argparse.Namespace) -> None:
     """A code of ours (`SCA...`) in flake8's selection that matches no rule is a typo that would
     silently turn a rule off (or never on): stop, naming the known codes."""
-    from flake8.exceptions import ExecutionError
-
     for option in ("select", "extend_select", "ignore", "extend_ignore"):
         for code in getattr(options, option, None) or ():
             if code.upper().startswith("SCA") and not any(known.startswith(code.upper()) for known in RULES):

@@ -47,37 +47,11 @@ def quick_scan(argv: list[str], early: GitListing | None, started: float | None 
     if arguments is None:
         return None
     paths, output_format = arguments
-    common = commands.Common(
-        paths=paths,
-        config_file=None,
-        exclude=(),
-        extend_exclude=(),
-        include_tests=None,
-        no_cache=False,
-        jobs=None,
-        quiet=False,
-        verbose=False,
-        color="auto",
-        early=early,
-        **({} if started is None else {"started": started}),
-    )
+    common = commands.Common(paths, early=early, **({} if started is None else {"started": started}))
 
     def run() -> int:
         try:
-            return commands.scan(
-                common,
-                output_format=output_format,
-                output_file=None,
-                select=None,
-                extend_select=None,
-                ignore=None,
-                strict=None,
-                exit_zero=False,
-                statistics=False,
-                baseline_file=None,
-                write_baseline=None,
-                diff_base=None,
-            )
+            return commands.scan(common, commands.ScanOptions(output_format=output_format))
         except commands.SettingsError as exc:  # not the command line's: one line
             commands.say(f"selfcall-audit: error: {exc}")
             return commands.EXIT_ERROR

@@ -24,6 +24,7 @@ from ..orchestration.cache import blake2b
 from ..report.messages import refresh_command
 from ..rules import STALE_HELPER
 from ..workspace.discovery import find_root
+from ..workspace.write import atomic_write, new_file_mode, resolved_inside
 from .house_style import import_style, is_first_party, license_header, sorted_imports
 
 TYPE_CHECKING = False
@@ -150,8 +151,6 @@ def staleness(data: bytes) -> tuple[Staleness, str] | None:
 
 def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
     """Write the helper to `target` (a folder means `target/inprocess.py`); False if already there."""
-    from ..workspace.write import atomic_write, new_file_mode
-
     path = target / FILE_NAME if target.is_dir() or not target.suffix else target
     if path.suffix != ".py":
         raise VendorError(f"{path} is not a .py file")
@@ -269,8 +268,6 @@ def _placed(root: Path, rel: str) -> Placement:
 def check_place(root: Path, rel: str) -> None:
     """Can the copy go to `rel`? Not through a folder linked out of the project, nor below a
     file: refused when `fix` plans (so that nothing is written), and again just before it writes."""
-    from ..workspace.write import resolved_inside
-
     if resolved_inside(root, rel) is None:
         raise VendorError(
             f"{rel} resolves outside the project root, through a link; the helper is not written there: "

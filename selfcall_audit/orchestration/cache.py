@@ -4,8 +4,11 @@ Facts are a pure function of a file's path and bytes and of the tool version, so
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
 index of import lines, a word index of the class names one-file runs searched for, and the last
 whole-project result (with what that run saw of each file, for `reuse`) are keyed by the files'
-content keys too: never by size and modification time, which an edit can leave as they were. Entries hold plain data (`codec`), signed and written atomically (`entries`); the folder
-ignores itself for git as ruff's does.
+content keys too: never by size and modification time, which an edit can leave as they were.
+A file's content key is read back without reading the file only while its full status (change
+time, inode and device as well: see `FileSet.statuses`) is the one it was recorded with. Entries
+hold plain data (`codec`), signed and written atomically (`entries`); the folder ignores itself
+for git as ruff's does.
 
 The cache lives inside the project root and is never reached through a symbolic link (a
 checkout that commits `.selfcall_audit_cache -> ..` gets no cache, not a cache in its parent),
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError
+    from ..workspace.discovery import Status
 
 _GITIGNORE = b"# Automatically created by selfcall-audit.\n*\n"
 
@@ -104,6 +108,7 @@ class FactsCache:
         self._new: dict[Path, bytes] = {}  # entries to write, as stored
         self._indexes: dict[str, dict[str, Any]] = {}  # content-keyed indexes, by file name
         self._changed: set[str] = set()
+        self._statuses: dict[str, Status] = {}  # the settled statuses of the files this run keyed
 
     def _path(self, kind: str, key: str) -> Path:
         return self.folder / kind / f"{key}.dat"
@@ -223,6 +228,21 @@ class FactsCache:
         self.imports()[path] = [key, lines]
         self._changed.add("imports")
 
+    def known_key(self, rel: str, status: Status | None) -> str | None:
+        """The content key a run recorded for the file, if its status (settled, as listed, see
+        `FileSet.statuses`) is the one it had then: reading it would give the same bytes."""
+        if status is None:
+            return None
+        self._statuses[rel] = status  # in use: kept when pruned; recorded with its key if new
+        entry = self._index("statuses").get(rel)
+        return entry[-1] if entry is not None and tuple(entry[:-1]) == status else None
+
+    def keep_key(self, rel: str, key: str) -> None:
+        """Record the file's content key with the status it was listed with, before it was read."""
+        if (status := self._statuses.get(rel)) is not None:
+            self._index("statuses")[rel] = (*status, key)
+            self._changed.add("statuses")
+
     def names(self) -> tuple[list[str], dict[str, list[Any]]]:
         """The names asked of the word index, and path → [content key, the names the file holds]."""
         found = self._index("names")
@@ -239,6 +259,10 @@ class FactsCache:
         try:
             if not real_folders(self.project, self._folders()):
                 return
+            statuses = self._indexes.get("statuses", {})
+            if prune and statuses.keys() - self._statuses.keys():  # of files no longer listed
+                self._indexes["statuses"] = {rel: statuses[rel] for rel in statuses if rel in self._statuses}
+                self._changed.add("statuses")
             for name in self._changed:
                 self._new[self.folder / f"{name}.dat"] = marshalled(self._indexes[name])
             if self._new:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import fields
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from operator import attrgetter
 
 from ..ftypes import (
@@ -21,6 +21,7 @@ from ..ftypes import (
     Finding,
     InputError,
     LocalBinding,
+    OnFirstRead,
 )
 
 TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
@@ -74,7 +75,13 @@ def _analysis_schema() -> _Schema:
                 "methods": "FunctionFacts*",
                 "keywords": "Expr",
             },
-            FunctionFacts: {"defaults": "Expr", "calls": "CallFact*", "locals": "Expr", "returns": "Expr"},
+            # a function's body is decoded when first read (see `OnFirstRead`)
+            FunctionFacts: {
+                "defaults": "Expr~",
+                "calls": "CallFact*~",
+                "locals": "Expr~",
+                "returns": "Expr~",
+            },
             Binding: {"expr": "Expr"},
             CallFact: {"func": "Expr", "args": "Expr", "kwargs": "Expr"},
             AgentInstance: {"where": "Where", "refs": "ServerRef*"},
@@ -97,18 +104,18 @@ def _schema_for(cls_or_name: type | str) -> _Schema:
 
 
 @cache
-def _plan(name: str) -> tuple[type, tuple[str, ...], tuple[tuple[int, str, str, bool], ...]]:
+def _plan(name: str) -> tuple[type, tuple[str, ...], tuple[tuple[int, str, str, bool, bool], ...]]:
     """The class named `name`, its fields, and for each field holding cached dataclasses: its
-    place among the fields, its name, their class name and whether it is a tuple of them; worked
-    out once per class."""
+    place among the fields, its name, their class name, whether it is a tuple of them ("*") and
+    whether it is decoded when first read ("~"); worked out once per class."""
     schema = _schema_for(name)
     cls = schema.types[name]
     names = schema.fields[cls]
     nested = schema.nested.get(cls, {})
     steps = tuple(
-        (place, field_name, nested[field_name].rstrip("*"), nested[field_name].endswith("*"))
+        (place, field_name, kind.rstrip("*~"), "*" in kind, kind.endswith("~"))
         for place, field_name in enumerate(names)
-        if field_name in nested
+        if (kind := nested.get(field_name))
     )
     return cls, names, steps
 
@@ -120,7 +127,7 @@ def _encoder(name: str) -> Callable[[Any], tuple]:
     _, names, steps = _plan(name)
     read = attrgetter(*names)
     encoders: list[tuple[int, Callable[[Any], object]]] = []
-    for place, _, nested, many in steps:
+    for place, _, nested, many, _ in steps:
         if nested == "Expr":
             encoders.append((place + 1, _expr_codec()[0]))
         else:
@@ -164,10 +171,27 @@ def decode(value: tuple, expected: str) -> Any:
     instance = object.__new__(cls)
     fields_of = instance.__dict__
     fields_of.update(zip(names, value[1:]))
-    for place, field_name, nested, many in steps:
+    pending = {}
+    for place, field_name, nested, many, later in steps:
         item = value[place + 1]
-        if nested == "Expr":
-            fields_of[field_name] = _expr_codec()[1](item)
+        if later:
+            del fields_of[field_name]
+            pending[field_name] = (_field_decoder(nested, many), item)
         elif item is not None:
-            fields_of[field_name] = tuple([decode(e, nested) for e in item]) if many else decode(item, nested)
+            fields_of[field_name] = _field_decoder(nested, many)(item)
+    if pending:
+        fields_of[OnFirstRead.PENDING] = pending
     return instance
+
+
+@cache
+def _field_decoder(nested: str, many: bool) -> Callable[[Any], Any]:
+    """Decodes one field's value; a module-level function or a partial of one, so that an
+    instance still holding an encoded field can be pickled to a worker."""
+    if nested == "Expr":
+        return _expr_codec()[1]
+    return partial(decode_many if many else decode, expected=nested)
+
+
+def decode_many(values: Iterable[tuple], expected: str) -> tuple:
+    return tuple([decode(value, expected) for value in values])

@@ -2,7 +2,9 @@
 (together, the setup), then the content of each file a run reads.
 
 Content, not size and modification time: a same-size edit whose time is put back (`cp -p`,
-`rsync -t`, a fixed `SOURCE_DATE_EPOCH`) would otherwise be answered with the old result."""
+`rsync -t`, a fixed `SOURCE_DATE_EPOCH`) would otherwise be answered with the old result. (The
+cache vouches for a file's content key without reading it only while the file's change time,
+which no such tool puts back, is as recorded.)"""
 
 from __future__ import annotations
 

@@ -6,18 +6,16 @@ Where facts come from (the cache, worker processes) and what a stored result dep
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
-from ..workspace.discovery import FileSet, TooLarge, UnreadableFile, discover, in_scope, read_file
+from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, discover, in_scope, read_file
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens
 from .cache import FactsCache, content_key
@@ -63,20 +61,6 @@ def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
     return tuple(scopes)
 
 
-@contextlib.contextmanager
-def _few_collections() -> Iterator[None]:
-    """Collect garbage rarely while analysing. The facts are hundreds of thousands of small
-    frozen nodes that live to the end and form no cycles; at CPython's default thresholds (a
-    collection every 700 allocations, older generations re-scanned in turn) walking them again
-    and again took a sixth of a cold scan of NeMo Gym."""
-    thresholds = gc.get_threshold()
-    gc.set_threshold(100_000, 50, 100)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-
-
 class Project:
     """One analysis of one project root; front ends ask it for findings and inventory."""
 
@@ -97,6 +81,7 @@ class Project:
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
         self._keys: dict[str, str | None] = {}
+        self._statuses: Mapping[str, Status] = {}  # of the last listing, as `FileSet.statuses`
         # Files that could not be read (not those skipped for their size) or parsed: a result that
         # met one is never stored, so that it is looked at again once it can be.
         self.failed: set[str] = set()
@@ -141,11 +126,18 @@ class Project:
 
     def key(self, rel: str) -> str | None:
         """What the file's results depend on: its path and bytes (its size, when it is skipped for
-        its size); None when it cannot be read."""
+        its size); None when it cannot be read. Not read again when its status is the one the
+        cache recorded with its key."""
         if rel not in self._keys:
+            status = self._statuses.get(rel)
+            if self.cache is not None and (known := self.cache.known_key(rel, status)) is not None:
+                self._keys[rel] = known
+                return known
             data = self.read(rel)
             if rel not in self._keys:
                 self._keys[rel] = None if data is None else content_key(rel, data)
+                if data is not None and self.cache is not None:
+                    self.cache.keep_key(rel, self._keys[rel])
         return self._keys[rel]
 
     def _facts(self, rel: str) -> ModuleFacts | None:
@@ -180,7 +172,6 @@ class Project:
         return self._workers
 
     # pipeline ----------------------------------------------------------------------------
-    @_few_collections()
     def analyze(
         self,
         paths: Iterable[Path] = (),
@@ -208,6 +199,7 @@ class Project:
             if self.warm:
                 self.warm.files = files
         self.listed_sources = files.sources
+        self._statuses = files.statuses
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
         fingerprint = fingerprints.of(self.key) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way

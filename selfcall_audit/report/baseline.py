@@ -22,6 +22,7 @@ from ..config import Settings
 from ..ftypes import Finding, Report
 from ..rules import FINDING_CODES
 from ..workspace.discovery import in_scope
+from ..workspace.write import replace_file
 
 VERSION = 1
 _CLOSERS = frozenset({")", "]", "}"})
@@ -92,8 +93,6 @@ def _entries(report: Report) -> list[dict]:
 
 def write_baseline(report: Report, path: Path) -> int:
     """Write the report's findings to `path`; returns how many. Sorted and line-free, so it diffs well."""
-    from ..workspace.write import replace_file  # not loaded by the scans that only apply a baseline
-
     entries = _entries(report)
     document = {"version": VERSION, "tool": "selfcall-audit", "findings": entries}
     replace_file(path, (json.dumps(document, indent=2) + "\n").encode())  # a failed write keeps the old one

@@ -6,6 +6,7 @@ import fnmatch
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,28 +133,46 @@ def _stays_inside(folder: str, real_root: str) -> bool:
     return target == real_root or target.startswith(real_root.rstrip(os.sep) + os.sep)
 
 
+# A file changed less than this before it was listed may change again within the same tick of its
+# file system's clock (two seconds on FAT) and keep the status it was listed with: its status is
+# not one a later run can trust.
+SETTLE_NS = 2_000_000_000
+
+Status = tuple[int, int, int, int, int]  # size, modification and change times, inode, device
+
+
 def list_project_files(
     root: Path, early: GitListing | None = None
-) -> tuple[dict[str, tuple[int, int] | None], dict[str, InputError]]:
+) -> tuple[dict[str, Status | None], dict[str, InputError]]:
     """Every Python and YAML file of the project, and every pyproject.toml below its root, as
     root-relative POSIX paths (git's view when it is a checkout; `early`, git started before, is
-    used if it is for this root) with its size and modification time (None when it cannot be had:
-    reading it will say why), and the folders that could not be listed, with the reason."""
+    used if it is for this root) with its status if it has settled (see `FileSet.statuses`), and
+    the folders that could not be listed, with the reason."""
     errors: dict[str, InputError] = {}
     names = _git_files(root, early)
     if names is None:
         names = _walk_files(root, errors)
+    # The change time is the kernel's clock at the file's last change, whatever `cp -p`, `rsync -t`,
+    # `touch` or a fixed SOURCE_DATE_EPOCH do to the modification time; Windows reports the creation
+    # time in its place, which an edit keeps: no status is trusted there.
+    settled_before = time.time_ns() - SETTLE_NS if os.name == "posix" else -1
     prefix = f"{root}{os.sep}"
-    listed: dict[str, tuple[int, int] | None] = {}
+    listed: dict[str, Status | None] = {}
     for name in names:
         try:
-            stat_result = os.stat(prefix + name)
+            status = os.stat(prefix + name)
         except OSError:
-            # git's index still lists files deleted in the work tree: they are not scanned.
+            # git's index still lists files deleted in the work tree: they are not scanned; one
+            # that is there but cannot be looked at is, and reading it will say why.
             if os.path.lexists(prefix + name):
                 listed[name] = None
             continue
-        listed[name] = (stat_result.st_size, stat_result.st_mtime_ns)
+        changed = status.st_ctime_ns
+        listed[name] = (
+            (status.st_size, status.st_mtime_ns, changed, status.st_ino, status.st_dev)
+            if changed < settled_before
+            else None
+        )
     return listed, errors
 
 
@@ -263,7 +282,9 @@ class FileSet:
     configs: tuple[str, ...]  # YAML files that may define server instances
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
     errors: dict[str, InputError] = field(default_factory=dict)  # folders that could not be listed
-    stats: dict[str, tuple[int, int]] = field(default_factory=dict)  # size and mtime of listed files
+    # The status of each listed file as it was before any was read, if it changed long enough before
+    # to be compared with a later run's (`SETTLE_NS`): the same status, the same bytes.
+    statuses: dict[str, Status] = field(default_factory=dict)
     projects: tuple[str, ...] = ()  # folders of nested projects, whose files are theirs, not ours
 
 
@@ -303,7 +324,7 @@ def discover(
     modules: set[str] = set()
     pyprojects: list[str] = []
     listed, errors = list_project_files(root, early)
-    stats = {rel: stat for rel, stat in listed.items() if stat is not None}
+    statuses = {rel: status for rel, status in listed.items() if status is not None}
     for rel in listed:
         if rel.endswith(SOURCE_SUFFIXES):
             modules.add(rel)  # a nested project's modules too: imports may resolve to them
@@ -319,7 +340,7 @@ def discover(
         theirs = tuple(f"{folder}/" for folder in projects)
         sources = [rel for rel in sources if not rel.startswith(theirs)]
         configs = [rel for rel in configs if not rel.startswith(theirs)]
-    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, stats, projects)
+    return FileSet(root, tuple(sources), tuple(configs), frozenset(modules), errors, statuses, projects)
 
 
 def in_scope(rel_path: str, scopes: tuple[str, ...]) -> bool:
