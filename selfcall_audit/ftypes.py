@@ -35,6 +35,46 @@ if TYPE_CHECKING:
     # How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
     # "outdated" (written by another version).
     Staleness = Literal["edited", "outdated"]
+    # Why a self-call is not rewritten (`report.messages` words each kind). From its description:
+    # "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
+    # "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
+    # "outside_method"; from the configs: "other_instances"; from the tree around the call (`fix`):
+    # the others.
+    BlockerKind = Literal[
+        "partial",
+        "through_helper",
+        "not_a_post",
+        "async_with",
+        "in_default",
+        "in_decorator",
+        "passed_twice",
+        "expanded_key",
+        "star_expansion",
+        "positional",
+        "keyword",
+        "no_server_or_path",
+        "outside_method",
+        "other_instances",
+        "not_found",
+        "not_described",
+        "self_shadowed",
+        "self_rebound",
+        "walrus_in_removed_part",
+        "call_in_removed_part",
+        "helper_name_taken",
+        "streamed",
+        "bound_around_the_call",
+        "rebound_in_loop",
+        "rebound_after_closure",
+        "rebound_by_nonlocal",
+        "rebound_by_global",
+        "bound_by_handler",
+        "bound_by_walrus",
+        "maybe_unbound",
+        "several_bindings",
+        "not_a_plain_binding",
+        "unreachable",
+    ]
 
 Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
 
@@ -87,6 +127,17 @@ class LocalBinding:
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """Why a self-call is left alone: a kind the code can test, and the name, names and line it
+    is about (`report.messages.reason` words it)."""
+
+    kind: BlockerKind
+    name: str = ""
+    line: int | None = None
+    names: tuple[str, ...] = ()  # "walrus_in_removed_part", "other_instances": each name it is about
+
+
+@dataclass(frozen=True)
 class CallDescription:
     """A self-call as the analysis resolved it, for the codemod: who receives it, the role of each
     argument, the local bindings it depends on, and whether it can be rewritten (`blocker` None)
@@ -97,7 +148,7 @@ class CallDescription:
     bindings: tuple[LocalBinding, ...] = ()
     self_name: str | None = None  # the enclosing method's first parameter; None outside a method
     context: CallContext = "expression"  # "with": the response is an async context manager
-    blocker: str | None = None
+    blocker: Blocker | None = None
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
@@ -118,7 +169,7 @@ class Finding:
     method: str
     fixable: bool = False
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
-    fix_blocker: str | None = None
+    fix_blocker: Blocker | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
     # The rule's subject, as data (`report.messages` words it):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..config import Settings
-from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
+from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 from ..rules import SELF_CALL
 from . import policy
 from .calls import ROUTING_KWARGS
@@ -131,7 +131,7 @@ class Resolver:
             doubt=verdict.doubt,
         )
 
-    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:
+    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
         `self.config.<ref>.name`) that is this agent in some of its instances but another server
         in others."""
@@ -145,8 +145,7 @@ class Resolver:
                 case _:
                     continue
             if others:
-                names = ", ".join(f"`{name}`" for name in sorted(set(others))[:3])
-                return f"in other instances ({names}) the target is another server: a rewrite would skip it"
+                return Blocker("other_instances", names=tuple(sorted(set(others))[:3]))
         return None
 
 

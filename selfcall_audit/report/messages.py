@@ -5,7 +5,7 @@ language server and the pytest helper say the same."""
 from __future__ import annotations
 
 from .. import __version__
-from ..ftypes import Evidence, Finding
+from ..ftypes import Blocker, Evidence, Finding
 from ..rules import RULES
 
 _NOTES = {
@@ -30,6 +30,49 @@ _STALENESS = {
 }
 
 
+_REASONS = {
+    "partial": "the call goes through functools.partial",
+    "through_helper": "the call goes through the helper `{name}()`",
+    "not_a_post": "the call is not a `.post(...)` or `.request(...)` of the server client",
+    "async_with": "the response is used as an async context manager",
+    "in_default": "the call is in a default argument value, evaluated once when the function is defined",
+    "in_decorator": "the call is in a decorator, evaluated once when the function is defined",
+    "passed_twice": "`{name}` is passed twice (by name and in a `**` expansion)",
+    "expanded_key": "a `**` expansion passes `{name}`, which the in-process helper does not take: "
+    "rewrite the call by hand",
+    "star_expansion": "arguments come from a `{name}` expansion: rewrite the call by hand",
+    "positional": "it passes positional arguments the in-process helper does not take",
+    "keyword": "the in-process helper takes no `{name}` argument",
+    "no_server_or_path": "it does not name both the server and the url path",
+    "outside_method": "the call is not inside a method that has `self`",
+    "other_instances": "in other instances ({names}) the target is another server: a rewrite would skip it",
+    "not_found": "the call is not where the analysis found it",
+    "not_described": "the call is not the one the analysis described; run `selfcall-audit fix` again",
+    "self_shadowed": "`{name}` at the call is not the method's own (a nested function, lambda or "
+    "comprehension binds it)",
+    "self_rebound": "`{name}` is rebound in the method (line {line}); the helper needs the agent itself",
+    "walrus_in_removed_part": "the call binds {names} with `:=` in a part the rewrite removes",
+    "call_in_removed_part": "the server name or client comes from `{name}`, which the rewrite would no "
+    "longer run",
+    "helper_name_taken": "`{name}` already names something else here (line {line}); "
+    "choose the helper's name with --helper MODULE:NAME",
+    "streamed": "the response body is streamed (`{name}`); the in-process helper buffers it",
+    "bound_around_the_call": "`{name}` at the call is bound by a lambda or comprehension around it",
+    "rebound_in_loop": "`{name}` is bound again at line {line}, in a loop around the call: a later pass "
+    "may post elsewhere",
+    "rebound_after_closure": "`{name}` is bound again at line {line}, after the function that makes the "
+    "call was defined",
+    "rebound_by_nonlocal": "a nested function rebinds `{name}` through `nonlocal` (line {line})",
+    "rebound_by_global": "a function rebinds `{name}` through `global` (line {line})",
+    "bound_by_handler": "`{name}` is bound by `except ... as` at line {line}, which can reach the call",
+    "bound_by_walrus": "`{name}` is bound by `:=` at line {line}, which can reach the call",
+    "maybe_unbound": "`{name}` may be unbound when the call runs (line {line})",
+    "several_bindings": "more than one binding of `{name}` can reach the call (line {line} too)",
+    "not_a_plain_binding": "`{name}` is not bound by a plain assignment (line {line})",
+    "unreachable": "no path from the start of the function reaches the call",
+}
+
+
 def refresh_command(path: str) -> str:
     """The command that writes a current copy of the helper over the vendored one at `path`."""
     return f"selfcall-audit helper --write {path} --force"
@@ -38,6 +81,12 @@ def refresh_command(path: str) -> str:
 def note(evidence: Evidence) -> str:
     """What an evidence line shows, in words."""
     return _NOTES[evidence.kind].format(name=evidence.name, key=evidence.key, line=evidence.line)
+
+
+def reason(blocker: Blocker) -> str:
+    """Why a self-call is not rewritten, in words."""
+    names = ", ".join(f"`{name}`" for name in blocker.names)
+    return _REASONS[blocker.kind].format(name=blocker.name, line=blocker.line, names=names)
 
 
 def route(finding: Finding) -> str:

@@ -14,7 +14,7 @@ from ..ftypes import Report
 from ..rules import RULES
 from .escape import neutralise
 from .fit import cut, left_abbreviated
-from .messages import message, note
+from .messages import message, note, reason
 from .summary import duration, summary_line
 
 _CONTEXT = 1
@@ -80,7 +80,8 @@ def render(
             )
         if finding.fix_blocker:
             console.print(
-                Text(neutralise(f"  = not fixable: {finding.fix_blocker}"), style="dim"), soft_wrap=True
+                Text(neutralise(f"  = not fixable: {reason(finding.fix_blocker)}"), style="dim"),
+                soft_wrap=True,
             )
         console.print()
 
