@@ -35,6 +35,10 @@ if TYPE_CHECKING:
     # How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
     # "outdated" (written by another version).
     Staleness = Literal["edited", "outdated"]
+    # How a class is known to be an agent: "base" (it derives from a configured agent base),
+    # "route" (its server setup, or a base's, registers the agent route), "configured" (neither
+    # shows in the code the analysis read: a configured base named it).
+    Recognition = Literal["base", "route", "configured"]
     # Why a self-call is not rewritten (`report.messages` words each kind). From its description:
     # "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
     # "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
@@ -202,7 +206,9 @@ class AgentInfo:
     line: int
     bases: tuple[str, ...]
     instances: tuple[str, ...]
-    recognised: str = ""  # how the class is known to be an agent: a configured base, or the route it serves
+    recognised: Recognition = "configured"  # how the class is known to be an agent
+    via: str = ""  # "base": the configured base's name; "route": the file that registers the route
+    via_line: int = 0  # "route": the line that registers it
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ language server and the pytest helper say the same."""
 from __future__ import annotations
 
 from .. import __version__
-from ..ftypes import Blocker, Evidence, Finding
+from ..ftypes import AgentInfo, Blocker, Evidence, Finding
 from ..rules import RULES
 
 _NOTES = {
@@ -73,6 +73,13 @@ _REASONS = {
 }
 
 
+_RECOGNITIONS = {
+    "base": "subclass of {via}",
+    "route": "serves its route (registered at {via}:{line})",
+    "configured": "configured agent base",
+}
+
+
 def refresh_command(path: str) -> str:
     """The command that writes a current copy of the helper over the vendored one at `path`."""
     return f"selfcall-audit helper --write {path} --force"
@@ -87,6 +94,11 @@ def reason(blocker: Blocker) -> str:
     """Why a self-call is not rewritten, in words."""
     names = ", ".join(f"`{name}`" for name in blocker.names)
     return _REASONS[blocker.kind].format(name=blocker.name, line=blocker.line, names=names)
+
+
+def recognition(agent: AgentInfo) -> str:
+    """How a class is known to be an agent, in words (the inventory's `recognised`)."""
+    return _RECOGNITIONS[agent.recognised].format(via=agent.via, line=agent.via_line)
 
 
 def route(finding: Finding) -> str:
