@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from ..report.escape import neutralise
+from ..report.messages import modelled
 from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
 from .ending import Stopped
@@ -277,7 +278,8 @@ def _report_tests(
     say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call:")
     for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
         path, _, name = test.node_id.partition("::")
-        say(f"  {shown(path)}::{name}: {test.reason}; {fate.get(test.node_id, 'left as it is')}")
+        how = modelled(test.models, test.route)
+        say(f"  {shown(path)}::{name}: {how}; {fate.get(test.node_id, 'left as it is')}")
 
 
 def _plural(count: int, word: str) -> str:

@@ -80,6 +80,16 @@ _RECOGNITIONS = {
 }
 
 
+_MODELLINGS = {
+    "fakes_and_asserts": "fakes server_client.post for {route} and asserts the calls the self-call made",
+    "asserts": "asserts that the self-call to {route} went through server_client.post",
+    "fakes_route": "fakes server_client.post for {route}, which the self-call no longer reaches",
+    "fakes_post": "fakes server_client.post, which answered the self-call too",
+    "middleware": "serves the agent's app without the exception middleware its fake of {route} emulated, "
+    "and checks the error text",
+}
+
+
 def refresh_command(path: str) -> str:
     """The command that writes a current copy of the helper over the vendored one at `path`."""
     return f"selfcall-audit helper --write {path} --force"
@@ -99,6 +109,11 @@ def reason(blocker: Blocker) -> str:
 def recognition(agent: AgentInfo) -> str:
     """How a class is known to be an agent, in words (the inventory's `recognised`)."""
     return _RECOGNITIONS[agent.recognised].format(via=agent.via, line=agent.via_line)
+
+
+def modelled(models: str, route: str) -> str:
+    """How a test modelled the HTTP self-call to `route` that `fix` removed, in words."""
+    return _MODELLINGS[models].format(route=route)
 
 
 def route(finding: Finding) -> str:
