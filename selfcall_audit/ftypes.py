@@ -29,9 +29,12 @@ if TYPE_CHECKING:
     EvidenceKind = Literal[
         "bound", "defined", "property", "registered", "runs_agent", "routes_back", "runs_in", "through"
     ]
-    # Why a possible self-call (SCA003) is only possible: "server" (the server name cannot be
-    # resolved statically), "method" (a call to the agent's own route whose HTTP method cannot be).
-    Doubt = Literal["server", "method"]
+    # Why a possible self-call (SCA003) is only possible: "server" (the name of the server it
+    # posts the route to cannot be resolved statically), "target" (the analysis stopped at a limit
+    # following the server name: any path would make it a self-call), "path" (it stopped following
+    # a path that may be the route), "method" (a call to the agent's own route whose HTTP method
+    # cannot be resolved).
+    Doubt = Literal["server", "target", "path", "method"]
     # How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
     # "outdated" (written by another version).
     Staleness = Literal["edited", "outdated"]
@@ -153,6 +156,9 @@ class CallDescription:
     self_name: str | None = None  # the enclosing method's first parameter; None outside a method
     context: CallContext = "expression"  # "with": the response is an async context manager
     blocker: Blocker | None = None
+    # why the syntax tree around the call stops a rewrite (`policy.site_blocker`, read with `ast`):
+    # `fix` decides it again on its own tree, with the helper it was given
+    at_site: Blocker | None = None
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
@@ -183,6 +189,9 @@ class Finding:
     doubt: Doubt | None = None  # SCA003: what cannot be resolved
     stale: Staleness | None = None  # SCA004: how the vendored copy differs
     stale_version: str = ""  # SCA004: the version of selfcall-audit that wrote the copy
+    # the bound of the analysis (a field of `analysis.limits.Limits`) that stopped it following the
+    # call's target or path: the finding is what could still be told, not the whole answer
+    limit: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:

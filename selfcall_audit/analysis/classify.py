@@ -29,6 +29,8 @@ from .evaluate import (
     Path,
     Server,
     names_route_itself,
+    path_limit,
+    server_limit,
     without_params,
 )
 from .expand import ClientCall
@@ -52,6 +54,7 @@ class Verdict:
     http_method: str | None = None  # a call to the agent's route with another method than POST
     unresolved: bool = False  # the path cannot be resolved statically
     doubt: Doubt | None = None  # SCA003: what cannot be resolved
+    limit: str | None = None  # the bound of `LIMITS` that cut the evaluation of the target or path
 
 
 class Classifier:
@@ -107,6 +110,8 @@ class Classifier:
         reached = [reachable(alt, routes) for alt in paths]
         main = self.settings.route.split("?")[0]
 
+        cut_server, cut_path = server_limit(servers), path_limit(paths)
+
         def verdict(
             code: str,
             routes: Iterable[str],
@@ -116,11 +121,19 @@ class Classifier:
         ) -> Verdict:
             config = config_refs[0] if config_refs else None
             found = tuple(dict.fromkeys(evidence))
-            return Verdict(code, tuple(routes), found, tuple(servers), config, http_method, unresolved, doubt)
+            limit = cut_server or cut_path
+            return Verdict(
+                code, tuple(routes), found, tuple(servers), config, http_method, unresolved, doubt, limit
+            )
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
                 return verdict(POSSIBLE_SELF_CALL, [main], doubt="server")
+            # Cut short by a limit, the analysis cannot rule a self-call out: said, never silent.
+            if cut_server:  # the target may be the agent itself, which any path would make a self-call
+                return verdict(POSSIBLE_SELF_CALL, [], doubt="target")
+            if any(r & family for alt, r in zip(paths, reached) if path_limit([alt])):
+                return verdict(POSSIBLE_SELF_CALL, [main], doubt="path")
             return None
         # The target is the agent's own server: a self-call whatever the path.
         if any(isinstance(s, OwnName) for s in servers):

@@ -13,7 +13,7 @@ from dataclasses import replace
 from ..config import Settings
 from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 from ..rules import SELF_CALL
-from . import policy
+from . import around, policy
 from .calls import ROUTING_KWARGS
 from .classify import Classifier, Verdict
 from .deployment import Deployment
@@ -41,6 +41,8 @@ class Resolver:
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
+        self.read = read
+        self._trees: dict[str, around.Tree | None] = {}  # the files with a self-call `fix` may rewrite
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -78,6 +80,7 @@ class Resolver:
                             evidence=tuple(dict.fromkeys(first.evidence + finding.evidence)),
                             fixable=first.fixable and finding.fixable,
                             fix_blocker=first.fix_blocker or finding.fix_blocker,
+                            limit=first.limit or finding.limit,
                             call=first.call if first.fix_blocker or not finding.fix_blocker else finding.call,
                         )
                     results[key] = finding
@@ -109,7 +112,8 @@ class Resolver:
         if code == SELF_CALL:
             description = describe(call, method)
             blocker = policy.blocker(description) or self._other_target_somewhere(verdict, agent)
-            description = replace(description, blocker=blocker)
+            at_site = None if blocker else self._at_site(site_cls.path, call, description)
+            description = replace(description, blocker=blocker, at_site=at_site)
         site = call.site
         return Finding(
             code=code,
@@ -120,16 +124,30 @@ class Resolver:
             end_column=site.end_col,
             agent=agent.name,
             method=method.name,
-            fixable=description is not None and description.blocker is None,
+            fixable=description is not None and description.blocker is None and description.at_site is None,
             evidence=verdict.evidence,
-            fix_blocker=description.blocker if description else None,
+            fix_blocker=(description.blocker or description.at_site) if description else None,
             call=description,
             config=verdict.config,
             routes=verdict.routes,
             http_method=verdict.http_method,
             unresolved=verdict.unresolved,
             doubt=verdict.doubt,
+            limit=verdict.limit,
         )
+
+    def _at_site(self, path: str, call: ClientCall, description: CallDescription) -> Blocker | None:
+        """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`)."""
+        if path not in self._trees:
+            source = self.read(path) if self.read is not None else None
+            try:
+                self._trees[path] = around.Tree(source) if source is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._trees[path] = None
+        tree = self._trees[path]
+        if tree is None:
+            return None
+        return around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,

@@ -21,7 +21,7 @@ from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 
-__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites"]
+__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites", "tried_by_fix"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -132,6 +132,13 @@ class FixPlan:
                 file.write_error = "not written: the run was interrupted first"
 
 
+def tried_by_fix(finding: Finding) -> bool:
+    """Is the finding one to try to rewrite: a fixable one, or one that only the tree around the
+    call stops (`at_site`), which the rewrite reads again with the helper it was given."""
+    call = finding.call
+    return finding.fixable or (call is not None and call.blocker is None and call.at_site is not None)
+
+
 def _blocker(finding: Finding, helper: Helper) -> str:
     why = reason(finding.fix_blocker) if finding.fix_blocker else "it cannot be rewritten safely"
     if finding.call is not None and finding.call.receiver.kind == "helper":  # forwards to the client
@@ -175,8 +182,9 @@ def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None
             outcomes = [Outcome(f, "the file could not be read again") for f in findings]
             plan.files.append(FileFix(path, b"", b"", outcomes))
             continue
-        outcomes = [Outcome(f, _blocker(f, helper)) for f in findings if not f.fixable]
-        fixable = [f for f in findings if f.fixable]
+        # what only the tree around a call stops, fix decides again (with the helper it was given)
+        fixable = [f for f in findings if tried_by_fix(f)]
+        outcomes = [Outcome(f, _blocker(f, helper)) for f in findings if f not in fixable]
         after, removed_aliases = source, []
         try:
             if fixable:

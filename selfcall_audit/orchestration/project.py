@@ -214,16 +214,16 @@ class Project:
             if whole and fingerprint and not self.failed:
                 self.cache.put_snapshot(fingerprint, vars(result), self._observed)
             self.cache.save(prune=whole)
-        findings = [
+        shown = [
             f
             for f in result.findings
-            if self.settings.selects(f.code)
-            and (in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence))
+            if in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence)
         ]
+        findings = [f for f in shown if self.settings.selects(f.code)]
         return Report(
             root=self.root,
             findings=findings,
-            errors=[e for e in result.errors if in_scope(e.path, scopes)],
+            errors=_with_limits_hit([e for e in result.errors if in_scope(e.path, scopes)], shown, findings),
             files_scanned=result.files_scanned,
             files_parsed=self.files_parsed,
             agent_count=result.agent_count,
@@ -349,6 +349,12 @@ class Project:
                 f"{helper} and what it calls were not followed (a self-call there is not reported)"
             )
             self.errors.setdefault(rel, InputError(rel, message, "too_deep"))
+        for rel, (name, line) in sorted(index.cut.items()):
+            message = (
+                f"`{name}` is re-exported through more than {LIMITS.import_depth} modules: it was not "
+                "followed further (a self-call through it is not reported)"
+            )
+            self.errors.setdefault(rel, InputError(rel, message, "too_deep", line))
         if indexed is not None:
             indexed()
         if fingerprints and whole:
@@ -400,6 +406,30 @@ class Project:
                     AgentInfo(klass.name, module.path, klass.line, bases, names, *hierarchy.recognised(ref))
                 )
         return sorted(agents, key=lambda a: (a.path, a.line))
+
+
+def _with_limits_hit(
+    errors: list[InputError], shown: list[Finding], selected: list[Finding]
+) -> list[InputError]:
+    """A call the analysis stopped following at one of its limits is never passed over in silence:
+    when its finding (an SCA003, off by default) is not selected, an SCA900 entry at the call says
+    the analysis stopped there."""
+    kept = set(selected)
+    hits = [f for f in shown if f.limit is not None and f not in kept]
+    if not hits:
+        return errors
+    entries = {
+        (f.path, f.line): InputError(
+            f.path,
+            f"the analysis stopped following this call at one of its limits ({f.limit}); it may be "
+            f"a self-call: select {f.code} to see it",
+            "too_deep",
+            f.line,
+            f.column,
+        )
+        for f in hits
+    }
+    return sorted([*errors, *entries.values()], key=lambda e: (e.path, e.line, e.column))
 
 
 def _excluded(files: FileSet, scopes: tuple[str, ...]) -> tuple[str, ...]:

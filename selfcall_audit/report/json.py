@@ -25,6 +25,7 @@ def as_dict(report: Report) -> dict:
                 "method": f.method,
                 "fixable": f.fixable,
                 "evidence": [{"path": e.path, "line": e.line, "note": note(e)} for e in f.evidence],
+                **({"limit": f.limit} if f.limit else {}),
             }
             for f in report.findings
         ],

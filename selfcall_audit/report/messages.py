@@ -5,6 +5,7 @@ language server and the pytest helper say the same."""
 from __future__ import annotations
 
 from .. import __version__
+from ..analysis.limits import LIMITS
 from ..ftypes import AgentInfo, Blocker, Evidence, Finding
 from ..rules import RULES
 
@@ -21,6 +22,8 @@ _NOTES = {
 
 _DOUBTS = {
     "server": "the server name posting to {route} cannot be resolved statically",
+    "target": "the server name cannot be resolved statically",
+    "path": "the path, which may be {route}, cannot be resolved statically",
     "method": "its own {route} with a method that cannot be resolved",
 }
 
@@ -89,6 +92,16 @@ _MODELLINGS = {
     "and checks the error text",
 }
 
+# What each bound of the analysis counts, for "stopped at its limit of N ...".
+_LIMIT_UNITS = {
+    "evaluation_depth": "names, constants and calls followed for one value",
+    "alternatives": "strings one expression may be",
+    "fact_alternatives": "values one name may hold in a function",
+    "fact_depth": "levels of nesting kept in one expression",
+    "inlined_depth": "levels of nesting once local names are substituted",
+    "sequence_items": "items of a list or tuple written in place",
+}
+
 
 def refresh_command(path: str) -> str:
     """The command that writes a current copy of the helper over the vendored one at `path`."""
@@ -128,7 +141,7 @@ def route(finding: Finding) -> str:
 
 
 def message(finding: Finding) -> str:
-    reason = _DOUBTS[finding.doubt].format(route=route(finding)) if finding.doubt else ""
+    doubt = _DOUBTS[finding.doubt].format(route=route(finding)) if finding.doubt else ""
     why = (
         _STALENESS[finding.stale].format(version=finding.stale_version, installed=__version__)
         if finding.stale
@@ -138,10 +151,17 @@ def message(finding: Finding) -> str:
         agent=finding.agent,
         method=finding.method,
         route=route(finding),
-        reason=reason,
+        reason=doubt,
         why=why,
         command=refresh_command(finding.path),
     )
     if finding.config is not None:
         text += f" ({note(finding.config)} in {finding.config.path})"
+    if finding.limit is not None:
+        text += f" ({limit_words(finding.limit)})"
     return text
+
+
+def limit_words(limit: str) -> str:
+    """Why the analysis could not say more: the bound it reached, in words."""
+    return f"the analysis stopped at its limit of {getattr(LIMITS, limit)} {_LIMIT_UNITS[limit]}"
