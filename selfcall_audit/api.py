@@ -133,7 +133,7 @@ def plan_fix(
 
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths)
-    return plan_rewrites(root, report, project.read, helper)
+    return plan_rewrites(root, report, project.read, helper, progress)
 
 
 def helper_placement(root: Path, settings: Settings, rewritten: list[str]) -> Placement:

@@ -83,7 +83,18 @@ if TYPE_CHECKING:
         "unreachable",
     ]
 
-Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
+
+class Progress:
+    """How far a run has come, for a display (the command line's, on a terminal); this one tells
+    nobody. A run goes through phases, named as a user of ruff would name them (`listing files`,
+    `parsing`, `resolving agents`, `planning rewrites`, `rewriting`, ...), some counting files."""
+
+    def phase(self, name: str) -> None:
+        """The run enters the phase `name`; what it counts is counted from 0 again."""
+
+    def __call__(self, path: str, done: int, total: int) -> None:
+        """`path` is done, the `done`-th of `total` in the current batch (a phase may count several
+        batches one after the other, each from 1: they add up)."""
 
 
 @dataclass(frozen=True)

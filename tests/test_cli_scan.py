@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import finding_lines
 from fixture_annotations import annotated_findings
 
 from selfcall_audit import __version__
@@ -218,7 +219,7 @@ def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:
     result = cli("scan", "--format", "concise", "--no-cache", DEMO)
 
     assert result.exit_code == 1
-    lines = result.stdout.splitlines()
+    lines = finding_lines(result.stdout)
     pattern = re.compile(r"^(?P<path>[\w/.-]+\.py):(?P<line>\d+):(?P<col>\d+): (?P<code>SCA\d{3}) .+$")
     matches = [pattern.match(line) for line in lines]
     assert all(matches), lines
@@ -332,7 +333,7 @@ def test_exit_codes_of_the_real_command(command) -> None:
     findings = command("scan", "--no-cache", FIXTURES / "loops-try")
     usage = command("scan", "--no-cache", "--select", "NOPE", FIXTURES / "loops-try")
 
-    assert (clean.returncode, clean.stdout) == (0, "")
+    assert (clean.returncode, finding_lines(clean.stdout)) == (0, [])
     assert findings.returncode == 1
     assert findings.stdout.count(": SCA001 ") == 2
     assert usage.returncode == 2

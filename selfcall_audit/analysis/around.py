@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
+from .facts import parse
 from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
@@ -31,7 +32,7 @@ class Tree:
     hundreds of self-calls stays linear."""
 
     def __init__(self, source: bytes):
-        self.module = ast.parse(source)
+        self.module = parse(source)
         encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
         self.text = source.decode(encoding, "replace")
         self.lines = _LINE_BREAK.split(self.text)  # as Python counts lines (not `str.splitlines`)
@@ -49,7 +50,7 @@ class Tree:
     def rebound(self, method: ast.AST, name: str) -> int | None:
         """The line of a statement of the method's own scope that binds `name` again."""
         if (method, name) not in self._rebound:
-            found = bindings(method.body, name, own_scope=True)  # type: ignore[attr-defined]
+            found = self.flows.in_body(method, name)
             self._rebound[method, name] = line_of(found[0]) if found else None
         return self._rebound[method, name]
 

@@ -70,7 +70,7 @@ class Classifier:
         """The instances running the class whose config reference `key` names the instance itself
         (worked out once per class and key: an agent many configs run has hundreds of instances)."""
         if (site_cls, key) not in self._back:
-            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs if r.key == key]
         return self._back[site_cls, key]
 
     def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> Verdict | None:

@@ -38,7 +38,9 @@ class Hierarchy:
         self._bases_memo: dict[ClassRef, list[ClassRef | str]] = {}
         self._mro_memo: dict[ClassRef, list[ClassRef]] = {}
         self._agent_memo: dict[ClassRef, bool] = {}
-        self._children: dict[ClassRef, list[ClassRef]] | None = None
+        self._children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
+        self._children_of = 0  # the parsed modules `_children` covers (the first so many)
+        self._children_stale = True
 
     def bases(self, ref: ClassRef) -> list[ClassRef | str]:
         """Direct bases: a ClassRef in the project, or the dotted name of an external class."""
@@ -141,14 +143,17 @@ class Hierarchy:
         return self.is_agent(ref) and self.index.qualname(ref) not in self.agent_bases
 
     def children(self) -> dict[ClassRef, list[ClassRef]]:
-        """Direct subclasses among the modules parsed so far."""
-        if self._children is None:
-            children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
-            for ref in (ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes):
+        """Direct subclasses among the modules parsed when it was last brought up to date. Modules
+        are only ever added, so bringing it up to date reads only the ones parsed since."""
+        if self._children_stale:
+            self._children_stale = False
+            modules = list(self.index.parsed())
+            children = self._children
+            for ref in (ClassRef(m.path, k.name) for m in modules[self._children_of :] for k in m.classes):
                 for base in self.bases(ref):
                     if isinstance(base, ClassRef):
                         children[base].append(ref)
-            self._children = children
+            self._children_of = len(modules)
         return self._children
 
     def descendants(self, ref: ClassRef) -> list[ClassRef]:
@@ -175,7 +180,7 @@ class Hierarchy:
         if self.find_subclasses and posts:
             for path in self.find_subclasses(ref.name):
                 self.index.module(path)
-            self._children = None
+            self._children_stale = True
         found = [ref] if self.is_agent(ref) else []
         if found and not posts:
             return found

@@ -133,10 +133,16 @@ class _Flow:
     """Reaching definitions of one name through one function's statements: for each statement,
     header expression and nested definition, the bindings that can be current when it runs."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, bound: bool):
         self.name = name
         self.states: dict[ast.AST, State] = {}
         self.breaks: list[State] = []
+        # Most names a function reads its body never binds (`self`, a module's constant): then no
+        # part of it needs searching, and a flow costs no walk per statement.
+        self.bound = bound
+
+    def _bindings(self, node: ast.AST | Sequence[ast.AST]) -> list[ast.AST]:
+        return bindings(node, self.name, own_scope=True) if self.bound else []
 
     def _record(self, node: ast.AST, state: State) -> None:
         self.states[node] = self.states.get(node, frozenset()) | state
@@ -145,7 +151,7 @@ class _Flow:
         """The state after evaluating `node` (an expression or header part), recorded if the call is in it."""
         if node is None:
             return state
-        defs = bindings(node, self.name, own_scope=True)
+        defs = self._bindings(node)
         self._record(node, state.union(defs))  # a `:=` in the same expression may run first
         if not defs:
             return state
@@ -176,7 +182,7 @@ class _Flow:
             case ast.With(items=items, body=body) | ast.AsyncWith(items=items, body=body):
                 for item in items:
                     state = self._at(item, state)
-                inside = bindings(body, self.name, own_scope=True)
+                inside = self._bindings(body)
                 return self.block(body, state) | state | set(inside)  # a context manager may swallow an error
             case ast.Match(subject=subject, cases=cases):
                 state = self._at(subject, state)
@@ -202,7 +208,7 @@ class _Flow:
         if looping:
             state = self._at(node.iter, state)  # type: ignore[union-attr]
         target = looping and binds(node.target, self.name)  # type: ignore[union-attr]
-        head = state.union(bindings(node.body, self.name, own_scope=True), (node,) if target else ())
+        head = state.union(self._bindings(node.body), (node,) if target else ())
         if isinstance(node, ast.While):
             head = self._at(node.test, head)
         self.block(node.body, frozenset({node}) if target else head)
@@ -212,9 +218,7 @@ class _Flow:
         return finished | broken
 
     def _try(self, node: ast.Try, state: State) -> State:
-        raised = state | set(
-            bindings(node.body, self.name, own_scope=True)
-        )  # an error may come after any binding
+        raised = state | set(self._bindings(node.body))  # an error may come after any binding
         ends = self.block(node.body, state)
         if node.orelse:
             ends = self.block(node.orelse, ends)
@@ -242,6 +246,13 @@ class Flows:
             found = bindings(scope, name, own_scope=True)
             self._own[scope, name] = [node for node in found if node is not scope]
         return self._own[scope, name]
+
+    def in_body(self, function: ast.AST, name: str) -> list[ast.AST]:
+        """What binds `name` in the statements of a function's own scope (not its parameters,
+        decorators or annotations), from the one search of `own`."""
+        body = function.body  # type: ignore[attr-defined]
+        start = (body[0].lineno, body[0].col_offset)
+        return [node for node in self.own(function, name) if (line_of(node), _column(node)) >= start]
 
     def reach(
         self, scopes: Sequence[ast.AST], ancestors: Sequence[ast.AST], call: ast.Call, name: str
@@ -295,7 +306,7 @@ class Flows:
         """The states through `owner` for `name`, and the line of a nested function that rebinds
         it through `nonlocal`."""
         if (owner, name) not in self._flows:
-            flow = _Flow(name)
+            flow = _Flow(name, bool(self.in_body(owner, name)))
             params = [p for p in bindings(owner.args, name) if isinstance(p, ast.arg)]  # type: ignore[attr-defined]
             flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))  # type: ignore[attr-defined]
             nested = [
@@ -309,6 +320,12 @@ class Flows:
         """Does `function` declare `name` nonlocal and bind it?"""
         own = self.own(function, name)
         return len(own) > 1 and any(isinstance(node, ast.Nonlocal) for node in own)
+
+
+def _column(node: ast.AST) -> int:
+    if isinstance(node, ast.withitem):
+        return node.context_expr.col_offset
+    return getattr(node, "col_offset", 0)
 
 
 def global_reach(module: ast.AST, name: str) -> Reach:

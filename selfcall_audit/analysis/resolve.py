@@ -159,7 +159,7 @@ class Resolver:
                 case NamedServer(text):
                     others = [i.name for i in running if i.name != text]
                 case ConfigRef(key):
-                    others = [i.name for i in running if not any(r.key == key for r in i.self_refs())]
+                    others = [i.name for i in running if not any(r.key == key for r in i.self_refs)]
                 case _:
                     continue
             if others:

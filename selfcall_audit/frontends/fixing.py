@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ..migrate.record_app import Recording
     from ..migrate.test_impact import ImpactedTest
     from ..migrate.test_update import TestUpdate
+    from .display import Display
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,12 @@ class ProjectFix:
 
 
 def plan_project(
-    common: Common,
     root: Path,
     settings: Settings,
     paths: tuple[Path, ...],
     projects: Projects,
     helper_spec: str | None,
+    progress: Display,
 ) -> ProjectFix:
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
@@ -65,19 +66,16 @@ def plan_project(
     unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
     placement = placement or Placement(DEFAULT_HELPER)
     helper = Helper.parse(placement.spec)
-    progress = common.progress()
-    try:
+    plan = plan_fix(root, settings, paths, helper, progress)
+    projects.found(plan.report)
+    if unplaced and plan.rewritten:
+        try:
+            placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
+        except VendorError as exc:
+            progress.close()
+            raise Stopped(f"selfcall-audit: {exc}; nothing was written", EXIT_ERROR) from None
+        helper = Helper.parse(placement.spec)
         plan = plan_fix(root, settings, paths, helper, progress)
-        projects.found(plan.report)
-        if unplaced and plan.rewritten:
-            try:
-                placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
-            except VendorError as exc:
-                raise Stopped(f"selfcall-audit: {exc}; nothing was written", EXIT_ERROR) from None
-            helper = Helper.parse(placement.spec)
-            plan = plan_fix(root, settings, paths, helper, progress)
-    finally:
-        progress.close()
     return ProjectFix(root, settings, plan, helper, placement.write_to if plan.rewritten else None)
 
 
@@ -87,7 +85,7 @@ def finish_project(
     fixing: ProjectFix,
     show_diff: bool,
     check: bool,
-    since: float,
+    progress: Display,
     named: bool = False,
 ) -> int:
     """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
@@ -95,7 +93,8 @@ def finish_project(
     is the run's outermost root, from which `--diff` names every project's files; `since`, when
     the run began (the bar shows the rewriting at once if the run is already long); `named`: the
     summary says which project it is about (a run over several, whose summaries would otherwise
-    contradict)."""
+    contradict). The run's display shows the rewriting and the tests' update, and is paused before this project's
+    lines are said."""
     from ..migrate.codemod import file_diff, new_file_diff
     from ..migrate.record_app import record_app
     from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
@@ -118,12 +117,14 @@ def finish_project(
                     created = not os.path.lexists(root / vendored)
                     vendor_helper(root / vendored)
                 except (VendorError, OSError) as exc:
+                    progress.pause()
                     message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                     raise Stopped(
                         f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
                         EXIT_ERROR,
                     ) from None
             if received:
+                progress.pause()
                 raise Stopped(
                     f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
                     128 + received[0],
@@ -132,17 +133,13 @@ def finish_project(
         updates: list[TestUpdate] = []
         recordings: list[Recording] = []
         if dry_run and plan.rewritten:
+            progress.phase("updating tests")
             tests, updates = _test_updates(fixing)
             recordings = record_app(root, fixing.settings.agent_bases)
         if not dry_run:
-            progress = common.progress(since=since)
-            try:
-                progress.stage("rewriting")
-                progress("", 0, sum(file.changed for file in plan.files))
-                plan.write()
-            finally:
-                progress.close()
+            plan.write(progress)
             if plan.rewritten and plan.interrupted is None:  # the tests of what was written
+                progress.phase("updating tests")
                 tests, updates = _test_updates(fixing)
                 recordings = record_app(root, fixing.settings.agent_bases)
                 recorded = write_all(root, recordings)
@@ -166,6 +163,8 @@ def finish_project(
                 with contextlib.suppress(OSError):
                     os.unlink(root / vendored)
                     vendored = None
+
+    progress.pause()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)

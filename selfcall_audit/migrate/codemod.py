@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_HELPER
-from ..ftypes import Finding, Report
+from ..ftypes import Finding, Progress, Report
 from ..report.escape import git_quoted
 from ..report.messages import message, reason
 from ..rules import SELF_CALL
@@ -117,10 +117,10 @@ class FixPlan:
                 result.append((finding, f"{message(finding)}; {finding.code} is not rewritten automatically"))
         return sorted(result, key=lambda item: item[0].sort_key)
 
-    def write(self) -> None:
-        """Write every changed file (see `write`); a refusal, an I/O error or an interrupt that
-        came first is kept as the file's `write_error`."""
-        result = write_all(self.root, [file for file in self.files if file.changed])
+    def write(self, progress: Progress | None = None) -> None:
+        """Write every changed file (see `write`), telling `progress` of each; a refusal, an I/O
+        error or an interrupt that came first is kept as the file's `write_error`."""
+        result = write_all(self.root, [file for file in self.files if file.changed], progress)
         self.interrupted = result.interrupted
         for file in self.files:
             if file.path in result.refused:
@@ -163,9 +163,15 @@ def first_party_of(root: Path) -> Callable[[str], bool]:
     return first_party
 
 
-def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None], helper: Helper) -> FixPlan:
+def plan_rewrites(
+    root: Path,
+    report: Report,
+    read: Callable[[str], bytes | None],
+    helper: Helper,
+    progress: Progress | None = None,
+) -> FixPlan:
     """The new text of every file with fixable self-calls in `report`, from the bytes `read` gives
-    (those the analysis read)."""
+    (those the analysis read); `progress` is told of each file planned."""
     by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
         if finding.code == SELF_CALL:
@@ -175,7 +181,10 @@ def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None
 
     first_party = first_party_of(root)
     plan = FixPlan(root, report, [])
-    for path, sites in sorted(by_path.items()):
+    progress = progress or Progress()
+    progress.phase("planning rewrites")
+    for done, (path, sites) in enumerate(sorted(by_path.items()), 1):
+        progress(path, done, len(by_path))
         findings = list(sites.values())
         source = read(path)
         if source is None:

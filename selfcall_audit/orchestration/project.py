@@ -77,9 +77,11 @@ class Project:
         self.root = root
         self.warm = warm
         self.settings = settings
-        self.progress = progress
+        self.progress = progress or Progress()
+        self._parsing = False  # the phase the parsed files are counted in (not those parsed on demand)
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
+        self.memory = frozenset(self._bytes)  # the files read from memory
         self._keys: dict[str, str | None] = {}
         self._statuses: Mapping[str, Status] = {}  # of the last listing, as `FileSet.statuses`
         # Files that could not be read (not those skipped for their size) or parsed: a result that
@@ -114,7 +116,10 @@ class Project:
             self.errors[rel] = exc.entry(rel)
             self.failed.add(rel)
             return None
-        (self.warm.disk if self.warm else self._bytes)[rel] = data
+        if self.warm:
+            self.warm.remember(rel, data)
+        else:
+            self._bytes[rel] = data
         return data
 
     def peek(self, rel: str) -> bytes | None:
@@ -159,10 +164,18 @@ class Project:
                 self._pool(),
                 self.errors,
                 self.failed,
-                self.progress,
+                self._parsed,
                 memory,
             )
         return self._store
+
+    def _parsed(self, rel: str, done: int, total: int) -> None:
+        if self._parsing:
+            self.progress(rel, done, total)
+
+    def _phase(self, name: str) -> None:
+        self._parsing = name == "parsing"
+        self.progress.phase(name)
 
     def _pool(self) -> Workers:
         if self._workers is None:
@@ -188,6 +201,7 @@ class Project:
         whole = not scopes or "" in scopes
         files = self.warm.files if self.warm else None
         if files is None:
+            self._phase("listing files")
             files = discover(
                 self.root,
                 self.settings.exclude,
@@ -304,10 +318,12 @@ class Project:
             self.errors,
             self.failed,
             self.warm,
+            self.memory,
         )
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
+        self._phase("parsing")
         chosen = Targets(
             files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
         )
@@ -334,7 +350,10 @@ class Project:
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
-        for rel in dict.fromkeys(targets):
+        self._phase("resolving agents")
+        targets = list(dict.fromkeys(targets))
+        for done, rel in enumerate(targets, 1):
+            self.progress(rel, done, len(targets))
             module = index.module(rel)
             if module is None or rel not in source_set:
                 continue
