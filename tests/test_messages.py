@@ -29,7 +29,7 @@ def test_each_subject_of_a_finding_in_words(tmp_path: Path, cli) -> None:
     result = cli("scan", "--no-cache", "--select", "SCA", "--format", "concise", tmp_path)
 
     where = f"{tmp_path.name}/responses_api_agents/verb/app.py"
-    lines = [line.split(f"{where}:", 1)[-1] for line in result.stdout.splitlines()]
+    lines = [line.split(f"{where}:", 1)[1] for line in result.stdout.splitlines() if where in line]
     assert lines == [
         "6:15: SCA003 VerbAgent.run may post to itself: its own /v1/responses with a method that cannot be resolved",
         "7:15: SCA002 VerbAgent.run calls its own /run or /seed route over HTTP; call the method directly",
