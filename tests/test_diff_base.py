@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cli_support import finding_lines
 from click.testing import Result
+from git_support import git
 
 HEADER = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -29,16 +29,6 @@ RETRY = """\
 """
 ECHO = "responses_api_agents/echo/app.py"
 OTHER = "responses_api_agents/other/app.py"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def write(repo: Path, rel: str, text: str) -> None:

@@ -192,7 +192,7 @@ class Evaluator:
                 if found is None:
                     return None
                 owner, binding = found
-                ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{attr}` is bound here"))
+                ctx.evidence.append(Evidence(owner.path, binding.line, "bound", f"self.{attr}"))
                 if isinstance(binding.expr, Param):
                     keyword = self._class_keyword(owner, binding, ctx.cls)
                     if keyword is not None:
@@ -204,15 +204,13 @@ class Evaluator:
                 return None
         match self.index.lookup_dotted(ctx.path, expr):
             case ConstRef(path, binding):
-                ctx.evidence.append(Evidence(path, binding.line, f"`{binding.name}` is defined here"))
+                ctx.evidence.append(Evidence(path, binding.line, "defined", binding.name))
                 return binding.expr, ctx.inside(path, None)
             case ClassAttr(cls, attr):
                 klass = self.index.klass(cls)
                 for binding in klass.constants if klass else ():
                     if binding.name == attr:
-                        ctx.evidence.append(
-                            Evidence(cls.path, binding.line, f"`{cls.name}.{attr}` is defined here")
-                        )
+                        ctx.evidence.append(Evidence(cls.path, binding.line, "defined", f"{cls.name}.{attr}"))
                         return binding.expr, ctx.inside(cls.path, None)
         return None
 
@@ -222,7 +220,7 @@ class Evaluator:
         if found is None or not found[1].is_property or found[1].returns == UNKNOWN:
             return None
         owner, function = found
-        ctx.evidence.append(Evidence(owner.path, function.line, f"property `{attr}` is defined here"))
+        ctx.evidence.append(Evidence(owner.path, function.line, "property", attr))
         return qualify(inline(function.returns, function.locals), owner.path, {}), ctx
 
     def _class_keyword(self, owner: ClassRef, binding: Binding, cls: ClassRef) -> tuple[Expr, Ctx] | None:
@@ -453,9 +451,7 @@ class Evaluator:
                 # `self.<alias>.name` where <alias> was bound to self.config
                 bound = self.hierarchy.class_binding(ctx.cls, alias)
                 if bound and bound[1].expr == _CONFIG:
-                    ctx.evidence.append(
-                        Evidence(bound[0].path, bound[1].line, f"`self.{alias}` is bound here")
-                    )
+                    ctx.evidence.append(Evidence(bound[0].path, bound[1].line, "bound", f"self.{alias}"))
                     return self.server(Attr(_CONFIG, attr), ctx, depth + 1)
         return [Unresolved()]
 

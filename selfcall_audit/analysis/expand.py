@@ -273,7 +273,6 @@ class Expander:
         for inner in inner_calls:
             if self._dispatched_in_process(inner, bindings, target.path, ctx):
                 continue
-            note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
             result.append(
                 ClientCall(
                     site=call,
@@ -283,7 +282,7 @@ class Expander:
                     path=qualify(inner.path, target.path, bindings),
                     receiver=qualify(inner.receiver, target.path, bindings),
                     helper=function.name,
-                    via=(Evidence(target.path, inner.site.line, note), *inner.via),
+                    via=(Evidence(target.path, inner.site.line, "through", function.name), *inner.via),
                 )
             )
         return result

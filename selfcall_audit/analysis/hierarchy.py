@@ -13,6 +13,10 @@ from .facts import Binding, FunctionFacts
 from .index import ClassRef, ConstRef, External, FunctionRef, Index
 from .limits import LIMITS
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ..ftypes import Recognition
+
 # Where a class serves the agent route: the place (path, line) of the registration, or None.
 Serves = Callable[[ClassRef], "tuple[str, int] | None"]
 
@@ -119,19 +123,20 @@ class Hierarchy:
             )
         return memo[ref]
 
-    def recognised(self, ref: ClassRef) -> str:
-        """How the class was recognised as an agent, for the inventory."""
+    def recognised(self, ref: ClassRef) -> tuple[Recognition, str, int]:
+        """How the class was recognised as an agent, for the inventory: the kind (see
+        `AgentInfo`), the base's name or the file registering the route, and the route's line."""
         for owner in self.mro(ref):
             name = self.index.qualname(owner)
             if owner != ref and name in self.agent_bases:
-                return f"subclass of {name}"
+                return "base", name, 0
             for base in self.bases(owner):
                 if isinstance(base, str) and base in self.agent_bases:
-                    return f"subclass of {base}"
+                    return "base", base, 0
             where = self.serves(owner) if self.serves is not None else None
             if where is not None:
-                return f"serves its route (registered at {where[0]}:{where[1]})"
-        return "configured agent base"
+                return "route", where[0], where[1]
+        return "configured", "", 0
 
     def is_agent_class(self, ref: ClassRef) -> bool:
         """An agent class of the project (the configured base classes themselves are not)."""

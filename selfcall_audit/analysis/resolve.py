@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..config import Settings
-from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
+from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 from ..rules import SELF_CALL
 from . import around, policy
 from .calls import ROUTING_KWARGS
@@ -99,11 +99,8 @@ class Resolver:
                     continue
                 if agent != ref:
                     klass = self.index.klass(agent)
-                    note = f"runs in agent `{agent.name}`"
-                    verdict = replace(
-                        verdict,
-                        evidence=(*verdict.evidence, Evidence(agent.path, klass.line if klass else 1, note)),
-                    )
+                    runs_in = Evidence(agent.path, klass.line if klass else 1, "runs_in", agent.name)
+                    verdict = replace(verdict, evidence=(*verdict.evidence, runs_in))
                 found.append(self._finding(verdict, call, method, ref, agent))
         return found
 
@@ -125,7 +122,6 @@ class Resolver:
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
-            detail=verdict.detail,
             agent=agent.name,
             method=method.name,
             fixable=description is not None and description.blocker is None and description.at_site is None,
@@ -133,10 +129,14 @@ class Resolver:
             fix_blocker=(description.blocker or description.at_site) if description else None,
             call=description,
             config=verdict.config,
+            routes=verdict.routes,
+            http_method=verdict.http_method,
+            unresolved=verdict.unresolved,
+            doubt=verdict.doubt,
             limit=verdict.limit,
         )
 
-    def _at_site(self, path: str, call: ClientCall, description: CallDescription) -> str | None:
+    def _at_site(self, path: str, call: ClientCall, description: CallDescription) -> Blocker | None:
         """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`)."""
         if path not in self._trees:
             source = self.read(path) if self.read is not None else None
@@ -147,10 +147,9 @@ class Resolver:
         tree = self._trees[path]
         if tree is None:
             return None
-        blocker = around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
-        return blocker.reason if blocker is not None else None
+        return around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
 
-    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:
+    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
         `self.config.<ref>.name`) that is this agent in some of its instances but another server
         in others."""
@@ -164,8 +163,7 @@ class Resolver:
                 case _:
                     continue
             if others:
-                names = ", ".join(f"`{name}`" for name in sorted(set(others))[:3])
-                return f"in other instances ({names}) the target is another server: a rewrite would skip it"
+                return Blocker("other_instances", names=tuple(sorted(set(others))[:3]))
         return None
 
 

@@ -16,7 +16,7 @@ from .. import api
 from ..config import load_settings
 from ..ftypes import Finding, InputError
 from ..migrate.vendor import VendorError, helper_source
-from ..report.messages import message
+from ..report.messages import message, note, reason
 from ..rules import RULES
 from ..workspace.discovery import find_root
 
@@ -114,7 +114,7 @@ class Editor:
                     self.to_uri(os.fspath(root / evidence.path)),
                     lsp.Range(lsp.Position(evidence.line - 1, 0), lsp.Position(evidence.line - 1, 0)),
                 ),
-                evidence.note,
+                note(evidence),
             )
             for evidence in finding.evidence
         ]
@@ -125,7 +125,10 @@ class Editor:
             code=finding.code,
             source=SOURCE,
             related_information=related or None,
-            data={"fixable": finding.fixable, "blocker": finding.fix_blocker},
+            data={
+                "fixable": finding.fixable,
+                "blocker": reason(finding.fix_blocker) if finding.fix_blocker else None,
+            },
         )
 
     def _error(self, error: InputError, lines: list[str]) -> lsp.Diagnostic:

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ..report.escape import neutralise
+from ..report.messages import modelled
 from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
+from .ending import Stopped
 
 if TYPE_CHECKING:
     from ..api import Projects
@@ -24,11 +26,6 @@ if TYPE_CHECKING:
     from ..migrate.test_impact import ImpactedTest
     from ..migrate.test_update import TestUpdate
     from .display import Display
-
-
-def _end_run(code: int) -> None:
-    """End the command, whatever project is next, with this exit code."""
-    click.get_current_context().exit(code)
 
 
 @dataclass(frozen=True)
@@ -76,8 +73,7 @@ def plan_project(
             placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
         except VendorError as exc:
             progress.close()
-            click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
-            _end_run(EXIT_ERROR)
+            raise Stopped(f"selfcall-audit: {exc}; nothing was written", EXIT_ERROR) from None
         helper = Helper.parse(placement.spec)
         plan = plan_fix(root, settings, paths, helper, progress)
     return ProjectFix(root, settings, plan, helper, placement.write_to if plan.rewritten else None)
@@ -93,11 +89,11 @@ def finish_project(
     named: bool = False,
 ) -> int:
     """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
-    status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
-    outermost root, from which `--diff` names every project's files; `since`, when the run began
-    (the bar shows the rewriting at once if the run is already long); `named`: the summary says
-    which project it is about (a run over several, whose summaries would otherwise contradict).
-    The run's display shows the rewriting and the tests' update, and is paused before this project's
+    status; an unwritable helper or an interrupt ends the whole run at once (`Stopped`). `base`
+    is the run's outermost root, from which `--diff` names every project's files; `since`, when
+    the run began (the bar shows the rewriting at once if the run is already long); `named`: the
+    summary says which project it is about (a run over several, whose summaries would otherwise
+    contradict). The run's display shows the rewriting and the tests' update, and is paused before this project's
     lines are said."""
     from ..migrate.codemod import file_diff, new_file_diff
     from ..migrate.record_app import record_app
@@ -123,18 +119,16 @@ def finish_project(
                 except (VendorError, OSError) as exc:
                     progress.pause()
                     message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                    click.echo(
+                    raise Stopped(
                         f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
-                        err=True,
-                    )
-                    _end_run(EXIT_ERROR)
+                        EXIT_ERROR,
+                    ) from None
             if received:
                 progress.pause()
-                click.echo(
+                raise Stopped(
                     f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
-                    err=True,
+                    128 + received[0],
                 )
-                _end_run(128 + received[0])
         tests: list[ImpactedTest] = []
         updates: list[TestUpdate] = []
         recordings: list[Recording] = []
@@ -240,12 +234,11 @@ def finish_project(
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
         written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
-        click.echo(
+        raise Stopped(
             f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
             + "".join(f"\n  {path}" for path in written),
-            err=True,
+            128 + plan.interrupted,
         )
-        _end_run(128 + plan.interrupted)
     if plan.errors:
         return EXIT_ERROR
     failed = not_fixed or plan.report.inputs_failed  # a file that does not parse may hide one
@@ -286,7 +279,8 @@ def _report_tests(
     say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call:")
     for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
         path, _, name = test.node_id.partition("::")
-        say(f"  {shown(path)}::{name}: {test.reason}; {fate.get(test.node_id, 'left as it is')}")
+        how = modelled(test.models, test.route)
+        say(f"  {shown(path)}::{name}: {how}; {fate.get(test.node_id, 'left as it is')}")
 
 
 def _plural(count: int, word: str) -> str:

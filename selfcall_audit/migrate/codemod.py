@@ -15,7 +15,7 @@ from pathlib import Path
 from ..config import DEFAULT_HELPER
 from ..ftypes import Finding, Progress, Report
 from ..report.escape import git_quoted
-from ..report.messages import message
+from ..report.messages import message, reason
 from ..rules import SELF_CALL
 from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
@@ -140,10 +140,10 @@ def tried_by_fix(finding: Finding) -> bool:
 
 
 def _blocker(finding: Finding, helper: Helper) -> str:
-    reason = finding.fix_blocker or "it cannot be rewritten safely"
+    why = reason(finding.fix_blocker) if finding.fix_blocker else "it cannot be rewritten safely"
     if finding.call is not None and finding.call.receiver.kind == "helper":  # forwards to the client
-        reason += f"; rewrite this call by hand to call `{helper.name}(self, url_path=..., ...)` directly"
-    return reason
+        why += f"; rewrite this call by hand to call `{helper.name}(self, url_path=..., ...)` directly"
+    return why
 
 
 def _written_as(root: Path, path: str) -> str:

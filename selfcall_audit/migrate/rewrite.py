@@ -20,7 +20,8 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ..analysis import policy
-from ..ftypes import CallDescription, Finding
+from ..ftypes import Blocker, CallDescription, Finding
+from ..report.messages import reason
 from . import arguments, flow, scope
 from .aliases import unused_aliases
 from .imports import Helper, add_import, ident, imported_name
@@ -39,7 +40,7 @@ class Outcome:
 
     finding: Finding
     reason: str | None = None
-    blocker: policy.Blocker | None = None  # what the reason is about, where the tree around the call tells
+    blocker: Blocker | None = None  # what the reason is about, where the analysis or the tree tells
 
 
 class _Planner:
@@ -78,29 +79,27 @@ class _Planner:
         outcomes = []
         for finding in findings:
             site = sites.get(finding)
-            plan = "the call is not where the analysis found it" if site is None else self.plan(finding, site)
-            if isinstance(plan, str):
-                outcomes.append(Outcome(finding, plan))
-            elif isinstance(plan, policy.Blocker):
-                outcomes.append(Outcome(finding, plan.reason, plan))
+            plan = Blocker("not_found") if site is None else self.plan(finding, site)
+            if isinstance(plan, Blocker):
+                outcomes.append(Outcome(finding, reason(plan), plan))
             else:
                 plans[site.call] = plan  # type: ignore[union-attr]
                 outcomes.append(Outcome(finding))
         return plans, outcomes
 
-    def plan(self, finding: Finding, site: Site) -> Plan | policy.Blocker | str:
+    def plan(self, finding: Finding, site: Site) -> Plan | Blocker:
         seen = describe(site)
         call: CallDescription = finding.call or seen
         if finding.call is not None and mismatch(finding.call, seen):
-            return "the call is not the one the analysis described; run `selfcall-audit fix` again"
+            return Blocker("not_described")
         if call.context == "expression":  # where the call stands, the tree tells for certain
             call = replace(call, context=seen.context)
-        reason = policy.blocker(call)
-        if reason is not None:
-            return reason
+        refused = policy.blocker(call)
+        if refused is not None:
+            return refused
         method, self_name, at = scope.enclosing_method(site.ancestors)
         if method is None or self_name is None or self_name != call.self_name:
-            return "the call is not inside a method that has `self`"
+            return Blocker("outside_method")
         roles = {argument.role: argument.index for argument in call.arguments}
         dropped_parts = [
             site.call.func,

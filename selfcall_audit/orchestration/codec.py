@@ -14,6 +14,7 @@ from operator import attrgetter
 
 from ..ftypes import (
     AgentInfo,
+    Blocker,
     CallArgument,
     CallDescription,
     CallReceiver,
@@ -41,13 +42,29 @@ class _Schema:
 
 
 _REPORT_SCHEMA = _Schema(
-    (Finding, Evidence, AgentInfo, InputError, CallDescription, CallReceiver, CallArgument, LocalBinding),
+    (
+        Finding,
+        Evidence,
+        AgentInfo,
+        InputError,
+        CallDescription,
+        CallReceiver,
+        CallArgument,
+        LocalBinding,
+        Blocker,
+    ),
     {
-        Finding: {"evidence": "Evidence*", "call": "CallDescription", "config": "Evidence"},
+        Finding: {
+            "evidence": "Evidence*",
+            "call": "CallDescription",
+            "config": "Evidence",
+            "fix_blocker": "Blocker",
+        },
         CallDescription: {
             "receiver": "CallReceiver",
             "arguments": "CallArgument*",
             "bindings": "LocalBinding*",
+            "blocker": "Blocker",
         },
     },
 )

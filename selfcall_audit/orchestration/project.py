@@ -422,7 +422,7 @@ class Project:
                 bases = tuple(b if isinstance(b, str) else index.qualname(b) for b in hierarchy.bases(ref))
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(
-                    AgentInfo(klass.name, module.path, klass.line, bases, names, hierarchy.recognised(ref))
+                    AgentInfo(klass.name, module.path, klass.line, bases, names, *hierarchy.recognised(ref))
                 )
         return sorted(agents, key=lambda a: (a.path, a.line))
 
