@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .rules import UNREADABLE
 
-TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
 if TYPE_CHECKING:
     from typing import Literal
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -37,7 +38,6 @@ from .expand import ClientCall
 from .gym_config import AgentInstance, ServerRef
 from .index import ClassRef
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import Doubt
 

@@ -13,13 +13,13 @@ import re
 import tokenize
 import warnings
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..ftypes import InputError, OnFirstRead
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
 from .walker import Binding, FunctionWalker, ModuleScope, param_names
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import ErrorKind
 

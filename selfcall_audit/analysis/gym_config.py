@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from posixpath import normpath
+from typing import TYPE_CHECKING
 
 from ..ftypes import InputError
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     import yaml
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact
 from .expr import UNKNOWN, Alt, Attr, Call, Expr, Local, Name, SelfRef, children
@@ -13,7 +14,6 @@ from .facts import Binding, FunctionFacts
 from .index import ClassRef, ConstRef, External, FunctionRef, Index
 from .limits import LIMITS
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import Recognition
 

@@ -12,11 +12,11 @@ This module imports nothing but the value types: a scan can use it without libcs
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..ftypes import Blocker, CallArgument, CallDescription
 from .calls import CLIENT_SIGNATURES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 

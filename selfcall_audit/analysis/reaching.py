@@ -10,10 +10,10 @@ from __future__ import annotations
 import ast
 import unicodedata
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .policy import Definition, Reach
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .policy import DefinitionForm
 

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import api
 from ..api import Projects, by_project
@@ -19,7 +20,6 @@ from ..workspace.listing import GitListing, is_project_root
 from ..workspace.write import replace_file
 from .display import Display
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
 

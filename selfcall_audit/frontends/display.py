@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..ftypes import Progress
 from ..report.escape import neutralise
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rich.progress import Progress as RichProgress
 

@@ -12,6 +12,7 @@ NFKC normalisation, as Python compares identifiers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 import libcst.matchers as m
@@ -20,7 +21,6 @@ from ..analysis.policy import Definition, Reach
 from .imports import ident
 from .scope import COMPREHENSIONS, bindings, binds
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..analysis.policy import DefinitionForm
 

@@ -11,6 +11,7 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
@@ -21,7 +22,6 @@ from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding
 from .imports import dotted_name, ident
 from .scope import enclosing_method
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import CallContext, ReceiverKind
 

@@ -16,10 +16,10 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import discover, test_code_matcher
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 

@@ -16,6 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..config import HELPER_NAME, is_dotted
@@ -27,7 +28,6 @@ from ..workspace.discovery import find_root
 from ..workspace.write import atomic_write, new_file_mode, resolved_inside
 from .house_style import import_style, is_first_party, license_header, sorted_imports
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import Staleness
 

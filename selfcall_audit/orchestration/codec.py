@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 from functools import cache, lru_cache, partial
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from ..ftypes import (
     AgentInfo,
@@ -25,7 +26,6 @@ from ..ftypes import (
     OnFirstRead,
 )
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
@@ -15,7 +16,6 @@ from ..workspace.workers import Workers
 from .cache import FactsCache
 from .jobs import import_lines_of, instances_of
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
@@ -21,7 +22,6 @@ from ..workspace.prefilter import base_tokens
 from .cache import FactsCache, content_key
 from .fingerprint import Fingerprints
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
     from ..analysis.facts import ModuleFacts
     from ..analysis.hierarchy import Hierarchy

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
