@@ -65,6 +65,7 @@ _REPORT_SCHEMA = _Schema(
             "arguments": "CallArgument*",
             "bindings": "LocalBinding*",
             "blocker": "Blocker",
+            "at_site": "Blocker",
         },
     },
 )
