@@ -16,6 +16,9 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
 - **flake8 without the plugin** and **flake8 with the plugin**, each with flake8's default
   checks, both started by the same few lines (``FLAKE8_RUNNER``) that leave our plugin out of
   flake8's plugin list for the first: what the plugin adds to a flake8 run (target: 10%);
+- selfcall-audit **fix** (``fix``, which writes) on a fresh copy of the tree (no cache in it) made
+  before each run and not timed: compared with the cold scan (target: at most 2x); the calls it
+  rewrote must be SCA001 findings of the scan, and the same in every round;
 - ``python -c pass``: the interpreter's own start-up, the floor under a one-file run;
   ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it; and
   ``python -c 'import ...'`` of the standard-library modules a one-file run loads (read from its
@@ -63,6 +66,7 @@ from pathlib import Path
 from gen_tree import EXPECTED_FILE, generate
 
 CACHE_DIR = ".selfcall_audit_cache"
+REWROTE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): rewrote self-call to ", re.MULTILINE)
 FLAKE8_LINE = re.compile(r"^(?:\./)?(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>SCA\d{3}) ")
 SEMGREP_RULE = """\
 rules:
@@ -101,6 +105,7 @@ import sys
 from selfcall_audit.frontends.cli import main
 sys.exit(main(sys.argv[1:]))
 """
+TARGET_FIX_VS_COLD = 2.0  # fix (analysis, rewrites, test updates) against its own cold scan
 TARGET_FLAKE8_PLUGIN = 1.10  # flake8 with the plugin, against flake8 alone
 # flake8 as its console script runs it, with our plugin left out of the plugins it finds when the
 # first argument is "without" (the package stays installed: the same interpreter and site).
@@ -218,6 +223,7 @@ class Checker:
         self.reference: list[list] | None = self.expected
         self.problems: list[str] = []
         self.files_parsed: int | None = None
+        self.rewrites: list[list] | None = None  # what the first `fix` rewrote
 
     def whole(self, label: str) -> Callable[[Outcome], int]:
         def check(outcome: Outcome) -> int:
@@ -228,6 +234,23 @@ class Checker:
                 self.reference = found
             self._compare(label, found, self.reference)
             return len(found)
+
+        return check
+
+    def fix(self, label: str) -> Callable[[Outcome], int]:
+        """The calls `fix` rewrote: each an SCA001 finding of the scan, the same in every round."""
+
+        def check(outcome: Outcome) -> int:
+            rewrote = sorted([m["path"], int(m["line"])] for m in REWROTE.finditer(outcome.stdout))
+            if self.rewrites is None:
+                self.rewrites = rewrote
+            elif rewrote != self.rewrites:
+                self.problems.append(f"{label}: rewrote {len(rewrote)} calls, {len(self.rewrites)} before")
+            scanned = {(path, line) for code, path, line in self.reference or [] if code == "SCA001"}
+            stray = [call for call in rewrote if (call[0], call[1]) not in scanned]
+            if stray:
+                self.problems.append(f"{label}: rewrote calls the scan did not report: {stray[:5]}")
+            return len(rewrote)
 
         return check
 
@@ -391,6 +414,22 @@ def measures(
             before=editor.edit,
             after=editor.restore,
             check=checker.one_file("through click", target, shift=0),
+        )
+    )
+    copy = workdir / "fix-copy"  # a fresh copy for each run of `fix`, which rewrites it
+
+    def fresh_copy() -> None:
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(root, copy, symlinks=True, ignore=shutil.ignore_patterns(CACHE_DIR, ".ruff_cache"))
+
+    found.append(
+        Measure(
+            "sca_fix",
+            "selfcall-audit fix (fresh copy)",
+            [sca, "fix"],
+            before=fresh_copy,
+            check=checker.fix("selfcall-audit fix"),
+            cwd=copy,
         )
     )
     # The interpreter's own start-up: the floor under any one-file run. Without `site` too: .pth
@@ -596,6 +635,7 @@ def side_by_side(
         ("warm_vs_ruff_warm", "sca_warm", "ruff_warm", "<=", TARGET_WARM_VS_RUFF),
         ("cold_vs_ruff_cold", "sca_cold", "ruff_cold", "<=", TARGET_COLD_VS_RUFF),
         ("flake8_plugin_vs_alone", "flake8_plugin", "flake8_alone", "<=", TARGET_FLAKE8_PLUGIN),
+        ("fix_vs_cold", "sca_fix", "sca_cold", "<=", TARGET_FIX_VS_COLD),
         *(
             (f"{key.removeprefix('sca_')}_vs_python_pass", key, "python_pass", "<=", target)
             for key, target in TARGET_ONE_FILE_VS_PYTHON.items()

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import Settings, load_settings, python_floor
 from .ftypes import Progress, Report
@@ -30,7 +31,6 @@ from .orchestration.warm import Warm
 from .rules import STALE_HELPER
 from .workspace.listing import GitListing
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .migrate.codemod import FixPlan
     from .migrate.imports import Helper
@@ -133,7 +133,7 @@ def plan_fix(
 
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths)
-    return plan_rewrites(root, report, project.read, helper)
+    return plan_rewrites(root, report, project.read, helper, progress)
 
 
 def helper_placement(root: Path, settings: Settings, rewritten: list[str]) -> Placement:

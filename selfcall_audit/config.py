@@ -9,10 +9,10 @@ import stat
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING
 
 from .rules import POSSIBLE_SELF_CALL, UnknownCode, check_codes, code_selected
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
 

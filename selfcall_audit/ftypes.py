@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .rules import UNREADABLE
 
-TYPE_CHECKING = False  # typing is not imported at run time: a one-file scan never needs it
 if TYPE_CHECKING:
     from typing import Literal
 
@@ -21,15 +21,97 @@ if TYPE_CHECKING:
     # "yaml" (a config that cannot be loaded), "config_paths" (an entry naming no file it can
     # read), "internal" (a bug of ours while analysing the file).
     ErrorKind = Literal["syntax", "unreadable", "too_large", "too_deep", "yaml", "config_paths", "internal"]
+    # What an evidence line shows: "bound" (a name is bound here), "defined" (a constant or class
+    # attribute), "property" (a property is defined here), "registered" (a route is registered
+    # here), "runs_agent" (a YAML instance runs the agent), "routes_back" (a YAML instance routes a
+    # config reference back to itself), "runs_in" (the agent a base class's code runs in),
+    # "through" (the helper whose call at this line the finding's call goes through).
+    EvidenceKind = Literal[
+        "bound", "defined", "property", "registered", "runs_agent", "routes_back", "runs_in", "through"
+    ]
+    # Why a possible self-call (SCA003) is only possible: "server" (the name of the server it
+    # posts the route to cannot be resolved statically), "target" (the analysis stopped at a limit
+    # following the server name: any path would make it a self-call), "path" (it stopped following
+    # a path that may be the route), "method" (a call to the agent's own route whose HTTP method
+    # cannot be resolved).
+    Doubt = Literal["server", "target", "path", "method"]
+    # How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
+    # "outdated" (written by another version).
+    Staleness = Literal["edited", "outdated"]
+    # How a class is known to be an agent: "base" (it derives from a configured agent base),
+    # "route" (its server setup, or a base's, registers the agent route), "configured" (neither
+    # shows in the code the analysis read: a configured base named it).
+    Recognition = Literal["base", "route", "configured"]
+    # Why a self-call is not rewritten (`report.messages` words each kind). From its description:
+    # "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
+    # "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
+    # "outside_method"; from the configs: "other_instances"; from the tree around the call (`fix`):
+    # the others.
+    BlockerKind = Literal[
+        "partial",
+        "through_helper",
+        "helper_positional",
+        "helper_keyword",
+        "helper_expansion",
+        "helper_default",
+        "helper_overridden",
+        "not_a_post",
+        "async_with",
+        "in_default",
+        "in_decorator",
+        "passed_twice",
+        "expanded_key",
+        "star_expansion",
+        "positional",
+        "keyword",
+        "no_server_or_path",
+        "outside_method",
+        "other_instances",
+        "not_found",
+        "not_described",
+        "self_shadowed",
+        "self_rebound",
+        "walrus_in_removed_part",
+        "call_in_removed_part",
+        "helper_name_taken",
+        "streamed",
+        "bound_around_the_call",
+        "rebound_in_loop",
+        "rebound_after_closure",
+        "rebound_by_nonlocal",
+        "rebound_by_global",
+        "bound_by_handler",
+        "bound_by_walrus",
+        "maybe_unbound",
+        "several_bindings",
+        "not_a_plain_binding",
+        "unreachable",
+    ]
 
-Progress = Callable[[str, int, int], None]  # (path, done, total): how far a run has come
+
+class Progress:
+    """How far a run has come, for a display (the command line's, on a terminal); this one tells
+    nobody. A run goes through phases, named as a user of ruff would name them (`listing files`,
+    `parsing`, `resolving agents`, `planning rewrites`, `rewriting`, ...), some counting files."""
+
+    def phase(self, name: str) -> None:
+        """The run enters the phase `name`; what it counts is counted from 0 again."""
+
+    def __call__(self, path: str, done: int, total: int) -> None:
+        """`path` is done, the `done`-th of `total` in the current batch (a phase may count several
+        batches one after the other, each from 1: they add up)."""
 
 
 @dataclass(frozen=True)
 class Evidence:
+    """A line that shows why a finding holds: what it shows is `kind`, about `name` (and `key`),
+    worded by `report.messages.note`."""
+
     path: str
     line: int
-    note: str
+    kind: EvidenceKind
+    name: str  # the name bound or defined, the route registered, the instance, agent or helper
+    key: str = ""  # "routes_back": the config reference that names the instance itself
 
 
 @dataclass(frozen=True)
@@ -73,6 +155,17 @@ class LocalBinding:
 
 
 @dataclass(frozen=True)
+class Blocker:
+    """Why a self-call is left alone: a kind the code can test, and the name, names and line it
+    is about (`report.messages.reason` words it)."""
+
+    kind: BlockerKind
+    name: str = ""
+    line: int | None = None
+    names: tuple[str, ...] = ()  # "walrus_in_removed_part", "other_instances": each name it is about
+
+
+@dataclass(frozen=True)
 class CallDescription:
     """A self-call as the analysis resolved it, for the codemod: who receives it, the role of each
     argument, the local bindings it depends on, and whether it can be rewritten (`blocker` None)
@@ -83,7 +176,10 @@ class CallDescription:
     bindings: tuple[LocalBinding, ...] = ()
     self_name: str | None = None  # the enclosing method's first parameter; None outside a method
     context: CallContext = "expression"  # "with": the response is an async context manager
-    blocker: str | None = None
+    blocker: Blocker | None = None
+    # why the syntax tree around the call stops a rewrite (`policy.site_blocker`, read with `ast`):
+    # `fix` decides it again on its own tree, with the helper it was given
+    at_site: Blocker | None = None
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)
@@ -100,14 +196,23 @@ class Finding:
     column: int
     end_line: int
     end_column: int
-    detail: str  # the rule's subject: the route (SCA001/SCA002), why unsure (SCA003), why stale (SCA004)
     agent: str
     method: str
     fixable: bool = False
     evidence: tuple[Evidence, ...] = field(default_factory=tuple)
-    fix_blocker: str | None = None
+    fix_blocker: Blocker | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
+    # The rule's subject, as data (`report.messages` words it):
+    routes: tuple[str, ...] = ()  # SCA001-SCA003: the routes the call may reach, or its paths as written
+    http_method: str | None = None  # SCA002: the method of a call to the agent's route, when not POST
+    unresolved: bool = False  # SCA002: the path cannot be resolved statically (`routes`: its shapes)
+    doubt: Doubt | None = None  # SCA003: what cannot be resolved
+    stale: Staleness | None = None  # SCA004: how the vendored copy differs
+    stale_version: str = ""  # SCA004: the version of selfcall-audit that wrote the copy
+    # the bound of the analysis (a field of `analysis.limits.Limits`) that stopped it following the
+    # call's target or path: the finding is what could still be told, not the whole answer
+    limit: str | None = None
 
     @property
     def sort_key(self) -> tuple[str, int, int, str]:
@@ -131,7 +236,9 @@ class AgentInfo:
     line: int
     bases: tuple[str, ...]
     instances: tuple[str, ...]
-    recognised: str = ""  # how the class is known to be an agent: a configured base, or the route it serves
+    recognised: Recognition = "configured"  # how the class is known to be an agent
+    via: str = ""  # "base": the configured base's name; "route": the file that registers the route
+    via_line: int = 0  # "route": the line that registers it
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,10 @@ RULES: dict[str, Rule] = {
                 "self-call. Off by default; enable it with `--select SCA003` or `--strict` and review "
                 "each case, then add `# noqa: SCA003` where the target is known to be another server. "
                 "A call whose target is the agent's own server is never only possible: with a path it "
-                "cannot resolve it is SCA002."
+                "cannot resolve it is SCA002. A call whose target or path the analysis stopped "
+                "following at one of its limits (a value built through more than 25 names and calls, "
+                "say) is reported here too when it could still be a self-call, whatever its path if the "
+                "target was cut, and the message names the limit."
             ),
             bad='await self.server_client.post(server_name=pick_server(), url_path="/v1/responses", json=b)',
             good='await self.server_client.post(server_name=self.config.model_server.name, url_path="/v1/responses", json=b)',

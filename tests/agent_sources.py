@@ -26,3 +26,27 @@ judge:
         type: responses_api_agents
         name: judge
 """
+
+# Whether DuelAgent self-calls depends only on the YAML: `peer` may be the instance itself.
+DUEL_AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class DuelAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        reply = await self.server_client.post(
+            server_name=self.config.peer.name, url_path="/v1/responses", json=body
+        )
+        return await reply.json()
+"""
+DUEL_CONFIG = """\
+{name}:
+  responses_api_agents:
+    duel_agent:
+      entrypoint: app.py
+      peer:
+        type: responses_api_agents
+        name: {peer}
+"""
+# The instance `duel_solo` is its own peer: a self-call only this config, in another folder, reveals.
+SOLO_CONFIG = DUEL_CONFIG.format(name="duel_solo", peer="duel_solo")

@@ -40,3 +40,11 @@ def run_main(args: list[str], env: Mapping[str, str] | None = None, input: str |
         code = main(args)
         out, err = streams[0], streams[1]
         return Ran(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
+
+
+def finding_lines(stdout: str) -> list[str]:
+    """The lines of a concise report before its closing count (`Found N ...` or `No self-calls
+    ...`, as ruff ends with `Found N errors.`), which must be there."""
+    *lines, count = stdout.splitlines()
+    assert count.startswith(("Found ", "No self-calls in ")) and count.endswith("."), stdout
+    return lines

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import marshal
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +15,7 @@ from pathlib import Path
 from fixture_annotations import NOT_COPIED, annotated_findings
 
 from selfcall_audit.analysis.facts import extract
+from selfcall_audit.orchestration import codec
 from selfcall_audit.orchestration.codec import decode, encode
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -120,3 +123,14 @@ def test_a_cached_function_body_is_decoded_when_first_read_and_travels_to_worker
     assert cached.calls == method.calls
     assert "calls" in vars(cached) and "returns" not in vars(cached)
     assert cached == method and hash(cached) == hash(method)
+
+
+def test_every_field_holding_a_cached_class_is_encoded_as_one() -> None:
+    """A new field of a finding that holds a value type (a blocker, evidence) must be in the codec's
+    schema, or the first snapshot holding one cannot be stored."""
+    schema = codec._REPORT_SCHEMA
+    names = set(schema.types)
+    for cls in schema.types.values():
+        for item in dataclasses.fields(cls):
+            held = names & set(re.findall(r"\w+", str(item.type)))
+            assert not held or item.name in schema.nested.get(cls, {}), (cls.__name__, item.name, held)

@@ -14,6 +14,7 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
+from cli_support import finding_lines
 from fixture_annotations import NOT_COPIED
 from safety_support import children, interrupted
 
@@ -50,7 +51,7 @@ def test_exit_zero_exits_0_with_findings_and_still_prints_them(demo: Path) -> No
     done = run("scan", "--exit-zero", cwd=demo)
 
     assert done.returncode == 0, done.stderr
-    assert len(done.stdout.splitlines()) == DEMO_FINDINGS
+    assert len(finding_lines(done.stdout)) == DEMO_FINDINGS
 
 
 def test_exit_zero_keeps_usage_errors_at_2(demo: Path) -> None:
@@ -440,7 +441,7 @@ def test_a_broken_link_or_link_loop_named_on_the_command_line_is_an_sca900_entry
     done = run("scan", "responses_api_agents/gone.py", "responses_api_agents/loop.py", cwd=demo)
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
+    assert finding_lines(done.stdout) == [
         "responses_api_agents/gone.py:1:1: SCA900 broken symbolic link: its target does not exist",
         "responses_api_agents/loop.py:1:1: SCA900 cannot read: Too many levels of symbolic links",
     ]
@@ -618,66 +619,6 @@ def test_a_warm_run_gives_its_time_in_milliseconds(demo: Path) -> None:
     summary = done.stdout.splitlines()[-1]
     assert re.search(r"\((\d+ ms|\d+\.\d\ds)\)\.$", summary), summary
     assert "(0.00s)" not in summary
-
-
-# progress on a terminal ----------------------------------------------------------------------
-
-
-def _on_a_terminal(args: list[str], cwd: Path, slow_git: Path) -> tuple[int, str]:
-    """Run with stderr on a pseudo-terminal and a git that takes 1.5 s to list (so the run lasts
-    long enough for the progress bar to appear); what reached the terminal."""
-    import pty
-
-    env = {**os.environ, "PATH": f"{slow_git}{os.pathsep}{os.environ['PATH']}", "COLUMNS": "100"}
-    env.pop("NO_COLOR", None)
-    main_end, terminal_end = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "selfcall_audit", *args],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=terminal_end,
-        env=env,
-    )
-    os.close(terminal_end)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(main_end, 65536)
-        except OSError:  # the terminal's other end closed
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(main_end)
-    return process.wait(timeout=60), b"".join(chunks).decode(errors="replace")
-
-
-@pytest.fixture
-def slow_git(tmp_path: Path) -> Path:
-    folder = tmp_path / "slow-bin"
-    folder.mkdir()
-    real = shutil.which("git")
-    (folder / "git").write_text(f'#!/bin/sh\nsleep 1.5\nexec {real} "$@"\n')
-    (folder / "git").chmod(0o755)
-    return folder
-
-
-@pytest.mark.slow
-def test_a_long_scan_shows_progress_on_a_terminal(demo: Path, slow_git: Path) -> None:
-    code, terminal = _on_a_terminal(["scan", "--no-cache", "--format", "json"], demo, slow_git)
-
-    assert code == 1
-    assert "analysing" in terminal
-    _, quiet = _on_a_terminal(["scan", "--no-cache", "--format", "json", "-q"], demo, slow_git)
-    assert "analysing" not in quiet
-
-
-@pytest.mark.slow
-def test_fix_shows_its_rewriting_stage(demo: Path, slow_git: Path) -> None:
-    code, terminal = _on_a_terminal(["fix", "--no-cache"], demo, slow_git)
-
-    assert code == 1  # the demo keeps self-calls that cannot be rewritten safely
-    assert "rewriting" in terminal
 
 
 def test_gitlab_ranks_every_code_by_the_registrys_severity(demo: Path) -> None:

@@ -7,6 +7,7 @@ case unless a test needs another shape.
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import re
 import shutil
@@ -20,7 +21,7 @@ import pytest
 
 from selfcall_audit.api import plan_fix
 from selfcall_audit.config import load_settings
-from selfcall_audit.migrate import arguments, codemod
+from selfcall_audit.migrate import arguments, codemod, vendor
 from selfcall_audit.migrate.codemod import Helper
 from selfcall_audit.migrate.vendor import helper_source, is_vendored
 
@@ -92,6 +93,26 @@ def test_fix_on_a_project_without_self_calls_exits_0(tmp_path: Path, cli) -> Non
 
     assert result.exit_code == 0
     assert result.stdout == "Nothing to rewrite; none left to fix by hand.\n"
+
+
+def test_a_helper_that_cannot_be_written_stops_the_run_with_exit_2_and_nothing_rewritten(
+    project: Path, cli, monkeypatch
+) -> None:
+    (project / "pyproject.toml").write_text('[project]\nname = "toy"\n')  # the default: a copy in nemo_gym
+
+    def refused(path: Path) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied", str(path))
+
+    monkeypatch.setattr(vendor, "vendor_helper", refused)
+
+    result = cli("fix", "--no-cache", project)
+
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "selfcall-audit: cannot write the helper: Permission denied; no file of this project was rewritten\n"
+    )
+    assert result.stdout == ""
+    assert (project / APP).read_bytes() == BEFORE
 
 
 def test_diff_prints_a_patch_that_applies_and_writes_nothing(project: Path, cli, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_support import finding_lines
 from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.frontends import commands
@@ -87,7 +88,7 @@ def test_a_path_named_but_excluded_is_said_not_passed_in_silence(cli, demo: Path
     quiet = cli("scan", "--format", "concise", "-q", test_file)
     included = cli("scan", "--format", "concise", "--include-tests", test_file)
 
-    assert excluded.exit_code == 0 and excluded.stdout == ""
+    assert excluded.exit_code == 0 and finding_lines(excluded.stdout) == []
     notes = excluded.stderr.splitlines()
     assert [n.split(" is excluded")[0] for n in notes] == [
         "selfcall-audit: note: scripts/copy_of_simple.py",
@@ -108,14 +109,34 @@ def test_fix_takes_select_and_ignore(cli, demo: Path) -> None:
     assert cli("fix", "--select", "SCA01").exit_code == 2  # a typo would fix nothing, silently
 
 
-def test_a_piped_run_watched_on_a_terminal_says_found_on_stderr(cli, demo: Path, monkeypatch) -> None:
+def test_a_piped_run_ends_with_found_as_ruff_and_machine_formats_stay_clean(command, demo: Path) -> None:
+    piped = command("scan", "--no-cache", cwd=demo)  # stdout and stderr both pipes
+    quiet = command("scan", "--no-cache", "-q", cwd=demo)
+    machine = command("scan", "--no-cache", "--format", "json", cwd=demo)
+
+    *findings, count = piped.stdout.splitlines()
+    assert piped.returncode == 1 and len(findings) == 6
+    assert count == "Found 6 self-calls in 32 files, 11 agents; 3 fixable with `selfcall-audit fix`."
+    assert "Found" not in piped.stderr  # said once, on the output
+    assert quiet.stdout.splitlines() == findings  # -q: the results alone
+    assert json.loads(machine.stdout)["summary"]["findings"] == 6  # the whole of stdout is the JSON
+    assert machine.stderr == ""
+
+
+def test_results_not_shown_on_the_terminal_have_their_count_said_to_someone_watching(
+    cli, demo: Path, monkeypatch
+) -> None:
     monkeypatch.setattr(commands, "stderr_is_terminal", lambda: True)
 
-    piped = cli("scan", "--format", "concise")
-    quiet = cli("scan", "--format", "concise", "-q")
+    machine = cli("scan", "--format", "json")  # piped: stdout is no terminal
+    to_file = cli("scan", "--format", "concise", "-o", "out/audit.txt")
+    concise = cli("scan", "--format", "concise")
+    quiet = cli("scan", "--format", "json", "-q")
 
-    assert piped.stdout == quiet.stdout and len(piped.stdout.splitlines()) == 6
-    assert piped.stderr.startswith("Found 6 self-calls in ") and piped.stderr.endswith("s).\n")
+    assert machine.stderr.startswith("Found 6 self-calls in ") and machine.stderr.endswith(").\n")
+    assert to_file.stderr.startswith("Found 6 self-calls in ")
+    assert (demo / "out/audit.txt").read_text().endswith("3 fixable with `selfcall-audit fix`.\n")
+    assert concise.stderr == "" and concise.stdout.endswith("fix`.\n")  # on the output already
     assert quiet.stderr == ""
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import finding_lines
 from fixture_annotations import annotated_findings
 
 from selfcall_audit import __version__
@@ -218,7 +219,7 @@ def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:
     result = cli("scan", "--format", "concise", "--no-cache", DEMO)
 
     assert result.exit_code == 1
-    lines = result.stdout.splitlines()
+    lines = finding_lines(result.stdout)
     pattern = re.compile(r"^(?P<path>[\w/.-]+\.py):(?P<line>\d+):(?P<col>\d+): (?P<code>SCA\d{3}) .+$")
     matches = [pattern.match(line) for line in lines]
     assert all(matches), lines
@@ -290,25 +291,23 @@ def test_usage_errors_exit_2_with_a_message(cli, args: list[str], expected: str)
     assert "internal error" not in result.stderr  # a usage error, said as one
 
 
-def test_an_unknown_setting_in_pyproject_exits_2(cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [
+        ('agent_base = ["x.Y"]\n', "unknown setting `agent_base` in [tool.selfcall-audit]"),
+        ('include-tests = "yes"\n', "`include-tests` must be true or false"),
+    ],
+    ids=["unknown", "wrong-type"],
+)
+def test_a_bad_setting_in_pyproject_exits_2(cli, tmp_path: Path, setting: str, expected: str) -> None:
     project = copy_fixture("trap-text", tmp_path)
-    set_settings(project, 'agent_base = ["x.Y"]\n')
+    set_settings(project, setting)
 
     result = cli("scan", "--no-cache", project)
 
     assert result.exit_code == 2
-    assert "unknown setting `agent_base` in [tool.selfcall-audit]" in result.stderr
+    assert expected in result.stderr
     assert "internal error" not in result.stderr  # a usage error, said as one
-
-
-def test_a_setting_of_the_wrong_type_exits_2(cli, tmp_path: Path) -> None:
-    project = copy_fixture("trap-text", tmp_path)
-    set_settings(project, 'include-tests = "yes"\n')
-
-    result = cli("scan", "--no-cache", project)
-
-    assert result.exit_code == 2
-    assert "`include-tests` must be true or false" in result.stderr
 
 
 def test_settings_that_are_not_a_table_exit_2_naming_the_file(command, tmp_path: Path) -> None:
@@ -337,7 +336,7 @@ def test_exit_codes_of_the_real_command(command) -> None:
     findings = command("scan", "--no-cache", FIXTURES / "loops-try")
     usage = command("scan", "--no-cache", "--select", "NOPE", FIXTURES / "loops-try")
 
-    assert (clean.returncode, clean.stdout) == (0, "")
+    assert (clean.returncode, finding_lines(clean.stdout)) == (0, [])
     assert findings.returncode == 1
     assert findings.stdout.count(": SCA001 ") == 2
     assert usage.returncode == 2

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_support import finding_lines
 from click.testing import Result
+from git_support import git
 
 HEADER = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -28,16 +29,6 @@ RETRY = """\
 """
 ECHO = "responses_api_agents/echo/app.py"
 OTHER = "responses_api_agents/other/app.py"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def write(repo: Path, rel: str, text: str) -> None:
@@ -73,7 +64,7 @@ def scan(cli: Callable[..., Result], repo: Path, *args: str) -> Result:
 
 
 def reported(result: Result) -> list[tuple[str, int, str]]:
-    rows = [line.split(":") for line in result.stdout.splitlines()]
+    rows = [line.split(":") for line in finding_lines(result.stdout)]
     return [(path, int(line), rest.split()[0]) for path, line, _, rest in rows]
 
 
@@ -98,7 +89,7 @@ def test_the_work_tree_is_compared_uncommitted_edits_included(cli: Callable[...,
     unchanged = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD", ECHO)
 
     assert reported(result) == [(OTHER, 6, "SCA001")]
-    assert (unchanged.exit_code, unchanged.stdout) == (0, "")
+    assert (unchanged.exit_code, finding_lines(unchanged.stdout)) == (0, [])
 
 
 def test_a_reformatted_call_is_not_new(cli: Callable[..., Result], repo: Path) -> None:
@@ -110,7 +101,7 @@ def test_a_reformatted_call_is_not_new(cli: Callable[..., Result], repo: Path) -
 
     result = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD~1")
 
-    assert (result.exit_code, result.stdout) == (0, "")
+    assert (result.exit_code, finding_lines(result.stdout)) == (0, [])
 
 
 @pytest.mark.parametrize("output_format", ["json", "sarif", "github", "gitlab", "junit", "text", "concise"])

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from docs_support import REPO, demo_repo, environment, fenced
+from git_support import git
 
 PAGE = REPO / "docs" / "diff-base.md"
 NEW_CALL = """
@@ -17,16 +18,6 @@ NEW_CALL = """
         return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
 """
 AGENT = "responses_api_agents/simple_agent/app.py"
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout.strip()
 
 
 def branch_with_a_new_self_call(tmp_path: Path) -> tuple[Path, str]:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import finding_lines
 from fixture_annotations import FIXTURES, annotated_findings, annotations, extra_args, fixture_projects
 
 REPO = Path(__file__).resolve().parents[1]
@@ -229,7 +230,7 @@ def test_the_readme_first_command_scans_the_demo_and_fails() -> None:
     )
 
     assert done.returncode == 1, done.stderr
-    lines = done.stdout.splitlines()
+    lines = finding_lines(done.stdout)
     assert len(lines) == len(annotated_findings(FIXTURES / "demo-gym"))
     assert lines[0].startswith("fixtures/demo-gym/responses_api_agents/judge_agent/app.py:27:")
     assert all(" SCA00" in line for line in lines)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_sources import SELF_CALLING_AGENT
+from agent_sources import DUEL_AGENT, SELF_CALLING_AGENT, SOLO_CONFIG
 
 from selfcall_audit.orchestration.project import Project
 
@@ -24,27 +24,6 @@ AGENT = (
 """
 )
 
-# A self-call only a YAML config in another folder reveals: `peer` is this very instance.
-PEER_AGENT = """\
-from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-class DuelAgent(SimpleResponsesAPIAgent):
-    async def run(self, body):
-        reply = await self.server_client.post(
-            server_name=self.config.peer.name, url_path="/v1/responses", json=body
-        )
-        return await reply.json()
-"""
-PEER_CONFIG = """\
-duel_solo:
-  responses_api_agents:
-    duel_agent:
-      entrypoint: app.py
-      peer:
-        type: responses_api_agents
-        name: duel_solo
-"""
 
 ECHO = "responses_api_agents/echo/app.py"
 DUEL = "responses_api_agents/duel_agent/app.py"
@@ -89,8 +68,8 @@ def repo(tmp_path: Path) -> Path:
         tmp_path,
         {
             ECHO: AGENT,
-            DUEL: PEER_AGENT,
-            "responses_api_agents/duel_agent/configs/solo.yaml": PEER_CONFIG,
+            DUEL: DUEL_AGENT,
+            "responses_api_agents/duel_agent/configs/solo.yaml": SOLO_CONFIG,
             "tests/test_echo.py": AGENT,  # test code: excluded, as by `selfcall-audit scan`
         },
     )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
+from cli_support import finding_lines
 
 from selfcall_audit.ftypes import InputError
 from selfcall_audit.orchestration.codec import decode, encode
@@ -98,7 +99,9 @@ def test_a_broken_file_fails_the_gate_and_fix_too(cli, tmp_path: Path) -> None:
     fix = cli("fix", "--no-cache", root)
 
     assert scan.exit_code == 1
-    assert scan.stdout.endswith("broken.py:4:37: SCA900 syntax error at line 4, column 37: invalid syntax\n")
+    assert finding_lines(scan.stdout)[-1].endswith(
+        "broken.py:4:37: SCA900 syntax error at line 4, column 37: invalid syntax"
+    )
     assert fix.exit_code == 1  # a self-call in it would go unseen: "none left" cannot be said
     assert "broken.py:4:37: SCA900 syntax error" in fix.stdout
 

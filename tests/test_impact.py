@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from selfcall_audit.migrate.test_impact import Rewritten, impacted_tests
+from selfcall_audit.report.messages import modelled
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -96,7 +97,7 @@ def test_names_the_tests_that_assert_or_fake_the_self_call_and_not_the_others(re
         repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
     )
 
-    assert [(t.node_id, t.line, t.reason) for t in found] == [
+    assert [(t.node_id, t.line, modelled(t.models, t.route)) for t in found] == [
         (
             f"{ECHO_TESTS}::test_run_posts_seed_then_self_call",
             6,
@@ -187,7 +188,7 @@ def test_names_a_test_that_serves_the_app_without_the_middleware_its_fake_emulat
         repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
     )
 
-    served = [(t.node_id, t.line, t.reason) for t in found if "test_served" in t.node_id]
+    served = [(t.node_id, t.line, modelled(t.models, t.route)) for t in found if "test_served" in t.node_id]
     assert served == [
         (
             "responses_api_agents/echo/tests/test_served.py::test_a_failed_loop_reports_its_cause",

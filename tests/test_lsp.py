@@ -19,6 +19,8 @@ from pygls import uris
 from pygls.workspace import TextDocument
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from selfcall_audit.frontends.editor import Document, Editor
+
 pytestmark = pytest.mark.slow  # a server process each: seconds per test
 
 JUDGE = """\
@@ -174,6 +176,34 @@ async def test_a_yaml_change_on_the_disk_is_analysed_again(client: LanguageClien
     )
 
     assert list(after) == []
+
+
+@pytest.mark.asyncio
+async def test_a_pyproject_that_comes_with_settings_makes_its_folder_the_project(
+    client: LanguageClient, project: Path
+) -> None:
+    await open_app(client, project)
+    nested = "responses_api_agents/judge/pyproject.toml"
+    (project / nested).write_text('[tool.selfcall-audit]\nignore = ["SCA001"]\n')
+    event = lsp.FileEvent(uri(project, nested), lsp.FileChangeType.Created)
+
+    after = await diagnostics_after(
+        client, lambda: client.workspace_did_change_watched_files(lsp.DidChangeWatchedFilesParams([event]))
+    )
+
+    assert list(after) == []  # the judge's own settings now apply to it
+
+
+def test_the_project_of_a_document_is_found_again_when_a_pyproject_comes(project: Path) -> None:
+    editor = Editor(uris.from_fs_path)
+    app = project / APP
+    editor.documents[app] = Document(app, JUDGE)
+    before = editor.session(app).root
+    (app.parent / "pyproject.toml").write_text('[tool.selfcall-audit]\nignore = ["SCA001"]\n')
+    kept = editor.session(app).root  # not looked for at each edit
+    editor.disk_changed([app.parent / "pyproject.toml"], listing=True)
+
+    assert (before, kept, editor.session(app).root) == (project, project, app.parent)
 
 
 @pytest.mark.asyncio

@@ -15,33 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from agent_sources import SELF_CALLING_AGENT
+from agent_sources import DUEL_AGENT, DUEL_CONFIG, SELF_CALLING_AGENT, SOLO_CONFIG
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
 CLEAN_AGENT = SELF_CALLING_AGENT.replace("self.config.name", "self.config.model_server.name")
 
-# Whether DuelAgent self-calls depends only on the YAML: `peer` may be the instance itself.
-DUEL_AGENT = """\
-from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-class DuelAgent(SimpleResponsesAPIAgent):
-    async def run(self, body):
-        reply = await self.server_client.post(
-            server_name=self.config.peer.name, url_path="/v1/responses", json=body
-        )
-        return await reply.json()
-"""
-DUEL_CONFIG = """\
-{name}:
-  responses_api_agents:
-    duel_agent:
-      entrypoint: app.py
-      peer:
-        type: responses_api_agents
-        name: {peer}
-"""
 ECHO = "responses_api_agents/echo/app.py"
 DUEL = "responses_api_agents/duel_agent/app.py"
 SOLO = "responses_api_agents/duel_agent/configs/solo.yaml"
@@ -174,7 +153,7 @@ def test_a_changed_yaml_alone_is_checked_against_the_whole_project(
     )
     before = hooks.run(repo, "selfcall-audit", "--all-files")
     # The commit adds only a config, in which the agent's `peer` is the instance itself.
-    (repo / SOLO).write_text(DUEL_CONFIG.format(name="duel_solo", peer="duel_solo"))
+    (repo / SOLO).write_text(SOLO_CONFIG)
     git(repo, "add", SOLO)
 
     staged = hooks.run(repo, "selfcall-audit")  # what `git commit` runs: the staged files

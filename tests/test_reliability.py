@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
+from cli_support import finding_lines
 from fixture_annotations import NOT_COPIED, annotated_findings
 
 from selfcall_audit.analysis.gym_config import AgentInstance, ConfigFileError, ConfigSet, parse_yaml
@@ -245,7 +246,7 @@ def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(command, tmp_
     done = command("scan", "--format", "concise", "--no-cache", cwd=root)
 
     assert done.returncode == 1, done.stderr  # the Python file that does not parse
-    assert done.stdout.splitlines() == [
+    assert finding_lines(done.stdout) == [
         f"{BAD}:2:5: SCA900 syntax error at line 2, column 5: invalid syntax",
         f"{path}:3:17: SCA900 invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
     ]

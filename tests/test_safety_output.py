@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from cli_support import finding_lines
 from safety_support import command_line, run
 
 # A YAML instance name and a folder name that try to start GitHub Actions workflow commands and
@@ -52,7 +53,7 @@ def test_piped_concise_output_starts_no_workflow_command(hostile: Path) -> None:
     done = run("scan", "--no-cache", hostile, cwd=hostile)  # paths are printed relative to the current folder
 
     assert done.returncode == 1, done.stderr
-    lines = done.stdout.splitlines()
+    lines = finding_lines(done.stdout)
     assert len(lines) == 2 and all(line.startswith("responses_api_agents/") for line in lines)
     assert "responses_api_agents/x\\n::add-mask::secret\\x1b]0;file\\x07/app.py:6:22: SCA001" in lines[1]
     assert "instance `evil\\n::error file=app.py::pwned\\x1b]0;yaml\\x07`" in lines[0]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from agent_sources import SELF_CALLING_AGENT
+from agent_sources import SELF_CALLING_AGENT, SOLO_CONFIG
 from cli_support import run_main
 
 from selfcall_audit.report.github import escape_data, escape_property
@@ -34,15 +34,6 @@ class DuelAgent(SimpleResponsesAPIAgent):
     async def run(self, body):
         return await self.server_client.post(server_name=self.config.peer.name, url_path="/v1/responses")
 """
-DUEL_CONFIG = """\
-duel_solo:
-  responses_api_agents:
-    duel_agent:
-      entrypoint: app.py
-      peer:
-        type: responses_api_agents
-        name: duel_solo
-"""
 
 BROKEN_AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -62,7 +53,7 @@ def repo(tmp_path: Path) -> Path:
         "pyproject.toml": '[project]\nname = "fake-gym"\nversion = "0"\n',
         ECHO: AGENT,
         DUEL: DUEL_AGENT,
-        "responses_api_agents/duel_agent/configs/solo.yaml": DUEL_CONFIG,
+        "responses_api_agents/duel_agent/configs/solo.yaml": SOLO_CONFIG,
         BROKEN: BROKEN_AGENT,
     }
     for rel, text in files.items():

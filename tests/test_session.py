@@ -120,3 +120,19 @@ def test_a_new_file_joins_the_listing_when_changed_says_files_came(project: Path
 
     assert lines(unknown, other) == []
     assert lines(known, other) == [6]
+
+
+def test_a_closed_buffer_answers_from_the_disk_again(project: Path) -> None:
+    """The base's self-call runs in the judge agent, its subclass; an unsaved judge that no longer
+    subclasses it takes the finding away until the buffer is closed (the disk is read again)."""
+    session = api.Session(project, load_settings(project))
+    unrelated = JUDGE.replace(
+        "from responses_api_agents.judge.base import BaseJudge",
+        "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent",
+    ).replace("(BaseJudge)", "(SimpleResponsesAPIAgent)")
+
+    saved = session.analyze([project / BASE_PATH], located=True)
+    unsaved = session.analyze([project / BASE_PATH], {APP: unrelated.encode()}, located=True)
+    closed = session.analyze([project / BASE_PATH], located=True)
+
+    assert [lines(r, BASE_PATH) for r in (saved, unsaved, closed)] == [[6], [], [6]]

@@ -1,14 +1,12 @@
 """Read at 80 columns: the `agents` table, the text report's code frames and per-agent table fit,
-paths lose their start (with an ellipsis) rather than being wrapped letter by letter, and one run
-shows one progress bar."""
+paths lose their start (with an ellipsis) rather than being wrapped letter by letter (one progress
+display per run: tests/test_progress.py)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from selfcall_audit import api
-from selfcall_audit.frontends.commands import LazyProgress
 from selfcall_audit.report import inventory, text
 
 DEEP = "responses_api_agents/conversational_tool_use/simulation/with/a/deeply/nested/layout/app.py"
@@ -63,17 +61,3 @@ def test_the_text_report_frames_and_table_fit_80_columns(tmp_path: Path, monkeyp
     assert call.endswith("…")  # the code line cut, and saying so
     (row,) = [line for line in drawn if "ToolUseAgent" in line]
     assert "…" in row and row.split("…")[1].split()[0] in DEEP  # the path's end, whole words of it
-
-
-def test_one_progress_bar_counts_every_batch_of_a_run() -> None:
-    progress = LazyProgress(True, since=time.perf_counter() - 10)  # shown at once
-    seen = []
-    for batch in (3, 2, 4):  # the analysis reports batches one after the other, each from 1
-        for done in range(1, batch + 1):
-            progress(f"file{done}.py", done, batch)
-            task = progress._bar.tasks[0]
-            seen.append((task.completed, task.total))
-    progress.close()
-
-    assert [completed for completed, _ in seen] == list(range(1, 10))  # never back to the start
-    assert seen[-1] == (9, 9)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -29,20 +30,31 @@ from .evaluate import (
     Path,
     Server,
     names_route_itself,
+    path_limit,
+    server_limit,
     without_params,
 )
 from .expand import ClientCall
 from .gym_config import AgentInstance, ServerRef
 from .index import ClassRef
 
+if TYPE_CHECKING:
+    from ..ftypes import Doubt
+
 
 @dataclass(frozen=True)
 class Verdict:
+    """The rule a call breaks, with the finding's subject as data (see `Finding`)."""
+
     code: str
-    detail: str  # the route reached, or why the call may be a self-call
+    routes: tuple[str, ...]  # the routes reached, or the paths as written
     evidence: tuple[Evidence, ...]
     servers: tuple[Server, ...]  # what the target name evaluated to
     config: Evidence | None = None  # the YAML reference that routes the target back to the agent
+    http_method: str | None = None  # a call to the agent's route with another method than POST
+    unresolved: bool = False  # the path cannot be resolved statically
+    doubt: Doubt | None = None  # SCA003: what cannot be resolved
+    limit: str | None = None  # the bound of `LIMITS` that cut the evaluation of the target or path
 
 
 class Classifier:
@@ -58,7 +70,7 @@ class Classifier:
         """The instances running the class whose config reference `key` names the instance itself
         (worked out once per class and key: an agent many configs run has hundreds of instances)."""
         if (site_cls, key) not in self._back:
-            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs() if r.key == key]
+            self._back[site_cls, key] = [(i, r) for i in running for r in i.self_refs if r.key == key]
         return self._back[site_cls, key]
 
     def classify(self, call: ClientCall, site_cls: ClassRef, site_path: str) -> Verdict | None:
@@ -82,19 +94,13 @@ class Classifier:
                     back = self._routed_back(site_cls, running, key)
                     verdicts.append("self" if back else "other")
                     config_refs.extend(
-                        Evidence(
-                            r.where.path, r.where.line, f"instance `{i.name}` routes `{key}` back to itself"
-                        )
-                        for i, r in back
+                        Evidence(r.where.path, r.where.line, "routes_back", i.name, key) for i, r in back
                     )
                     evidence.extend(config_refs)
                 case NamedServer(text):
                     bound = [i for i in running if i.name == text]
                     verdicts.append("self" if bound else "other")
-                    evidence.extend(
-                        Evidence(i.where.path, i.where.line, f"instance `{text}` runs this agent")
-                        for i in bound
-                    )
+                    evidence.extend(Evidence(i.where.path, i.where.line, "runs_agent", text) for i in bound)
                 case _:
                     verdicts.append("unknown")
         if "self" not in verdicts and "unknown" not in verdicts:
@@ -104,41 +110,50 @@ class Classifier:
         reached = [reachable(alt, routes) for alt in paths]
         main = self.settings.route.split("?")[0]
 
-        def verdict(code: str, detail: str) -> Verdict:
+        cut_server, cut_path = server_limit(servers), path_limit(paths)
+
+        def verdict(
+            code: str,
+            routes: Iterable[str],
+            http_method: str | None = None,
+            unresolved: bool = False,
+            doubt: Doubt | None = None,
+        ) -> Verdict:
             config = config_refs[0] if config_refs else None
-            return Verdict(code, detail, tuple(dict.fromkeys(evidence)), tuple(servers), config)
+            found = tuple(dict.fromkeys(evidence))
+            limit = cut_server or cut_path
+            return Verdict(
+                code, tuple(routes), found, tuple(servers), config, http_method, unresolved, doubt, limit
+            )
 
         if not all(v == "self" for v in verdicts):
             if any(r and r <= family and _has_text(alt) for alt, r in zip(paths, reached)):
-                return verdict(
-                    POSSIBLE_SELF_CALL, f"the server name posting to {main} cannot be resolved statically"
-                )
+                return verdict(POSSIBLE_SELF_CALL, [main], doubt="server")
+            # Cut short by a limit, the analysis cannot rule a self-call out: said, never silent.
+            if cut_server:  # the target may be the agent itself, which any path would make a self-call
+                return verdict(POSSIBLE_SELF_CALL, [], doubt="target")
+            if any(r & family for alt, r in zip(paths, reached) if path_limit([alt])):
+                return verdict(POSSIBLE_SELF_CALL, [main], doubt="path")
             return None
         # The target is the agent's own server: a self-call whatever the path.
         if any(isinstance(s, OwnName) for s in servers):
-            evidence.extend(
-                Evidence(i.where.path, i.where.line, f"instance `{i.name}` runs this agent")
-                for i in running[:3]
-            )
-        evidence.extend(
-            Evidence(site_path, line, f"`{name}` is bound here") for name, line, _ in call.site.aliases
-        )
+            evidence.extend(Evidence(i.where.path, i.where.line, "runs_agent", i.name) for i in running[:3])
+        evidence.extend(Evidence(site_path, line, "bound", name) for name, line, _ in call.site.aliases)
         evidence.extend(ctx.evidence)
         method = self.evaluator.http_method(call.http_method, ctx)
         if all(r and r <= family for r in reached):
             if method == "POST":
-                return verdict(SELF_CALL, main)
+                return verdict(SELF_CALL, [main])
             if method is not None:
-                return verdict(OTHER_ROUTE, f"{method} {main}")
-            return verdict(POSSIBLE_SELF_CALL, f"its own {main} with a method that cannot be resolved")
+                return verdict(OTHER_ROUTE, [main], http_method=method)
+            return verdict(POSSIBLE_SELF_CALL, [main], doubt="method")
         if all(HOLE not in alt for alt in paths):
             names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]
             found = list(dict.fromkeys(name for group in names for name in group))
             sources = self.deployment.route_sources[site_cls]
             evidence.extend(sources[route] for route in found if route in sources)
-            return verdict(OTHER_ROUTE, " or ".join(found))
-        shown = " or ".join(dict.fromkeys(path_text(alt) for alt in paths))
-        return verdict(OTHER_ROUTE, f"{shown} (a path that cannot be resolved statically)")
+            return verdict(OTHER_ROUTE, found)
+        return verdict(OTHER_ROUTE, dict.fromkeys(path_text(alt) for alt in paths), unresolved=True)
 
 
 def path_text(alternative: Path) -> str:

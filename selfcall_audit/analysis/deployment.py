@@ -145,8 +145,7 @@ class Deployment:
                             normal = normal_route(text)
                             if routes.get(normal) is None:
                                 routes[normal] = handler
-                            note = f"route `{text}` is registered here"
-                            sources.setdefault(normal, Evidence(owner.path, call.line, note))
+                            sources.setdefault(normal, Evidence(owner.path, call.line, "registered", text))
             self._routes_memo[ref] = routes
             self.route_sources[ref] = sources
         return self._routes_memo[ref]

@@ -32,6 +32,7 @@ from .expr import (
     SelfRef,
     Seq,
     Str,
+    Unknown,
     inline,
     qualify,
     str_format,
@@ -46,10 +47,12 @@ from .limits import LIMITS
 @dataclass(frozen=True)
 class Marker:
     """A part of an evaluated path that is not text; `label` is the expression written there,
-    shown to users (markers of one kind are equal whatever their label)."""
+    shown to users, and `limit` the bound of `LIMITS` that made it unknown, if one did (markers of
+    one kind are equal whatever their label and limit)."""
 
     name: str
     label: str = field(default="", compare=False)
+    limit: str = field(default="", compare=False)
 
 
 HOLE = Marker("unknown")  # any text
@@ -95,7 +98,9 @@ class FromParam:
 
 @dataclass(frozen=True)
 class Unresolved:
-    pass
+    """A name the analysis cannot tell; `limit`: the bound of `LIMITS` that stopped it, if one did."""
+
+    limit: str = field(default="", compare=False)
 
 
 Server = OwnName | ConfigRef | NamedServer | FromParam | Unresolved
@@ -187,7 +192,7 @@ class Evaluator:
                 if found is None:
                     return None
                 owner, binding = found
-                ctx.evidence.append(Evidence(owner.path, binding.line, f"`self.{attr}` is bound here"))
+                ctx.evidence.append(Evidence(owner.path, binding.line, "bound", f"self.{attr}"))
                 if isinstance(binding.expr, Param):
                     keyword = self._class_keyword(owner, binding, ctx.cls)
                     if keyword is not None:
@@ -199,15 +204,13 @@ class Evaluator:
                 return None
         match self.index.lookup_dotted(ctx.path, expr):
             case ConstRef(path, binding):
-                ctx.evidence.append(Evidence(path, binding.line, f"`{binding.name}` is defined here"))
+                ctx.evidence.append(Evidence(path, binding.line, "defined", binding.name))
                 return binding.expr, ctx.inside(path, None)
             case ClassAttr(cls, attr):
                 klass = self.index.klass(cls)
                 for binding in klass.constants if klass else ():
                     if binding.name == attr:
-                        ctx.evidence.append(
-                            Evidence(cls.path, binding.line, f"`{cls.name}.{attr}` is defined here")
-                        )
+                        ctx.evidence.append(Evidence(cls.path, binding.line, "defined", f"{cls.name}.{attr}"))
                         return binding.expr, ctx.inside(cls.path, None)
         return None
 
@@ -217,7 +220,7 @@ class Evaluator:
         if found is None or not found[1].is_property or found[1].returns == UNKNOWN:
             return None
         owner, function = found
-        ctx.evidence.append(Evidence(owner.path, function.line, f"property `{attr}` is defined here"))
+        ctx.evidence.append(Evidence(owner.path, function.line, "property", attr))
         return qualify(inline(function.returns, function.locals), owner.path, {}), ctx
 
     def _class_keyword(self, owner: ClassRef, binding: Binding, cls: ClassRef) -> tuple[Expr, Ctx] | None:
@@ -243,10 +246,12 @@ class Evaluator:
     def path(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Path]:
         """Alternatives of a string, each a tuple of text and markers."""
         if depth > LIMITS.evaluation_depth:
-            return [(HOLE,)]
+            return [_cut("evaluation_depth")]
         match expr:
             case Str(text):
                 return [(text,)]
+            case Unknown(limit=limit) if limit:
+                return [_cut(limit)]
             case Param(name):
                 return [(Marker(PARAM.name, name),)]
             case Named(label, value):
@@ -254,11 +259,9 @@ class Evaluator:
             case Join(parts):
                 options = [self.path(part, ctx, depth + 1) for part in parts]
                 combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
-                return combined if len(combined) <= LIMITS.alternatives else [(HOLE,)]
+                return combined if len(combined) <= LIMITS.alternatives else [_cut("alternatives")]
             case Alt(options) | Or(options):
-                return [alt for option in options for alt in self.path(option, ctx, depth + 1)][
-                    : LIMITS.alternatives
-                ]
+                return _bounded([alt for option in options for alt in self.path(option, ctx, depth + 1)])
             case Call():
                 return self._call_path(expr, ctx, depth)
         found = self.constant(expr, ctx)
@@ -310,9 +313,7 @@ class Evaluator:
                 texts = self.path(template, ctx, depth + 1)
                 if all(all(isinstance(part, str) for part in text) for text in texts):
                     built = [str_format("".join(t), list(expr.args), expr.kwargs) for t in texts]  # type: ignore[arg-type]
-                    return [alt for value in built for alt in self.path(value, ctx, depth + 1)][
-                        : LIMITS.alternatives
-                    ]
+                    return _bounded([alt for value in built for alt in self.path(value, ctx, depth + 1)])
         returned = self.returned(expr, ctx)
         if returned is None:
             return [(HOLE,)]
@@ -348,7 +349,7 @@ class Evaluator:
                     else:
                         combined.append((*prefix, "/", *alternative))
             if len(combined) > LIMITS.alternatives:
-                return [(HOLE,)]
+                return [_cut("alternatives")]
             joined = combined
         return joined
 
@@ -379,7 +380,7 @@ class Evaluator:
             return None
         ref, via_self = target
         function = self.hierarchy.function(ref)
-        if function is None or function.returns == UNKNOWN:
+        if function is None or (function.returns == UNKNOWN and not function.returns.limit):  # type: ignore[union-attr]
             return None
         kwargs, _ = expand_kwargs(expr.kwargs)
         args = tuple(qualify(a, ctx.path) for a in expr.args)
@@ -409,8 +410,10 @@ class Evaluator:
     def server(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Server]:
         """Alternatives of a server name."""
         if depth > LIMITS.evaluation_depth:
-            return [Unresolved()]
+            return [Unresolved("evaluation_depth")]
         match expr:
+            case Unknown(limit=limit) if limit:
+                return [Unresolved(limit)]
             case Alt(options):
                 return [alt for option in options for alt in self.server(option, ctx, depth + 1)]
             case Named(_, value):
@@ -448,9 +451,7 @@ class Evaluator:
                 # `self.<alias>.name` where <alias> was bound to self.config
                 bound = self.hierarchy.class_binding(ctx.cls, alias)
                 if bound and bound[1].expr == _CONFIG:
-                    ctx.evidence.append(
-                        Evidence(bound[0].path, bound[1].line, f"`self.{alias}` is bound here")
-                    )
+                    ctx.evidence.append(Evidence(bound[0].path, bound[1].line, "bound", f"self.{alias}"))
                     return self.server(Attr(_CONFIG, attr), ctx, depth + 1)
         return [Unresolved()]
 
@@ -458,6 +459,7 @@ class Evaluator:
         """`a or b`: the first option that names a server; one that cannot be resolved (an
         optional override, an environment variable) is taken as not set, as it is by default."""
         unset = False
+        cut: list[Server] = []  # options not followed to the end: they may be set, and name anything
         for option in options:
             if isinstance(option, Const):  # `None`, `""`: not set
                 continue
@@ -466,9 +468,10 @@ class Evaluator:
                 continue
             if all(isinstance(s, Unresolved) for s in found):
                 unset = True
+                cut.extend(s for s in found if s.limit)  # type: ignore[union-attr]
                 continue
-            return found
-        return [Unresolved()] if unset else []
+            return cut + found
+        return cut or ([Unresolved()] if unset else [])
 
     def http_method(self, expr: Expr, ctx: Ctx) -> str | None:
         """The HTTP method a client call uses, when it is one text (`"POST"`, `Method.POST`,
@@ -489,7 +492,7 @@ def _named(label: str, alternatives: list[Path]) -> list[Path]:
     if told or any(isinstance(part, str) and "/" in part for alt in alternatives for part in alt):
         return alternatives
     kind = PARAM.name if any(PARAM in alt for alt in alternatives) else HOLE.name
-    return [(Marker(kind, label),)]
+    return [(Marker(kind, label, path_limit(alternatives) or ""),)]
 
 
 def names_route_itself(alternatives: list[Path], route: str) -> bool:
@@ -527,4 +530,27 @@ def _literal(alternative: Path) -> Server:
         return FromParam()
     if all(isinstance(part, str) for part in alternative):
         return NamedServer("".join(alternative))  # type: ignore[arg-type]
-    return Unresolved()
+    return Unresolved(path_limit([alternative]) or "")
+
+
+def _cut(limit: str) -> Path:
+    """A path the evaluation stopped following at the bound `limit`: any text."""
+    return (Marker(HOLE.name, limit=limit),)
+
+
+def _bounded(alternatives: list[Path]) -> list[Path]:
+    """At most `LIMITS.alternatives` of them, and a cut standing for the rest (one of which may
+    be the route)."""
+    if len(alternatives) <= LIMITS.alternatives:
+        return alternatives
+    return [*alternatives[: LIMITS.alternatives], _cut("alternatives")]
+
+
+def path_limit(alternatives: list[Path]) -> str | None:
+    """The bound that cut a part of these path alternatives, if one did."""
+    return next((p.limit for alt in alternatives for p in alt if isinstance(p, Marker) and p.limit), None)
+
+
+def server_limit(servers: list[Server]) -> str | None:
+    """The bound that stopped the evaluation of one of these server names, if one did."""
+    return next((s.limit for s in servers if isinstance(s, Unresolved) and s.limit), None)

@@ -274,7 +274,6 @@ class Expander:
         for inner in inner_calls:
             if self._dispatched_in_process(inner, bindings, target.path, ctx):
                 continue
-            note = f"through `{function.name}()`, which makes the call at line {inner.site.line}"
             result.append(
                 ClientCall(
                     site=call,
@@ -285,7 +284,7 @@ class Expander:
                     receiver=qualify(inner.receiver, target.path, bindings),
                     helper=function.name,
                     helper_facts=function if via_self and fields is None else None,
-                    via=(Evidence(target.path, inner.site.line, note), *inner.via),
+                    via=(Evidence(target.path, inner.site.line, "through", function.name), *inner.via),
                 )
             )
         return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 
 from .limits import LIMITS
@@ -29,7 +29,10 @@ class _Node:
 
 @dataclass(frozen=True, slots=True)
 class Unknown(_Node):
-    """A value the analysis does not follow."""
+    """A value the analysis does not follow; `limit` names the bound of `LIMITS` that stopped it,
+    if one did (equal to any other unknown: only reports read it)."""
+
+    limit: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +234,7 @@ def inline(expr: Expr, table: tuple[Expr, ...] | list[Expr]) -> Expr:
 
     def walk(node: Expr, depth: int) -> Expr:
         if depth > LIMITS.inlined_depth:
-            return UNKNOWN
+            return Unknown("inlined_depth")
         if isinstance(node, Local):
             key = (node.index, depth)
             if key not in memo:
@@ -263,7 +266,7 @@ def merge(values: list[Expr]) -> Expr:
     if len(unique) == 1:
         return unique[0]
     if len(unique) > LIMITS.fact_alternatives:
-        return UNKNOWN
+        return Unknown("fact_alternatives")
     return Alt(tuple(unique))
 
 
@@ -275,7 +278,7 @@ def prune(expr: Expr, depth: int = 0) -> Expr:
     if cls in _LEAVES:
         return expr
     if depth >= LIMITS.fact_depth:
-        return UNKNOWN
+        return Unknown("fact_depth")
     depth += 1
     if cls is Attr:
         base = prune(expr.base, depth)  # type: ignore[union-attr]
@@ -431,6 +434,7 @@ def _node_encoder(cls: type) -> Callable[[object], object]:
 
 
 _ENCODERS: dict[type, Callable[[object], object]] = {cls: _node_encoder(cls) for cls in _NODES}
+_ENCODERS[Unknown] = lambda node: (_TAGS[Unknown], node.limit) if node.limit else (_TAGS[Unknown],)  # type: ignore[attr-defined]
 _ENCODERS[tuple] = lambda items: tuple([encode_value(item) for item in items])  # type: ignore[attr-defined]
 
 

@@ -7,18 +7,19 @@ so that resolution across modules never needs the syntax tree.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
 import warnings
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ..ftypes import InputError, OnFirstRead
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline, merge, prune
 from .walker import Binding, FunctionWalker, ModuleScope, param_names
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import ErrorKind
 
@@ -363,15 +364,22 @@ def _noqa_lines(source: bytes) -> tuple[tuple[int, tuple[str, ...] | None], ...]
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=2)
+def parse(source: bytes) -> ast.Module:
+    """The module's tree, shared by its facts and the questions `around` asks of its self-calls
+    right after (an editor's edit, a one-file run): parsed once, never changed by either."""
+    with warnings.catch_warnings():  # `"\d"` and the like: the audited code's business, not our output
+        warnings.simplefilter("ignore")
+        return ast.parse(source, type_comments=False)
+
+
 def extract(path: str, source: bytes) -> ModuleFacts:
     """Facts of one Python file. Raises FactsError, with a message for the SCA900 entry, for input
     that cannot be analysed; never anything else, so one odd file cannot stop a scan."""
     if b"\0" in source:
         raise FactsError("binary file: it contains null bytes, so it is not Python source")
     try:
-        with warnings.catch_warnings():  # `"\d"` and the like: the audited code's business, not our output
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, filename=path, type_comments=False)
+        tree = parse(source)
     except SyntaxError as exc:
         raise _syntax_error(exc) from None
     except (ValueError, UnicodeDecodeError) as exc:

@@ -8,14 +8,15 @@ expansion and `config_paths` chains all have limits; nothing outside the project
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from posixpath import normpath
+from typing import TYPE_CHECKING
 
 from ..ftypes import InputError
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     import yaml
 
@@ -91,8 +92,10 @@ class AgentInstance:
     entrypoint: str | None  # root-relative module path, e.g. responses_api_agents/x/app.py
     refs: tuple[ServerRef, ...]
 
+    @functools.cached_property
     def self_refs(self) -> tuple[ServerRef, ...]:
-        """Server references that point back at this very instance."""
+        """Server references that point back at this very instance (asked for each call of each
+        agent running it: worked out once)."""
         return tuple(r for r in self.refs if r.type == AGENT_TYPE and r.name == self.name)
 
 

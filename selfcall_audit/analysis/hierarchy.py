@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections import defaultdict, deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact
 from .expr import UNKNOWN, Alt, Attr, Call, Expr, Local, Name, SelfRef, children
 from .facts import Binding, FunctionFacts
 from .index import ClassRef, ConstRef, External, FunctionRef, Index
 from .limits import LIMITS
+
+if TYPE_CHECKING:
+    from ..ftypes import Recognition
 
 # Where a class serves the agent route: the place (path, line) of the registration, or None.
 Serves = Callable[[ClassRef], "tuple[str, int] | None"]
@@ -34,7 +38,9 @@ class Hierarchy:
         self._bases_memo: dict[ClassRef, list[ClassRef | str]] = {}
         self._mro_memo: dict[ClassRef, list[ClassRef]] = {}
         self._agent_memo: dict[ClassRef, bool] = {}
-        self._children: dict[ClassRef, list[ClassRef]] | None = None
+        self._children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
+        self._children_of = 0  # the parsed modules `_children` covers (the first so many)
+        self._children_stale = True
 
     def bases(self, ref: ClassRef) -> list[ClassRef | str]:
         """Direct bases: a ClassRef in the project, or the dotted name of an external class."""
@@ -117,33 +123,37 @@ class Hierarchy:
             )
         return memo[ref]
 
-    def recognised(self, ref: ClassRef) -> str:
-        """How the class was recognised as an agent, for the inventory."""
+    def recognised(self, ref: ClassRef) -> tuple[Recognition, str, int]:
+        """How the class was recognised as an agent, for the inventory: the kind (see
+        `AgentInfo`), the base's name or the file registering the route, and the route's line."""
         for owner in self.mro(ref):
             name = self.index.qualname(owner)
             if owner != ref and name in self.agent_bases:
-                return f"subclass of {name}"
+                return "base", name, 0
             for base in self.bases(owner):
                 if isinstance(base, str) and base in self.agent_bases:
-                    return f"subclass of {base}"
+                    return "base", base, 0
             where = self.serves(owner) if self.serves is not None else None
             if where is not None:
-                return f"serves its route (registered at {where[0]}:{where[1]})"
-        return "configured agent base"
+                return "route", where[0], where[1]
+        return "configured", "", 0
 
     def is_agent_class(self, ref: ClassRef) -> bool:
         """An agent class of the project (the configured base classes themselves are not)."""
         return self.is_agent(ref) and self.index.qualname(ref) not in self.agent_bases
 
     def children(self) -> dict[ClassRef, list[ClassRef]]:
-        """Direct subclasses among the modules parsed so far."""
-        if self._children is None:
-            children: dict[ClassRef, list[ClassRef]] = defaultdict(list)
-            for ref in (ClassRef(m.path, k.name) for m in self.index.parsed() for k in m.classes):
+        """Direct subclasses among the modules parsed when it was last brought up to date. Modules
+        are only ever added, so bringing it up to date reads only the ones parsed since."""
+        if self._children_stale:
+            self._children_stale = False
+            modules = list(self.index.parsed())
+            children = self._children
+            for ref in (ClassRef(m.path, k.name) for m in modules[self._children_of :] for k in m.classes):
                 for base in self.bases(ref):
                     if isinstance(base, ClassRef):
                         children[base].append(ref)
-            self._children = children
+            self._children_of = len(modules)
         return self._children
 
     def descendants(self, ref: ClassRef) -> list[ClassRef]:
@@ -170,7 +180,7 @@ class Hierarchy:
         if self.find_subclasses and posts:
             for path in self.find_subclasses(ref.name):
                 self.index.module(path)
-            self._children = None
+            self._children_stale = True
         found = [ref] if self.is_agent(ref) else []
         if found and not posts:
             return found

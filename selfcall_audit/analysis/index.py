@@ -67,6 +67,9 @@ class Index:
         self._lookup_memo: dict[tuple[str, str], Symbol | None] = {}
         self._names_memo: dict[str, dict[str, Symbol]] = {}
         self._paths_memo: dict[tuple[str, str, int], str | None] = {}
+        # Where a chain of re-exports was cut at `LIMITS.import_depth`: path → the name not
+        # followed and the line of its import there.
+        self.cut: dict[str, tuple[str, int]] = {}
 
     # modules ---------------------------------------------------------------------------
     def module(self, path: str) -> ModuleFacts | None:
@@ -138,7 +141,11 @@ class Index:
         if key in self._lookup_memo:
             return self._lookup_memo[key]
         module = self.module(path)
-        if module is None or depth > LIMITS.import_depth:
+        if module is None:
+            return None
+        if depth > LIMITS.import_depth:  # said, not silent: the name may be the agent's route
+            line = next((imp.line for imp in module.imports if imp.local == name), 1)
+            self.cut.setdefault(path, (name, line))
             return None
         self._lookup_memo[key] = None  # an import cycle resolves to nothing
         found = self._names(path, module).get(name)

@@ -4,22 +4,23 @@ The one place these rules live. The analysis asks `blocker(description)` to tell
 finding is fixable; `fix` asks the same question, then `site_blocker(site)` for what only the
 syntax tree around the call shows (a rebound `self`, a name the helper would collide with, and,
 through `name_blocker`, whether `self` and the names the rewrite removes are bound on every path
-to the call as the analysis read them). A refusal is a `Blocker`: a kind, and the words for it.
+to the call as the analysis read them). A refusal is a `Blocker`: a kind and what it is about
+(`report.messages` words it).
 This module imports nothing but the value types: a scan can use it without libcst.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..ftypes import CallArgument, CallDescription, CallReceiver
+from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver
 from .calls import CLIENT_SIGNATURES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Literal
 
-    from ..ftypes import ArgumentRole
+    from ..ftypes import ArgumentRole, BlockerKind
 
     DefinitionForm = Literal[
         "param",
@@ -33,25 +34,6 @@ if TYPE_CHECKING:
         "delete",
         "other",
         "unbound",
-    ]
-    BlockerKind = Literal[
-        "self_shadowed",
-        "self_rebound",
-        "walrus_in_removed_part",
-        "call_in_removed_part",
-        "helper_name_taken",
-        "streamed",
-        "bound_around_the_call",
-        "rebound_in_loop",
-        "rebound_after_closure",
-        "rebound_by_nonlocal",
-        "rebound_by_global",
-        "bound_by_handler",
-        "bound_by_walrus",
-        "maybe_unbound",
-        "several_bindings",
-        "not_a_plain_binding",
-        "unreachable",
     ]
 
 # The client methods a rewrite replaces: those that can say POST (the helper sends nothing else).
@@ -74,109 +56,64 @@ def role_of(client_method: str, index: int, keyword: str | None) -> ArgumentRole
     return keyword if keyword in _NAMED_ROLES else "other"  # type: ignore[return-value]
 
 
-def blocker(call: CallDescription) -> str | None:
+def blocker(call: CallDescription) -> Blocker | None:
     """Why the described call cannot be rewritten, or None when it can."""
     receiver = call.receiver
     match receiver.kind:
         case "partial":
-            return "the call goes through functools.partial"
+            return Blocker("partial")
         case "helper" if not receiver.forwards:
-            return (
-                f"the call goes through `{receiver.text}()`, which does more than pass its arguments on: only "
-                "a method whose whole body is `return await self.server_client.post(name=name, ...)` is seen through"
-            )
+            return Blocker("through_helper", receiver.text)
     if receiver.client_method not in REWRITTEN_METHODS and not (
         receiver.kind == "bound_method" and not receiver.client_method  # `post(...)`, bound elsewhere
     ):
-        return "the call is not a `.post(...)` or `.request(...)` of the server client"
+        return Blocker("not_a_post")
     match call.context:
         case "with":
-            return "the response is used as an async context manager"
+            return Blocker("async_with")
         case "default":
-            return "the call is in a default argument value, evaluated once when the function is defined"
+            return Blocker("in_default")
         case "decorator":
-            return "the call is in a decorator, evaluated once when the function is defined"
+            return Blocker("in_decorator")
     for argument in call.arguments:
         reason = _argument_blocker(argument, receiver)
         if reason is not None:
             return reason
     if receiver.unpassed:
-        return (
-            f"`{receiver.text}()` sends its own default for `{receiver.unpassed}`, "
-            "which the rewritten call would not send"
-        )
+        return Blocker("helper_default", receiver.text, names=(receiver.unpassed,))
     named = [a.keyword for a in call.arguments if a.keyword] + [
         k for a in call.arguments for k in a.keys or ()
     ]
     twice = sorted({name for name in named if named.count(name) > 1})
     if twice:
-        return f"`{twice[0]}` is passed twice (by name and in a `**` expansion)"
+        return Blocker("passed_twice", twice[0])
     roles = {argument.role for argument in call.arguments}
     if not {"server_name", "url_path"} <= roles:
-        return "it does not name both the server and the url path"
+        return Blocker("no_server_or_path")
     if call.self_name is None:
-        return "the call is not inside a method that has `self`"
+        return Blocker("outside_method")
     return None
 
 
-def _argument_blocker(argument: CallArgument, receiver: CallReceiver) -> str | None:
+def _argument_blocker(argument: CallArgument, receiver: CallReceiver) -> Blocker | None:
     if argument.star == "**" and argument.keys is not None:
         others = [key for key in argument.keys if key not in EXPANDABLE]
         if not others:
             return None  # `**{"headers": h}`, `**({"headers": h} if h else {})`: kept as written
-        return f"a `**` expansion passes `{others[0]}`, which the in-process helper does not take: rewrite the call by hand"
+        return Blocker("expanded_key", others[0])
     if argument.star == "**" and receiver.forwards:
-        return f"arguments come from a `**` expansion whose keys `{receiver.text}()` does not pass on as they are"
+        return Blocker("helper_expansion", receiver.text)
     if argument.star:
-        return f"arguments come from a `{argument.star}` expansion: rewrite the call by hand"
+        return Blocker("star_expansion", argument.star)
     if argument.role != "other":
         return None
+    if receiver.forwards and argument.keyword is None:
+        return Blocker("helper_positional", receiver.text)
     if receiver.forwards:
-        if argument.keyword is None:
-            return f"it passes arguments to `{receiver.text}()` by position: name them, as its parameters are named"
-        return (
-            f"`{receiver.text}()` does not pass `{argument.keyword}` on to the client as an argument "
-            "the in-process helper takes (`url_path`, `json`, `cookies`, `headers`)"
-        )
+        return Blocker("helper_keyword", receiver.text, names=(argument.keyword,))
     if argument.keyword is None:
-        return "it passes positional arguments the in-process helper does not take"
-    return f"the in-process helper takes no `{argument.keyword}` argument"
-
-
-_REASONS: dict[BlockerKind, str] = {
-    "self_shadowed": "`{name}` at the call is not the method's own (a nested function, lambda or comprehension binds it)",
-    "self_rebound": "`{name}` is rebound in the method (line {line}); the helper needs the agent itself",
-    "walrus_in_removed_part": "the call binds {name} with `:=` in a part the rewrite removes",
-    "call_in_removed_part": "the server name or client comes from `{name}`, which the rewrite would no longer run",
-    "helper_name_taken": "`{name}` already names something else here (line {line}); "
-    "choose the helper's name with --helper MODULE:NAME",
-    "streamed": "the response body is streamed (`{name}`); the in-process helper buffers it",
-    "bound_around_the_call": "`{name}` at the call is bound by a lambda or comprehension around it",
-    "rebound_in_loop": "`{name}` is bound again at line {line}, in a loop around the call: a later pass may post elsewhere",
-    "rebound_after_closure": "`{name}` is bound again at line {line}, after the function that makes the call was defined",
-    "rebound_by_nonlocal": "a nested function rebinds `{name}` through `nonlocal` (line {line})",
-    "rebound_by_global": "a function rebinds `{name}` through `global` (line {line})",
-    "bound_by_handler": "`{name}` is bound by `except ... as` at line {line}, which can reach the call",
-    "bound_by_walrus": "`{name}` is bound by `:=` at line {line}, which can reach the call",
-    "maybe_unbound": "`{name}` may be unbound when the call runs (line {line})",
-    "several_bindings": "more than one binding of `{name}` can reach the call (line {line} too)",
-    "not_a_plain_binding": "`{name}` is not bound by a plain assignment (line {line})",
-    "unreachable": "no path from the start of the function reaches the call",
-}
-
-
-@dataclass(frozen=True)
-class Blocker:
-    """Why a call, where it stands, is left alone: a kind the code can test, and the name and
-    line it is about, for the words."""
-
-    kind: BlockerKind
-    name: str = ""
-    line: int | None = None
-
-    @property
-    def reason(self) -> str:
-        return _REASONS[self.kind].format(name=self.name, line=self.line)
+        return Blocker("positional")
+    return Blocker("keyword", argument.keyword)
 
 
 @dataclass(frozen=True)
@@ -270,7 +207,7 @@ def site_blocker(site: Site) -> Blocker | None:
     if site.self_rebinding is not None:
         return Blocker("self_rebound", site.self_name, site.self_rebinding)
     if site.walrus:
-        return Blocker("walrus_in_removed_part", ", ".join(f"`{name}`" for name in site.walrus))
+        return Blocker("walrus_in_removed_part", names=site.walrus)
     if site.dropped_call is not None:
         return Blocker("call_in_removed_part", site.dropped_call)
     if site.helper_binding is not None:

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ..config import Settings
-from ..ftypes import CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
+from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
 from ..rules import SELF_CALL
-from . import policy
+from . import around, policy
 from .calls import ROUTING_KWARGS
 from .classify import Classifier, Verdict
 from .deployment import Deployment
@@ -42,6 +42,8 @@ class Resolver:
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
+        self.read = read
+        self._trees: dict[str, around.Tree | None] = {}  # the files with a self-call `fix` may rewrite
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -79,6 +81,7 @@ class Resolver:
                             evidence=tuple(dict.fromkeys(first.evidence + finding.evidence)),
                             fixable=first.fixable and finding.fixable,
                             fix_blocker=first.fix_blocker or finding.fix_blocker,
+                            limit=first.limit or finding.limit,
                             call=first.call if first.fix_blocker or not finding.fix_blocker else finding.call,
                         )
                     results[key] = finding
@@ -97,11 +100,8 @@ class Resolver:
                     continue
                 if agent != ref:
                     klass = self.index.klass(agent)
-                    note = f"runs in agent `{agent.name}`"
-                    verdict = replace(
-                        verdict,
-                        evidence=(*verdict.evidence, Evidence(agent.path, klass.line if klass else 1, note)),
-                    )
+                    runs_in = Evidence(agent.path, klass.line if klass else 1, "runs_in", agent.name)
+                    verdict = replace(verdict, evidence=(*verdict.evidence, runs_in))
                 found.append(self._finding(verdict, call, method, ref, agent))
         return found
 
@@ -117,7 +117,8 @@ class Resolver:
                 or self._other_target_somewhere(verdict, agent)
                 or self._helper_overridden(call, agent)
             )
-            description = replace(description, blocker=blocker)
+            at_site = None if blocker else self._at_site(site_cls.path, call, description)
+            description = replace(description, blocker=blocker, at_site=at_site)
         site = call.site
         return Finding(
             code=code,
@@ -126,17 +127,21 @@ class Resolver:
             column=site.col,
             end_line=site.end_line,
             end_column=site.end_col,
-            detail=verdict.detail,
             agent=agent.name,
             method=method.name,
-            fixable=description is not None and description.blocker is None,
+            fixable=description is not None and description.blocker is None and description.at_site is None,
             evidence=verdict.evidence,
-            fix_blocker=description.blocker if description else None,
+            fix_blocker=(description.blocker or description.at_site) if description else None,
             call=description,
             config=verdict.config,
+            routes=verdict.routes,
+            http_method=verdict.http_method,
+            unresolved=verdict.unresolved,
+            doubt=verdict.doubt,
+            limit=verdict.limit,
         )
 
-    def _helper_overridden(self, call: ClientCall, agent: ClassRef) -> str | None:
+    def _helper_overridden(self, call: ClientCall, agent: ClassRef) -> Blocker | None:
         """Why a forwarding helper cannot be seen through at this call: an agent deriving from
         `agent` defines the method otherwise, and runs the call with its own."""
         if call.helper is None or call.helper_facts is None or call.helper_facts.forwards is None:
@@ -149,13 +154,24 @@ class Resolver:
             seen.add(current)
             found = self.hierarchy.method(current, call.helper)
             if self.hierarchy.is_agent(current) and found is not None and found[1] != call.helper_facts:
-                return (
-                    f"`{current.name}` defines `{call.helper}()` otherwise, and runs this call with its own"
-                )
+                return Blocker("helper_overridden", call.helper, names=(current.name,))
             pending.extend(self.hierarchy.children().get(current, []))
         return None
 
-    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> str | None:
+    def _at_site(self, path: str, call: ClientCall, description: CallDescription) -> Blocker | None:
+        """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`)."""
+        if path not in self._trees:
+            source = self.read(path) if self.read is not None else None
+            try:
+                self._trees[path] = around.Tree(source) if source is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._trees[path] = None
+        tree = self._trees[path]
+        if tree is None:
+            return None
+        return around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
+
+    def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
         `self.config.<ref>.name`) that is this agent in some of its instances but another server
         in others."""
@@ -165,12 +181,11 @@ class Resolver:
                 case NamedServer(text):
                     others = [i.name for i in running if i.name != text]
                 case ConfigRef(key):
-                    others = [i.name for i in running if not any(r.key == key for r in i.self_refs())]
+                    others = [i.name for i in running if not any(r.key == key for r in i.self_refs)]
                 case _:
                     continue
             if others:
-                names = ", ".join(f"`{name}`" for name in sorted(set(others))[:3])
-                return f"in other instances ({names}) the target is another server: a rewrite would skip it"
+                return Blocker("other_instances", names=tuple(sorted(set(others))[:3]))
         return None
 
 

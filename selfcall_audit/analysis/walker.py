@@ -25,6 +25,7 @@ from .expr import (
     Param,
     Seq,
     Str,
+    Unknown,
     inline,
     merge,
     percent_format,
@@ -342,8 +343,10 @@ class FunctionWalker:
                 return UNKNOWN
             case ast.List(elts=elements) | ast.Tuple(elts=elements):
                 values = tuple(self.expr(element) for element in elements)
-                if len(values) > LIMITS.sequence_items or any(isinstance(e, ast.Starred) for e in elements):
-                    return UNKNOWN  # a data table, not path segments
+                if any(isinstance(e, ast.Starred) for e in elements):
+                    return UNKNOWN
+                if len(values) > LIMITS.sequence_items:
+                    return Unknown("sequence_items")  # a data table, not path segments
                 return Seq(values)
             case ast.Dict(keys=keys, values=values):
                 items = []
@@ -443,6 +446,8 @@ class FunctionWalker:
             items = self.deref(args[0]) if len(args) == 1 and not kwargs else None
             if func.attr == "join" and isinstance(items, Seq):  # type: ignore[union-attr]
                 return str_join(func.base.text, items)  # type: ignore[union-attr]
+            if func.attr == "join" and type(items) is Unknown and items.limit:  # type: ignore[union-attr]
+                return items  # too many segments to keep: the joined path is cut by the same bound
         if worth_recording(callee, args, kwargs):
             context = "with" if in_with else self.context
             fact = call_fact(node, self.m.position, func, args, kwargs, client, feeds, context)

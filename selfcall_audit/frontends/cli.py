@@ -216,7 +216,11 @@ def agents(common: Common, output_format: str | None) -> None:
 
     root, _, projects = common.prepare(whole=True)
     output = commands.Output.choose(None, common.color)
-    report = run_analysis(common, projects, root, inventory=True)
+    progress = common.progress()
+    try:
+        report = run_analysis(common, projects, root, progress, inventory=True)
+    finally:
+        progress.close()
     scopes = tuple(
         "" if rel == "." else rel.replace(os.sep, "/")
         for rel in (os.path.relpath(os.path.realpath(p), root) for p in common.paths)
@@ -269,14 +273,18 @@ def fix(
     base, _, projects = common.prepare(
         select=commands.codes(select, "--select"), ignore=commands.codes(ignore, "--ignore")
     )
-    planned = [  # each project with its own settings and helper (a monorepo's nested projects)
-        plan_project(common, root, settings, paths, projects, helper_spec)
-        for root, settings, paths in projects
-    ]
-    named = len(planned) > 1  # one summary per project: each says which
-    status = max(
-        finish_project(common, base, fixing, show_diff, check, common.started, named) for fixing in planned
-    )
+    progress = common.progress()  # one display for the run, every project's phases on it
+    try:
+        planned = [  # each project with its own settings and helper (a monorepo's nested projects)
+            plan_project(root, settings, paths, projects, helper_spec, progress)
+            for root, settings, paths in projects
+        ]
+        named = len(planned) > 1  # one summary per project: each says which
+        status = max(
+            finish_project(common, base, fixing, show_diff, check, progress, named) for fixing in planned
+        )
+    finally:
+        progress.close()
     if status:
         _exit(status)
 

@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import api
 from ..api import Projects, by_project
@@ -17,8 +18,8 @@ from ..ftypes import Report
 from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
 from ..workspace.write import replace_file
+from .display import Display
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
 
@@ -168,10 +169,10 @@ class Common:
             groups = {project_root: (project_root,) for project_root in groups}
         return root, settings, Projects(groups, settings_for)
 
-    def progress(self, since: float | None = None) -> LazyProgress:
-        """A progress bar on stderr when it is a terminal (whatever stdout is), unless -q; `since`:
-        when the user started waiting (`time.perf_counter()`), if before now."""
-        return LazyProgress(not self.quiet and sys.stderr.isatty(), since=since)
+    def progress(self) -> Display:
+        """The run's progress display, on stderr when it is a terminal (whatever stdout is), unless
+        -q; counted from the start of the process."""
+        return Display(not self.quiet and stderr_is_terminal(), since=self.started)
 
 
 def _settings(root: Path, config_file: Path | None, **overrides: Any) -> Settings:
@@ -204,70 +205,13 @@ def codes(text: str | None, option: str) -> tuple[str, ...] | None:
         raise UsageError(f"{option}: {exc}") from None
 
 
-class LazyProgress:
-    """One progress bar per run, shown only when the work runs longer than about a second on a
-    terminal. The analysis reports its batches one after the other (the files that name a base,
-    then each round of the prefilter, then the modules pulled in on demand), each counted from 0:
-    they add up on the one bar rather than restarting it."""
-
-    def __init__(self, enabled: bool, label: str = "analysing", since: float | None = None):
-        self.enabled = enabled
-        self.label = label
-        self.started = time.perf_counter() if since is None else since
-        self._bar: Any = None
-        self._task: Any = None
-        self._before = 0  # files counted by the batches before this one
-        self._last = (0, 0)  # the current batch's done and total
-
-    def __call__(self, path: str, done: int, total: int) -> None:
-        if not self.enabled:
-            return
-        if done < self._last[0] or (done == self._last[0] and total != self._last[1]):
-            self._before += self._last[0]  # a new batch: its count starts again from 0 or 1
-        self._last = (done, total)
-        if self._bar is None:
-            if time.perf_counter() - self.started < 1.0:
-                return
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self._bar = Progress(
-                TextColumn("{task.fields[label]}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.description}"),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self._bar.start()
-            self._task = self._bar.add_task("", total=total, label=self.label)
-        self._bar.update(
-            self._task,
-            completed=self._before + done,
-            total=self._before + total,
-            description=path,
-            label=self.label,
-        )
-
-    def stage(self, label: str) -> None:
-        """Name the next stage (e.g. `rewriting` after `analysing`), counted from 0 on the same bar."""
-        self.label = label
-        self._before, self._last = 0, (0, 0)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-
-
-def run_analysis(common: Common, projects: Projects, root: Path, inventory: bool = False) -> Report:
-    progress = common.progress()
-    try:
-        report = api.analyze_projects(
-            projects, root, progress=progress, inventory=inventory, early=common.early
-        )
-    finally:
-        progress.close()
-    if not common.quiet:
+def run_analysis(
+    common: Common, projects: Projects, root: Path, progress: Display, inventory: bool = False
+) -> Report:
+    """The run's report; the display is paused while its notes are said."""
+    report = api.analyze_projects(projects, root, progress=progress, inventory=inventory, early=common.early)
+    if report.excluded and not common.quiet:
+        progress.pause()
         say_excluded(report)
     return report
 
@@ -321,29 +265,40 @@ def scan(common: Common, options: ScanOptions) -> int:
             say(f"selfcall-audit: {exc}")
             return EXIT_ERROR
     output_format = options.output_format or ("text" if output.terminal else "concise")
-    report = run_analysis(common, projects, root)
-    if write_baseline is not None:
-        _write_baseline(report, write_baseline)
-        return EXIT_CLEAN
-    notes: list[str] = []
-    if baseline is not None:
-        from ..report.baseline import apply_baseline, notes_for
+    progress = common.progress()  # one display from the listing to the report
+    try:
+        report = run_analysis(common, projects, root, progress)
+        if write_baseline is not None:
+            progress.close()
+            _write_baseline(report, write_baseline)
+            return EXIT_CLEAN
+        notes: list[str] = []
+        if baseline is not None:
+            from ..report.baseline import apply_baseline, notes_for
 
-        report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
-        notes = notes_for(report, hidden, baseline[0])
-    if diff_base is not None:
-        try:
-            known = known_at(root, common.paths, base, projects.settings)
-        except DiffBaseError as exc:
-            say(f"selfcall-audit: {exc}")
-            return EXIT_ERROR
-        report, hidden = new_findings(report, known)
-        if hidden:
-            notes.append(f"selfcall-audit: {hidden} finding(s) already present at {diff_base} not shown")
-    seconds = time.perf_counter() - common.started
-    output.write(_rendered(report, output_format, options.statistics, output, common.quiet, seconds))
-    if output_format == "concise" and not (common.quiet or options.statistics) and stderr_is_terminal():
-        # results piped or written to a file while someone watches: the count said apart, as ruff
+            report, hidden = apply_baseline(report, baseline[1], common.paths or (root,), settings)
+            notes = notes_for(report, hidden, baseline[0])
+        if diff_base is not None:
+            progress.phase(f"comparing with {diff_base}")
+            try:
+                known = known_at(root, common.paths, base, projects.settings)
+            except DiffBaseError as exc:
+                progress.close()
+                say(f"selfcall-audit: {exc}")
+                return EXIT_ERROR
+            report, hidden = new_findings(report, known)
+            if hidden:
+                notes.append(f"selfcall-audit: {hidden} finding(s) already present at {diff_base} not shown")
+        progress.phase("reporting")
+        seconds = time.perf_counter() - common.started
+        rendered = _rendered(report, output_format, options.statistics, output, common.quiet, seconds)
+    finally:
+        progress.close()
+    output.write(rendered)
+    # The text formats end with the count, as ruff's; the count of results that go to a file, or of
+    # a format for machines (kept clean), is said on stderr to someone watching it
+    counted = output_format in ("text", "concise") and output.file is None
+    if not (counted or common.quiet or options.statistics or output.terminal) and stderr_is_terminal():
         from ..report.summary import duration, summary_line
 
         say(f"{summary_line(report)} ({duration(seconds)}).")
@@ -375,7 +330,7 @@ def _rendered(
     if output_format == "concise":
         from ..report.concise import render as render_concise
 
-        return render_concise(report, color=output.color)
+        return render_concise(report, color=output.color, summary=not quiet)
     if output_format != "text":
         return renderer(output_format)(report)
     from ..report.text import render as render_text

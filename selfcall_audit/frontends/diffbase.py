@@ -20,7 +20,7 @@ from pathlib import Path
 from .. import api
 from ..config import Settings, load_settings
 from ..ftypes import Report
-from ..report.baseline import fingerprints
+from ..report.baseline import fingerprints, unmatched
 from ..workspace.discovery import PYPROJECT
 
 # A repository's own configuration must not run code while we read it (a hook, an fsmonitor).
@@ -135,11 +135,5 @@ def known_at(
 def new_findings(report: Report, known_then: list[str]) -> tuple[Report, int]:
     """The report without the findings known then (as many of each fingerprint as there were),
     and how many were left out."""
-    known = Counter(known_then)
-    kept = []
-    for finding, fingerprint in zip(report.findings, fingerprints(report), strict=True):
-        if known[fingerprint] > 0:
-            known[fingerprint] -= 1
-        else:
-            kept.append(finding)
+    kept = unmatched(report, Counter(known_then))
     return replace(report, findings=kept), len(report.findings) - len(kept)

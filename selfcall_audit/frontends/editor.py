@@ -16,7 +16,7 @@ from .. import api
 from ..config import load_settings
 from ..ftypes import Finding, InputError
 from ..migrate.vendor import VendorError, helper_source
-from ..report.messages import message
+from ..report.messages import message, note, reason
 from ..rules import RULES
 from ..workspace.discovery import find_root
 
@@ -56,11 +56,16 @@ class Editor:
         self.units = units
         self.documents: dict[Path, Document] = {}
         self._sessions: dict[Path, api.Session] = {}
+        # the project root of each folder of a document: found once (each edit would read the
+        # pyproject.toml files above it again), again when a watched pyproject.toml or file came or went
+        self._roots: dict[Path, Path] = {}
 
     # projects ----------------------------------------------------------------------------
     def session(self, path: Path) -> api.Session:
         """The warm session of the project `path` belongs to; ConfigError for a bad pyproject.toml."""
-        root = find_root(path.parent)
+        root = self._roots.get(path.parent)
+        if root is None:
+            root = self._roots[path.parent] = find_root(path.parent)
         if root not in self._sessions:
             self._sessions[root] = api.Session(root, load_settings(root))
         return self._sessions[root]
@@ -69,6 +74,8 @@ class Editor:
         """Files the editor's watcher saw change; `listing`: created or deleted ones (the project's
         listing is made again). A changed pyproject.toml starts its project's session anew."""
         paths = list(paths)
+        if listing or any(p.name == "pyproject.toml" for p in paths):
+            self._roots.clear()
         for root in list(self._sessions):
             mine = [p for p in paths if p.is_relative_to(root)]
             if any(p.name == "pyproject.toml" for p in mine):
@@ -107,7 +114,7 @@ class Editor:
                     self.to_uri(os.fspath(root / evidence.path)),
                     lsp.Range(lsp.Position(evidence.line - 1, 0), lsp.Position(evidence.line - 1, 0)),
                 ),
-                evidence.note,
+                note(evidence),
             )
             for evidence in finding.evidence
         ]
@@ -118,7 +125,10 @@ class Editor:
             code=finding.code,
             source=SOURCE,
             related_information=related or None,
-            data={"fixable": finding.fixable, "blocker": finding.fix_blocker},
+            data={
+                "fixable": finding.fixable,
+                "blocker": reason(finding.fix_blocker) if finding.fix_blocker else None,
+            },
         )
 
     def _error(self, error: InputError, lines: list[str]) -> lsp.Diagnostic:

@@ -16,6 +16,16 @@ from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_TERMINAT
 _MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
 
 
+class Stopped(Exception):
+    """The run stops here, whatever comes next (another project of a `fix`): what the user is
+    told, and the exit status `main` returns for it."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
 def interrupted(exc: BaseException) -> KeyboardInterrupt | None:
     """The KeyboardInterrupt anywhere in the exception's chain (a worker's, a library's wrapper)."""
     seen: set[int] = set()
@@ -64,13 +74,16 @@ def silence(stream: io.TextIOBase) -> None:
 
 
 def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:
-    """The exit code of `run`, or of the way it ended: an interrupt, results that could not be
-    written, an internal error (with its traceback when `verbose()`)."""
+    """The exit code of `run`, or of the way it ended: a stop it said why, an interrupt, results
+    that could not be written, an internal error (with its traceback when `verbose()`)."""
     try:
         code = run()
     except BaseException as exc:
         if isinstance(exc, SystemExit):
             raise
+        if isinstance(exc, Stopped):
+            say(exc.message)
+            return exc.status
         interrupt = interrupted(exc)
         if interrupt is not None:
             say("selfcall-audit: interrupted")

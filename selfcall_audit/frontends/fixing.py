@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 import click
 
 from ..report.escape import neutralise
+from ..report.messages import modelled
 from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
+from .ending import Stopped
 
 if TYPE_CHECKING:
     from ..api import Projects
@@ -23,11 +25,7 @@ if TYPE_CHECKING:
     from ..migrate.record_app import Recording
     from ..migrate.test_impact import ImpactedTest
     from ..migrate.test_update import TestUpdate
-
-
-def _end_run(code: int) -> None:
-    """End the command, whatever project is next, with this exit code."""
-    click.get_current_context().exit(code)
+    from .display import Display
 
 
 @dataclass(frozen=True)
@@ -42,12 +40,12 @@ class ProjectFix:
 
 
 def plan_project(
-    common: Common,
     root: Path,
     settings: Settings,
     paths: tuple[Path, ...],
     projects: Projects,
     helper_spec: str | None,
+    progress: Display,
 ) -> ProjectFix:
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
@@ -68,20 +66,16 @@ def plan_project(
     unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
     placement = placement or Placement(DEFAULT_HELPER)
     helper = Helper.parse(placement.spec)
-    progress = common.progress()
-    try:
+    plan = plan_fix(root, settings, paths, helper, progress)
+    projects.found(plan.report)
+    if unplaced and plan.rewritten:
+        try:
+            placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
+        except VendorError as exc:
+            progress.close()
+            raise Stopped(f"selfcall-audit: {exc}; nothing was written", EXIT_ERROR) from None
+        helper = Helper.parse(placement.spec)
         plan = plan_fix(root, settings, paths, helper, progress)
-        projects.found(plan.report)
-        if unplaced and plan.rewritten:
-            try:
-                placement = place_beside(root, sorted({file.path for file, _ in plan.rewritten}))
-            except VendorError as exc:
-                click.echo(f"selfcall-audit: {exc}; nothing was written", err=True)
-                _end_run(EXIT_ERROR)
-            helper = Helper.parse(placement.spec)
-            plan = plan_fix(root, settings, paths, helper, progress)
-    finally:
-        progress.close()
     return ProjectFix(root, settings, plan, helper, placement.write_to if plan.rewritten else None)
 
 
@@ -91,14 +85,16 @@ def finish_project(
     fixing: ProjectFix,
     show_diff: bool,
     check: bool,
-    since: float,
+    progress: Display,
     named: bool = False,
 ) -> int:
     """Write one planned project (unless `show_diff` or `check`) and say what changed: its exit
-    status; an unwritable helper or an interrupt ends the whole run at once. `base` is the run's
-    outermost root, from which `--diff` names every project's files; `since`, when the run began
-    (the bar shows the rewriting at once if the run is already long); `named`: the summary says
-    which project it is about (a run over several, whose summaries would otherwise contradict)."""
+    status; an unwritable helper or an interrupt ends the whole run at once (`Stopped`). `base`
+    is the run's outermost root, from which `--diff` names every project's files; `since`, when
+    the run began (the bar shows the rewriting at once if the run is already long); `named`: the
+    summary says which project it is about (a run over several, whose summaries would otherwise
+    contradict). The run's display shows the rewriting and the tests' update, and is paused before this project's
+    lines are said."""
     from ..migrate.codemod import file_diff, new_file_diff
     from ..migrate.record_app import record_app
     from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
@@ -121,33 +117,29 @@ def finish_project(
                     created = not os.path.lexists(root / vendored)
                     vendor_helper(root / vendored)
                 except (VendorError, OSError) as exc:
+                    progress.pause()
                     message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-                    click.echo(
+                    raise Stopped(
                         f"selfcall-audit: cannot write the helper: {message}; no file of this project was rewritten",
-                        err=True,
-                    )
-                    _end_run(EXIT_ERROR)
+                        EXIT_ERROR,
+                    ) from None
             if received:
-                click.echo(
+                progress.pause()
+                raise Stopped(
                     f"selfcall-audit: interrupted; wrote {neutralise(shown(vendored))}, rewrote no file before stopping",
-                    err=True,
+                    128 + received[0],
                 )
-                _end_run(128 + received[0])
         tests: list[ImpactedTest] = []
         updates: list[TestUpdate] = []
         recordings: list[Recording] = []
         if dry_run and plan.rewritten:
+            progress.phase("updating tests")
             tests, updates = _test_updates(fixing)
             recordings = record_app(root, fixing.settings.agent_bases)
         if not dry_run:
-            progress = common.progress(since=since)
-            try:
-                progress.stage("rewriting")
-                progress("", 0, sum(file.changed for file in plan.files))
-                plan.write()
-            finally:
-                progress.close()
+            plan.write(progress)
             if plan.rewritten and plan.interrupted is None:  # the tests of what was written
+                progress.phase("updating tests")
                 tests, updates = _test_updates(fixing)
                 recordings = record_app(root, fixing.settings.agent_bases)
                 recorded = write_all(root, recordings)
@@ -171,6 +163,8 @@ def finish_project(
                 with contextlib.suppress(OSError):
                     os.unlink(root / vendored)
                     vendored = None
+
+    progress.pause()
 
     def say(line: str) -> None:  # with --diff, stdout carries the diff alone
         click.echo(neutralise(line), err=show_diff)
@@ -240,12 +234,11 @@ def finish_project(
         click.echo(f"{plan.report.files_parsed} files parsed in {plan.report.seconds:.3f}s", err=True)
     if plan.interrupted is not None:
         written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
-        click.echo(
+        raise Stopped(
             f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
             + "".join(f"\n  {path}" for path in written),
-            err=True,
+            128 + plan.interrupted,
         )
-        _end_run(128 + plan.interrupted)
     if plan.errors:
         return EXIT_ERROR
     failed = not_fixed or plan.report.inputs_failed  # a file that does not parse may hide one
@@ -261,7 +254,9 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
     tests = impacted_tests(root, methods, fixing.settings.route, fixing.settings.exclude)
-    targets = {o.finding.path: target_of(file.path, file.after, fixing.helper) for file, o in rewritten}
+    files = {file.path: file for file, _ in rewritten}
+    made = {path: target_of(path, file.after, fixing.helper) for path, file in files.items()}  # once a file
+    targets = {o.finding.path: made[file.path] for file, o in rewritten}
     updates = update_tests(root, tests, targets, line_length(root), lambda name: is_first_party(root, name))
     return tests, updates
 
@@ -284,7 +279,8 @@ def _report_tests(
     say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call:")
     for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
         path, _, name = test.node_id.partition("::")
-        say(f"  {shown(path)}::{name}: {test.reason}; {fate.get(test.node_id, 'left as it is')}")
+        how = modelled(test.models, test.route)
+        say(f"  {shown(path)}::{name}: {how}; {fate.get(test.node_id, 'left as it is')}")
 
 
 def _plural(count: int, word: str) -> str:

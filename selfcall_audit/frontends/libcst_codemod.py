@@ -19,7 +19,7 @@ from libcst.codemod import CodemodContext
 
 from .. import api
 from ..config import DEFAULT_HELPER
-from ..migrate.codemod import first_party_of
+from ..migrate.codemod import first_party_of, tried_by_fix
 from ..migrate.imports import Helper
 from ..migrate.rewrite import SelfCallRewrite
 from ..rules import SELF_CALL
@@ -45,7 +45,7 @@ class FixSelfCalls(SelfCallRewrite):
         report = api.analyze([path], sources={path: tree.bytes})
         own = os.path.relpath(path, report.root).replace(os.sep, "/")
         self.findings = tuple(
-            f for f in report.findings if f.code == SELF_CALL and f.fixable and f.path == own
+            f for f in report.findings if f.code == SELF_CALL and tried_by_fix(f) and f.path == own
         )
         self.first_party = first_party_of(report.root)  # the helper's import joins the project's own
         return super().transform_module_impl(tree)

@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import DEFAULT_HELPER
-from ..ftypes import Finding, Report
+from ..ftypes import Finding, Progress, Report
 from ..report.escape import git_quoted
-from ..report.messages import message
+from ..report.messages import message, reason
 from ..rules import SELF_CALL
 from ..workspace.write import resolved_inside, write_all
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 
-__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites"]
+__all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites", "tried_by_fix"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,10 +117,10 @@ class FixPlan:
                 result.append((finding, f"{message(finding)}; {finding.code} is not rewritten automatically"))
         return sorted(result, key=lambda item: item[0].sort_key)
 
-    def write(self) -> None:
-        """Write every changed file (see `write`); a refusal, an I/O error or an interrupt that
-        came first is kept as the file's `write_error`."""
-        result = write_all(self.root, [file for file in self.files if file.changed])
+    def write(self, progress: Progress | None = None) -> None:
+        """Write every changed file (see `write`), telling `progress` of each; a refusal, an I/O
+        error or an interrupt that came first is kept as the file's `write_error`."""
+        result = write_all(self.root, [file for file in self.files if file.changed], progress)
         self.interrupted = result.interrupted
         for file in self.files:
             if file.path in result.refused:
@@ -132,11 +132,18 @@ class FixPlan:
                 file.write_error = "not written: the run was interrupted first"
 
 
+def tried_by_fix(finding: Finding) -> bool:
+    """Is the finding one to try to rewrite: a fixable one, or one that only the tree around the
+    call stops (`at_site`), which the rewrite reads again with the helper it was given."""
+    call = finding.call
+    return finding.fixable or (call is not None and call.blocker is None and call.at_site is not None)
+
+
 def _blocker(finding: Finding, helper: Helper) -> str:
-    reason = finding.fix_blocker or "it cannot be rewritten safely"
+    why = reason(finding.fix_blocker) if finding.fix_blocker else "it cannot be rewritten safely"
     if finding.call is not None and finding.call.receiver.kind == "helper":  # forwards to the client
-        reason += f"; rewrite this call by hand to call `{helper.name}(self, url_path=..., ...)` directly"
-    return reason
+        why += f"; rewrite this call by hand to call `{helper.name}(self, url_path=..., ...)` directly"
+    return why
 
 
 def _written_as(root: Path, path: str) -> str:
@@ -156,9 +163,15 @@ def first_party_of(root: Path) -> Callable[[str], bool]:
     return first_party
 
 
-def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None], helper: Helper) -> FixPlan:
+def plan_rewrites(
+    root: Path,
+    report: Report,
+    read: Callable[[str], bytes | None],
+    helper: Helper,
+    progress: Progress | None = None,
+) -> FixPlan:
     """The new text of every file with fixable self-calls in `report`, from the bytes `read` gives
-    (those the analysis read)."""
+    (those the analysis read); `progress` is told of each file planned."""
     by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
         if finding.code == SELF_CALL:
@@ -168,15 +181,19 @@ def plan_rewrites(root: Path, report: Report, read: Callable[[str], bytes | None
 
     first_party = first_party_of(root)
     plan = FixPlan(root, report, [])
-    for path, sites in sorted(by_path.items()):
+    progress = progress or Progress()
+    progress.phase("planning rewrites")
+    for done, (path, sites) in enumerate(sorted(by_path.items()), 1):
+        progress(path, done, len(by_path))
         findings = list(sites.values())
         source = read(path)
         if source is None:
             outcomes = [Outcome(f, "the file could not be read again") for f in findings]
             plan.files.append(FileFix(path, b"", b"", outcomes))
             continue
-        outcomes = [Outcome(f, _blocker(f, helper)) for f in findings if not f.fixable]
-        fixable = [f for f in findings if f.fixable]
+        # what only the tree around a call stops, fix decides again (with the helper it was given)
+        fixable = [f for f in findings if tried_by_fix(f)]
+        outcomes = [Outcome(f, _blocker(f, helper)) for f in findings if f not in fixable]
         after, removed_aliases = source, []
         try:
             if fixable:

@@ -12,6 +12,7 @@ NFKC normalisation, as Python compares identifiers.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import libcst as cst
 import libcst.matchers as m
@@ -20,7 +21,6 @@ from ..analysis.policy import Definition, Reach
 from .imports import ident
 from .scope import COMPREHENSIONS, bindings, binds
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..analysis.policy import DefinitionForm
 
@@ -176,6 +176,11 @@ class Flows:
         self._own: dict[tuple[cst.CSTNode, str], list[cst.CSTNode]] = {}
         self._flows: dict[tuple[cst.CSTNode, str], tuple[dict[cst.CSTNode, State], int | None]] = {}
         self._globals: dict[str, Reach] = {}
+
+    @property
+    def module_names(self) -> frozenset[str]:
+        """The names whose module-level bindings were asked for (see `region`)."""
+        return frozenset(self._globals)
 
     def _bindings(self, scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
         """What binds `name` in `scope`'s own scope (`global` and `nonlocal` statements included)."""

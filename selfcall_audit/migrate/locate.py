@@ -11,6 +11,7 @@ import ast
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
@@ -21,7 +22,6 @@ from ..ftypes import CallArgument, CallDescription, CallReceiver, Finding
 from .imports import dotted_name, ident
 from .scope import enclosing_method
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import CallContext, ReceiverKind
 
@@ -71,13 +71,14 @@ def locate(
             by_lines.setdefault((where.start.line, where.end.line), []).append(node)
     lines = re.split(r"\r\n|\r|\n", module.code)  # as Python counts lines: not at form feeds
     sites = {}
+    children: dict[cst.CSTNode, Sequence[cst.CSTNode]] = {}  # a class's 800 methods, listed once
     for finding in findings:
         wanted = (finding.column - 1, finding.end_column - 1)
         candidates = by_lines.get((finding.line, finding.end_line), [])
         for columns in (_char_columns, _analysis_columns):
             found = [call for call in candidates if columns(positions[call], lines, source_lines) == wanted]
             if len(found) == 1:
-                sites[finding] = Site(found[0], _ancestors(module, found[0], positions))
+                sites[finding] = Site(found[0], _ancestors(module, found[0], positions, children))
                 break
     return sites
 
@@ -104,16 +105,22 @@ def _point(position: CodePosition) -> tuple[int, int]:
 
 
 def _ancestors(
-    module: cst.Module, target: cst.CSTNode, positions: Mapping[cst.CSTNode, CodeRange]
+    module: cst.Module,
+    target: cst.CSTNode,
+    positions: Mapping[cst.CSTNode, CodeRange],
+    children: dict[cst.CSTNode, Sequence[cst.CSTNode]],
 ) -> tuple[cst.CSTNode, ...]:
     """The path from the module down to `target`, found by position rather than by a full walk
-    (a decorator lies outside its function's range: there, the children are searched)."""
+    (a decorator lies outside its function's range: there, the children are searched).
+    `children`: each node's children, as listed by an earlier search."""
     start, end = _point(positions[target].start), _point(positions[target].end)
     path: list[cst.CSTNode] = []
     node: cst.CSTNode = module
     while node is not target:
         path.append(node)
-        for child in node.children:
+        if node not in children:
+            children[node] = node.children
+        for child in children[node]:
             where = positions.get(child)
             if child is target or (
                 where is not None and _point(where.start) <= start and end <= _point(where.end)

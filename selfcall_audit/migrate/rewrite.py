@@ -17,14 +17,16 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
-from libcst.metadata import CodeRange, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from ..analysis import policy
-from ..ftypes import CallDescription, Finding
+from ..ftypes import Blocker, CallDescription, Finding
+from ..report.messages import reason
 from . import arguments, flow, scope
 from .aliases import unused_aliases
-from .imports import Helper, add_import, imported_name
+from .imports import Helper, add_import, ident, imported_name
 from .locate import Plan, Site, describe, locate, mismatch
+from .region import region
 from .splice import SpliceError, spliced
 
 
@@ -38,7 +40,7 @@ class Outcome:
 
     finding: Finding
     reason: str | None = None
-    blocker: policy.Blocker | None = None  # what the reason is about, where the tree around the call tells
+    blocker: Blocker | None = None  # what the reason is about, where the analysis or the tree tells
 
 
 class _Planner:
@@ -60,8 +62,16 @@ class _Planner:
         self.positions = positions
         self.imported_as = imported_name(module, helper)
         self.callee = self.imported_as or helper.name
-        self.clash = scope.helper_binding(module, helper, self.callee)
+        # a file that never spells the name binds nothing by it (a non-ASCII one is read, as NFKC may)
+        spelt = not source.isascii() or ident(self.callee).encode() in source
+        self.clash = scope.helper_binding(module, helper, self.callee) if spelt else None
         self.flows = flow.Flows(module, self._line)
+        self.rebound: dict[tuple[cst.FunctionDef, str], cst.CSTNode | None] = {}
+
+    @property
+    def asked(self) -> frozenset[str]:
+        """The names whose bindings anywhere in the module the checks read (see `region`)."""
+        return self.flows.module_names | {ident(self.callee)}
 
     def run(self, findings: Sequence[Finding]) -> tuple[dict[cst.Call, Plan], list[Outcome]]:
         sites = locate(self.module, self.positions, findings, self.source_lines)
@@ -69,35 +79,35 @@ class _Planner:
         outcomes = []
         for finding in findings:
             site = sites.get(finding)
-            plan = "the call is not where the analysis found it" if site is None else self.plan(finding, site)
-            if isinstance(plan, str):
-                outcomes.append(Outcome(finding, plan))
-            elif isinstance(plan, policy.Blocker):
-                outcomes.append(Outcome(finding, plan.reason, plan))
+            plan = Blocker("not_found") if site is None else self.plan(finding, site)
+            if isinstance(plan, Blocker):
+                outcomes.append(Outcome(finding, reason(plan), plan))
             else:
                 plans[site.call] = plan  # type: ignore[union-attr]
                 outcomes.append(Outcome(finding))
         return plans, outcomes
 
-    def plan(self, finding: Finding, site: Site) -> Plan | policy.Blocker | str:
+    def plan(self, finding: Finding, site: Site) -> Plan | Blocker:
         seen = describe(site)
         call: CallDescription = finding.call or seen
         if finding.call is not None and mismatch(finding.call, seen):
-            return "the call is not the one the analysis described; run `selfcall-audit fix` again"
+            return Blocker("not_described")
         if call.context == "expression":  # where the call stands, the tree tells for certain
             call = replace(call, context=seen.context)
-        reason = policy.blocker(call)
-        if reason is not None:
-            return reason
+        refused = policy.blocker(call)
+        if refused is not None:
+            return refused
         method, self_name, at = scope.enclosing_method(site.ancestors)
         if method is None or self_name is None or self_name != call.self_name:
-            return "the call is not inside a method that has `self`"
+            return Blocker("outside_method")
         roles = {argument.role: argument.index for argument in call.arguments}
         dropped_parts = [
             site.call.func,
             *(site.call.args[roles[r]].value for r in policy.DROPPED_ROLES if r in roles),
         ]
-        rebound = scope.rebinding(method, self_name)
+        if (method, self_name) not in self.rebound:  # once a method, however many calls it holds
+            self.rebound[method, self_name] = scope.rebinding(method, self_name)
+        rebound = self.rebound[method, self_name]
         scopes = [method, *scope.nested_scopes(site.ancestors, at)]
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         site_facts = policy.Site(
@@ -160,6 +170,7 @@ class SelfCallRewrite(VisitorBasedCodemodCommand):
         self.first_party = first_party
         self.source = source
         self.outcomes: list[Outcome] = []
+        self.asked: frozenset[str] = frozenset()  # the names the checks read module-wide
         self.removed_aliases: list[tuple[int, str]] = []
         self.plans: dict[cst.Call, Plan] = {}
         self.dropped: set[cst.BaseStatement] = set()
@@ -172,6 +183,7 @@ class SelfCallRewrite(VisitorBasedCodemodCommand):
         source = tree.bytes if self.source is None else self.source
         planner = _Planner(tree, positions, source, self.helper, self.first_party)  # type: ignore[arg-type]
         self.plans, self.outcomes = planner.run(self.findings)
+        self.asked = planner.asked
         if not self.plans:
             return tree
         self.dropped, removed = unused_aliases(self.plans.values())
@@ -228,30 +240,67 @@ def rewrite_source(
     """The file's new bytes, what became of each fixable finding, and the (line, name) of each
     local alias removed because only the rewritten calls used it.
 
+    libcst reads the file with the definitions the rewrite cannot read blanked (`region`); when
+    the checks asked about a name the blanking did not keep, it reads it again keeping that name
+    too, and the whole file when that does not settle it or the change cannot be mapped back.
+
     Raises CodemodError when the result does not parse, which would be a bug in the codemod.
     """
     try:
         encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
         text = source.decode(encoding)
-        module = cst.parse_module(text)
-    except (SyntaxError, cst.ParserSyntaxError, UnicodeDecodeError, LookupError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return source, [Outcome(f, f"libcst cannot parse the file: {detail}") for f in findings], []
-    command = SelfCallRewrite(CodemodContext(), findings, helper, first_party, source)
-    new_module = command.transform_module(module)
-    outcomes, removed_aliases = command.outcomes, command.removed_aliases
-    if not command.plans:
-        return source, outcomes, removed_aliases
-    try:
-        result = spliced(source, encoding, text, module.code, new_module.code)
-    except SpliceError as exc:
-        refused = [Outcome(o.finding, o.reason or f"{exc}; rewrite it by hand") for o in outcomes]
-        return source, refused, []
+    except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
+        return source, _unparsed(findings, exc), []
+    calls = [(f.line, f.end_line) for f in findings]
+    names = {ident(helper.name)}
+    for attempt in range(_READINGS):
+        read = region(text, calls, names) if attempt < _READINGS - 1 else None
+        try:
+            module = cst.parse_module(text if read is None else read.text)
+        except cst.ParserSyntaxError as exc:
+            if read is not None:
+                continue
+            return source, _unparsed(findings, exc), []
+        command = SelfCallRewrite(CodemodContext(), findings, helper, first_party, source)
+        new_module = _transformed(command, module)
+        if read is not None and not command.asked <= read.names:
+            names |= command.asked
+            continue
+        outcomes, removed_aliases = command.outcomes, command.removed_aliases
+        if not command.plans:
+            return source, outcomes, removed_aliases
+        try:
+            result = spliced(source, encoding, text, module.code, new_module.code, read)
+        except SpliceError as exc:
+            if read is not None:
+                continue
+            refused = [Outcome(o.finding, o.reason or f"{exc}; rewrite it by hand") for o in outcomes]
+            return source, refused, []
+        break
     try:
         with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
             warnings.simplefilter("ignore", SyntaxWarning)
             ast.parse(result)
-        cst.parse_module(result)
+        cst.parse_module(new_module.code)  # what changed, libcst reads back
     except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
         raise CodemodError(f"the rewritten file would not parse ({exc}); it was left as it was") from exc
     return result, outcomes, removed_aliases
+
+
+# Readings of a file: blanked but for the helper's name, again blanked but for the names the
+# checks asked about (in the calls' own methods, so the same whatever is blanked), then whole.
+_READINGS = 3
+
+
+def _transformed(command: SelfCallRewrite, module: cst.Module) -> cst.Module:
+    """`command.transform_module(module)` without the copy of the tree libcst makes first (the
+    tree was parsed for this rewrite alone, and nothing else holds it)."""
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    with command.resolve(wrapper):
+        command.context = replace(command.context, wrapper=wrapper)
+        return command.transform_module_impl(wrapper.module)
+
+
+def _unparsed(findings: Sequence[Finding], exc: Exception) -> list[Outcome]:
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return [Outcome(f, f"libcst cannot parse the file: {detail}") for f in findings]

@@ -221,8 +221,25 @@ def streamed_response(ancestors: Sequence[cst.CSTNode], method: cst.FunctionDef)
         return None
     if not isinstance(target, cst.Name):
         return None
-    content = m.Attribute(value=m.Name(target.value), attr=m.Name("content"))
-    reads = len(m.findall(method, m.Attribute(value=content, attr=m.Name("read"))))
-    if len(m.findall(method, content)) > reads:
-        return f"{target.value}.content"
-    return None
+    name = target.value
+    uses = reads = 0  # `r.content`, and `r.content.read` among them: one walk of the method
+    stack: list[cst.CSTNode] = [method]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Attribute):
+            if _is_content(node, name):
+                uses += 1
+            elif node.attr.value == "read" and _is_content(node.value, name):
+                reads += 1
+        stack.extend(node.children)
+    return f"{name}.content" if uses > reads else None
+
+
+def _is_content(node: cst.CSTNode, name: str) -> bool:
+    """`name.content`, as the matcher `Attribute(value=Name(name), attr=Name("content"))` reads it."""
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == name
+        and node.attr.value == "content"
+    )

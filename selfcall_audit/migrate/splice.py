@@ -11,6 +11,8 @@ import codecs
 import difflib
 from collections.abc import Iterable, Sequence
 
+from .region import Region, touches
+
 _BOM = codecs.BOM_UTF8
 
 
@@ -18,12 +20,22 @@ class SpliceError(Exception):
     """The new text cannot be put back in the file's encoding with every other byte kept."""
 
 
-def spliced(source: bytes, encoding: str, old: str, parsed: str, new: str) -> bytes:
-    """`source` (whose text is `old`) changed where libcst's `parsed` text became `new`."""
+def spliced(
+    source: bytes, encoding: str, old: str, parsed: str, new: str, read: Region | None = None
+) -> bytes:
+    """`source` (whose text is `old`) changed where libcst's `parsed` text became `new`. `read`:
+    the text libcst was given, when definitions of `old` were blanked in it (see `region`); a
+    change that reaches into one is refused."""
     prefix, body, codec = (_BOM, source[3:], "utf-8") if source.startswith(_BOM) else (b"", source, encoding)
+    given = old if read is None else read.text
     edits = [
-        (_map(start, old, parsed), _map(end, old, parsed), text) for start, end, text in _edits(parsed, new)
+        (_map(start, given, parsed), _map(end, given, parsed), text)
+        for start, end, text in _edits(parsed, new)
     ]
+    if read is not None:
+        if touches([(start, end) for start, end, _ in edits], read.blanked):
+            raise SpliceError("the rewrite reaches into a definition it was not meant to read")
+        edits = [(read.original(start), read.original(end), text) for start, end, text in edits]
     offsets = _byte_offsets(body, old, codec, [p for start, end, _ in edits for p in (start, end)])
     pieces, expected, at, at_char = [prefix], [], 0, 0
     for start, end, text in edits:

@@ -16,8 +16,19 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import discover, test_code_matcher
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+    # How a test models the HTTP self-call (`report.messages.modelled` words it): "fakes_and_asserts"
+    # (fakes the client's post for the route and asserts what the self-call posted), "asserts"
+    # (asserts it went through the client), "fakes_route" (fakes the client's post for the route),
+    # "fakes_post" (fakes the client's post, which answered the self-call too), "middleware"
+    # (serves the app without the exception middleware its fake of the route emulated).
+    Modelling = Literal["fakes_and_asserts", "asserts", "fakes_route", "fakes_post", "middleware"]
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -33,12 +44,13 @@ class Rewritten:
 
 @dataclass(frozen=True)
 class ImpactedTest:
-    """A test to update: its pytest node id, the line it starts on, why, and the rewritten files
-    (root-relative) whose self-call it models."""
+    """A test to update: its pytest node id, the line it starts on, how it models the self-call to
+    `route`, and the rewritten files (root-relative) whose self-call it models."""
 
     node_id: str
     line: int
-    reason: str
+    models: Modelling
+    route: str
     modules: tuple[str, ...] = ()
 
 
@@ -51,7 +63,14 @@ def impacted_tests(
         by_file.setdefault(item.path, set()).add(item.method)
     if not by_file:
         return []
-    by_file = {path: _callers(root / path, methods) for path, methods in by_file.items()}
+    callers: dict[str, set[str]] = {}  # read for a module only once a test file may test it
+
+    def reaching(path: str) -> set[str]:
+        if path not in callers:
+            callers[path] = _callers(root / path, by_file[path])
+        return callers[path]
+
+    marks = {path: _marks(path) for path in by_file}
     files = discover(root, exclude, True, ())
     is_test = test_code_matcher()
     found: list[ImpactedTest] = []
@@ -60,7 +79,8 @@ def impacted_tests(
             source = (root / rel).read_bytes()
         except OSError:
             continue
-        tested = {path: names for path, names in by_file.items() if _tests_module(rel, source, path)}
+        test = PurePosixPath(rel)
+        tested = {path: reaching(path) for path in by_file if _tests_module(test, source, marks[path])}
         if not tested:
             continue
         try:
@@ -102,12 +122,18 @@ def _module_name(rel: str) -> str:
     return ".".join(parts[1:] if parts[0] == "src" else parts)
 
 
-def _tests_module(test: str, source: bytes, rewritten: str) -> bool:
-    """Does the test sit in the rewritten module's folder (NeMo Gym: `<agent>/tests/`), or name it?"""
+def _marks(rewritten: str) -> tuple[PurePosixPath | None, bytes]:
+    """What `_tests_module` looks for of a rewritten module: its folder, and its dotted name."""
     folder = PurePosixPath(rewritten).parent
-    if folder.parts and PurePosixPath(test).is_relative_to(folder):
+    return (folder if folder.parts else None), _module_name(rewritten).encode("utf-8", "surrogateescape")
+
+
+def _tests_module(test: PurePosixPath, source: bytes, marks: tuple[PurePosixPath | None, bytes]) -> bool:
+    """Does the test sit in the rewritten module's folder (NeMo Gym: `<agent>/tests/`), or name it?"""
+    folder, dotted = marks
+    if folder is not None and test.is_relative_to(folder):
         return True
-    return _module_name(rewritten).encode("utf-8", "surrogateescape") in source
+    return dotted in source
 
 
 def _impacted_in(
@@ -116,14 +142,14 @@ def _impacted_in(
     helpers = _Helpers(tree, {m for names in tested.values() for m in names})
     per_file = {path: _Helpers(tree, names) for path, names in tested.items()}
     for node_id, function in _test_functions(rel, tree):
-        reason = None
+        models = None
         if helpers.exercises(function):
-            reason = _models_self_call(function, route) or _fakes_post(helpers.reached(function))
-        if reason is None:
-            reason = _relies_on_emulated_middleware(function, helpers.reached(function), route)
-        if reason is not None:
+            models = _models_self_call(function, route) or _fakes_post(helpers.reached(function))
+        if models is None:
+            models = _relies_on_emulated_middleware(function, helpers.reached(function), route)
+        if models is not None:
             exercised = tuple(path for path, file in per_file.items() if file.exercises(function))
-            yield ImpactedTest(node_id, function.lineno, reason, exercised or tuple(tested))
+            yield ImpactedTest(node_id, function.lineno, models, route, exercised or tuple(tested))
 
 
 def _test_functions(rel: str, tree: ast.Module) -> Iterator[tuple[str, _Function]]:
@@ -188,8 +214,8 @@ class _Helpers:
         return self.memo[name]
 
 
-def _models_self_call(function: ast.AST, route: str) -> str | None:
-    """Why the test's own body models the self-call over HTTP, or None."""
+def _models_self_call(function: ast.AST, route: str) -> Modelling | None:
+    """How the test's own body models the self-call over HTTP, or None."""
     checks = [n for n in ast.walk(function) if isinstance(n, ast.Assert) or _is_mock_assertion(n)]
     inside_checks = {id(n) for check in checks for n in ast.walk(check)}
     asserted = any(_mentions(check, route) for check in checks)
@@ -199,15 +225,15 @@ def _models_self_call(function: ast.AST, route: str) -> str | None:
         if id(n) not in inside_checks and (isinstance(n, (ast.Compare, ast.Dict)) or _is_endswith(n))
     )
     if asserted and faked:
-        return f"fakes server_client.post for {route} and asserts the calls the self-call made"
+        return "fakes_and_asserts"
     if asserted:
-        return f"asserts that the self-call to {route} went through server_client.post"
+        return "asserts"
     if faked:
-        return f"fakes server_client.post for {route}, which the self-call no longer reaches"
+        return "fakes_route"
     return None
 
 
-def _fakes_post(reached: list[_Function]) -> str | None:
+def _fakes_post(reached: list[_Function]) -> Modelling | None:
     """Does the test, or a function of its module it calls, replace the client's `post`
     (`client.post = AsyncMock(...)`, `patch.object(client, "post", ...)`)? Then the fake answered
     the self-call too, in its turn, whatever route it was for."""
@@ -216,17 +242,17 @@ def _fakes_post(reached: list[_Function]) -> str | None:
             if isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Attribute) and target.attr == "post" for target in node.targets
             ):
-                return "fakes server_client.post, which answered the self-call too"
+                return "fakes_post"
             if (
                 isinstance(node, ast.Call)
                 and _called_name(node) in ("object", "setattr")
                 and any(isinstance(a, ast.Constant) and a.value == "post" for a in node.args[1:2])
             ):
-                return "fakes server_client.post, which answered the self-call too"
+                return "fakes_post"
     return None
 
 
-def _relies_on_emulated_middleware(test: _Function, reached: list[_Function], route: str) -> str | None:
+def _relies_on_emulated_middleware(test: _Function, reached: list[_Function], route: str) -> Modelling | None:
     """Does the test serve the agent's app as `setup_webserver()` builds it, without the exception
     middleware that its fake of the self-call emulated, and check the error text?
 
@@ -239,10 +265,7 @@ def _relies_on_emulated_middleware(test: _Function, reached: list[_Function], ro
         return None
     if not any(_answers_500_on_error(f, route) for f in reached) or not _asserts_text(test):
         return None
-    return (
-        f"serves the agent's app without the exception middleware its fake of {route} emulated, "
-        "and checks the error text"
-    )
+    return "middleware"
 
 
 def _answers_500_on_error(function: _Function, route: str) -> bool:

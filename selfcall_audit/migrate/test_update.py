@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 import libcst as cst
 
 from .imports import Helper, add_import, imported_name
+from .region import region
 from .test_impact import ImpactedTest
 
 SHIM = "_self_call_through_server_client"
@@ -65,11 +66,14 @@ class TestUpdate:
 
 
 def target_of(path: str, after: bytes, helper: Helper) -> Target:
-    """The helper as the rewritten file at `path` (root-relative) names it."""
+    """The helper as the rewritten file at `path` (root-relative) names it: libcst reads the
+    file's top-level statements, its definitions blanked (`region`)."""
     parts = PurePosixPath(path).with_suffix("").parts
     module = ".".join(parts[1:] if parts[0] == "src" else parts)
     try:
-        local = imported_name(cst.parse_module(after.decode("utf-8")), helper)
+        text = after.decode("utf-8")
+        read = region(text, (), ())
+        local = imported_name(cst.parse_module(text if read is None else read.text), helper)
     except (UnicodeDecodeError, cst.ParserSyntaxError):
         local = None
     return Target(module, local or helper.name)

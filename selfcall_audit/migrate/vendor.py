@@ -16,6 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..config import HELPER_NAME, is_dotted
@@ -26,6 +27,9 @@ from ..rules import STALE_HELPER
 from ..workspace.discovery import find_root
 from ..workspace.write import atomic_write, new_file_mode, resolved_inside
 from .house_style import import_style, is_first_party, license_header, sorted_imports
+
+if TYPE_CHECKING:
+    from ..ftypes import Staleness
 
 FILE_NAME = "inprocess.py"
 # The package next to NeMo Gym's server_utils.py: the agents import it wherever they run.
@@ -127,9 +131,9 @@ def is_vendored(data: bytes) -> bool:
     return _record(data) is not None
 
 
-def staleness(data: bytes) -> str | None:
-    """Why a vendored copy is not the tool's helper ("edited", "outdated"), or None when its code
-    is the tool's, however it was formatted or headed."""
+def staleness(data: bytes) -> tuple[Staleness, str] | None:
+    """How a vendored copy is not the tool's helper ("edited" or "outdated") and the version that
+    wrote it, or None when its code is the tool's, however it was formatted or headed."""
     record = _record(data)
     if record is None:
         return None
@@ -142,9 +146,7 @@ def staleness(data: bytes) -> str | None:
     else:  # the two-line header of 0.1.0, then the module as it shipped
         rest = data[end:]
         edited = _digest(rest[rest.find(b"\n") + 1 :]) != digest
-    if edited:
-        return f"was edited since selfcall-audit {version} wrote it"
-    return f"is the helper of selfcall-audit {version}, not of the installed {__version__}"
+    return ("edited" if edited else "outdated"), version
 
 
 def vendor_helper(target: Path, force: bool = False) -> tuple[Path, bool]:
@@ -299,8 +301,8 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
                 data = head + stream.read()
         except OSError:
             continue
-        why = staleness(data)
-        if why is not None:
+        stale = staleness(data)
+        if stale is not None:
             findings.append(
                 Finding(
                     code=STALE_HELPER,
@@ -309,9 +311,10 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
                     column=1,
                     end_line=1,
                     end_column=1,
-                    detail=why,
                     agent="",
                     method="",
+                    stale=stale[0],
+                    stale_version=stale[1],
                 )
             )
     return findings

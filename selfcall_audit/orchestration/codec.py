@@ -11,9 +11,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import fields
 from functools import cache, lru_cache, partial
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from ..ftypes import (
     AgentInfo,
+    Blocker,
     CallArgument,
     CallDescription,
     CallReceiver,
@@ -24,7 +26,6 @@ from ..ftypes import (
     OnFirstRead,
 )
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
 
@@ -41,13 +42,30 @@ class _Schema:
 
 
 _REPORT_SCHEMA = _Schema(
-    (Finding, Evidence, AgentInfo, InputError, CallDescription, CallReceiver, CallArgument, LocalBinding),
+    (
+        Finding,
+        Evidence,
+        AgentInfo,
+        InputError,
+        CallDescription,
+        CallReceiver,
+        CallArgument,
+        LocalBinding,
+        Blocker,
+    ),
     {
-        Finding: {"evidence": "Evidence*", "call": "CallDescription", "config": "Evidence"},
+        Finding: {
+            "evidence": "Evidence*",
+            "call": "CallDescription",
+            "config": "Evidence",
+            "fix_blocker": "Blocker",
+        },
         CallDescription: {
             "receiver": "CallReceiver",
             "arguments": "CallArgument*",
             "bindings": "LocalBinding*",
+            "blocker": "Blocker",
+            "at_site": "Blocker",
         },
     },
 )

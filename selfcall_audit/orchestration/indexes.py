@@ -6,8 +6,9 @@ and which files name the classes that one-file runs searched for."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
@@ -15,7 +16,6 @@ from ..workspace.workers import Workers
 from .cache import FactsCache
 from .jobs import import_lines_of, instances_of
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError
@@ -39,10 +39,13 @@ class Indexes:
         errors: dict[str, InputError],
         failed: set[str],
         warm: Warm | None = None,
+        memory: Collection[str] = (),
     ):
-        """`warm`: what a long-lived process keeps of the project, used and kept up to date."""
+        """`warm`: what a long-lived process keeps of the project, used and kept up to date;
+        `memory`: the files read from memory (an editor's buffers) rather than the disk."""
         self.root = root
         self.warm = warm
+        self.memory = memory
         self.max_size = max_size
         self.files = files
         self.cache = cache
@@ -125,7 +128,7 @@ class Indexes:
         asked before are kept under its content key, so a one-file run searches only the files
         changed since."""
         if self.warm is not None:
-            return self.warm.naming(name, self.files.sources, self.read)
+            return self.warm.naming(name, self.files.sources, self.read, self.memory)
         if self.cache is None:
             named = word_matcher([name])
             return [rel for rel in self.files.sources if named(self.read(rel))]

@@ -6,12 +6,12 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import TooLarge, UnreadableFile, read_file
 from ..workspace.prefilter import import_lines, mentions_any
 from .cache import facts_payload
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance, Node

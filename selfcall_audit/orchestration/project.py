@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
@@ -21,7 +22,6 @@ from ..workspace.prefilter import base_tokens
 from .cache import FactsCache, content_key
 from .fingerprint import Fingerprints
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
     from ..analysis.facts import ModuleFacts
     from ..analysis.hierarchy import Hierarchy
@@ -77,9 +77,11 @@ class Project:
         self.root = root
         self.warm = warm
         self.settings = settings
-        self.progress = progress
+        self.progress = progress or Progress()
+        self._parsing = False  # the phase the parsed files are counted in (not those parsed on demand)
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
+        self.memory = frozenset(self._bytes)  # the files read from memory
         self._keys: dict[str, str | None] = {}
         self._statuses: Mapping[str, Status] = {}  # of the last listing, as `FileSet.statuses`
         # Files that could not be read (not those skipped for their size) or parsed: a result that
@@ -114,7 +116,10 @@ class Project:
             self.errors[rel] = exc.entry(rel)
             self.failed.add(rel)
             return None
-        (self.warm.disk if self.warm else self._bytes)[rel] = data
+        if self.warm:
+            self.warm.remember(rel, data)
+        else:
+            self._bytes[rel] = data
         return data
 
     def peek(self, rel: str) -> bytes | None:
@@ -159,10 +164,18 @@ class Project:
                 self._pool(),
                 self.errors,
                 self.failed,
-                self.progress,
+                self._parsed,
                 memory,
             )
         return self._store
+
+    def _parsed(self, rel: str, done: int, total: int) -> None:
+        if self._parsing:
+            self.progress(rel, done, total)
+
+    def _phase(self, name: str) -> None:
+        self._parsing = name == "parsing"
+        self.progress.phase(name)
 
     def _pool(self) -> Workers:
         if self._workers is None:
@@ -188,6 +201,7 @@ class Project:
         whole = not scopes or "" in scopes
         files = self.warm.files if self.warm else None
         if files is None:
+            self._phase("listing files")
             files = discover(
                 self.root,
                 self.settings.exclude,
@@ -214,16 +228,16 @@ class Project:
             if whole and fingerprint and not self.failed:
                 self.cache.put_snapshot(fingerprint, vars(result), self._observed)
             self.cache.save(prune=whole)
-        findings = [
+        shown = [
             f
             for f in result.findings
-            if self.settings.selects(f.code)
-            and (in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence))
+            if in_scope(f.path, scopes) or any(in_scope(e.path, scopes) for e in f.evidence)
         ]
+        findings = [f for f in shown if self.settings.selects(f.code)]
         return Report(
             root=self.root,
             findings=findings,
-            errors=[e for e in result.errors if in_scope(e.path, scopes)],
+            errors=_with_limits_hit([e for e in result.errors if in_scope(e.path, scopes)], shown, findings),
             files_scanned=result.files_scanned,
             files_parsed=self.files_parsed,
             agent_count=result.agent_count,
@@ -304,10 +318,12 @@ class Project:
             self.errors,
             self.failed,
             self.warm,
+            self.memory,
         )
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
+        self._phase("parsing")
         chosen = Targets(
             files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
         )
@@ -334,7 +350,10 @@ class Project:
         findings: list[Finding] = []
         suppressed = 0
         source_set = set(files.sources)
-        for rel in dict.fromkeys(targets):
+        self._phase("resolving agents")
+        targets = list(dict.fromkeys(targets))
+        for done, rel in enumerate(targets, 1):
+            self.progress(rel, done, len(targets))
             module = index.module(rel)
             if module is None or rel not in source_set:
                 continue
@@ -349,6 +368,12 @@ class Project:
                 f"{helper} and what it calls were not followed (a self-call there is not reported)"
             )
             self.errors.setdefault(rel, InputError(rel, message, "too_deep"))
+        for rel, (name, line) in sorted(index.cut.items()):
+            message = (
+                f"`{name}` is re-exported through more than {LIMITS.import_depth} modules: it was not "
+                "followed further (a self-call through it is not reported)"
+            )
+            self.errors.setdefault(rel, InputError(rel, message, "too_deep", line))
         if indexed is not None:
             indexed()
         if fingerprints and whole:
@@ -397,9 +422,33 @@ class Project:
                 bases = tuple(b if isinstance(b, str) else index.qualname(b) for b in hierarchy.bases(ref))
                 names = tuple(sorted({i.name for i in instances if ref in resolver.served_classes(i)}))
                 agents.append(
-                    AgentInfo(klass.name, module.path, klass.line, bases, names, hierarchy.recognised(ref))
+                    AgentInfo(klass.name, module.path, klass.line, bases, names, *hierarchy.recognised(ref))
                 )
         return sorted(agents, key=lambda a: (a.path, a.line))
+
+
+def _with_limits_hit(
+    errors: list[InputError], shown: list[Finding], selected: list[Finding]
+) -> list[InputError]:
+    """A call the analysis stopped following at one of its limits is never passed over in silence:
+    when its finding (an SCA003, off by default) is not selected, an SCA900 entry at the call says
+    the analysis stopped there."""
+    kept = set(selected)
+    hits = [f for f in shown if f.limit is not None and f not in kept]
+    if not hits:
+        return errors
+    entries = {
+        (f.path, f.line): InputError(
+            f.path,
+            f"the analysis stopped following this call at one of its limits ({f.limit}); it may be "
+            f"a self-call: select {f.code} to see it",
+            "too_deep",
+            f.line,
+            f.column,
+        )
+        for f in hits
+    }
+    return sorted([*errors, *entries.values()], key=lambda e: (e.path, e.line, e.column))
 
 
 def _excluded(files: FileSet, scopes: tuple[str, ...]) -> tuple[str, ...]:

@@ -14,10 +14,10 @@ answered about as fast as for an unchanged tree.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any, names_found
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from typing import Any
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from ..analysis.index import ClassRef, Index
 from ..workspace.discovery import in_scope
 from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
     from ..analysis.hierarchy import Hierarchy

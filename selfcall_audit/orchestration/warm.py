@@ -10,13 +10,13 @@ that an unsaved buffer never serves stale results; what comes from the disk is k
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
@@ -34,6 +34,16 @@ class Warm:
     lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
     named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
     mentioned: dict[frozenset[str], dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)
+    # `disk`'s version, moved on whenever a file is read from the disk or dropped from it; and for
+    # each word searched, the version and the listing its answers are of, and the files that could
+    # answer otherwise with the disk unmoved (read from memory, or unreadable, then)
+    version: int = 0
+    named_at: dict[str, tuple[int, tuple[str, ...], set[str]]] = field(default_factory=dict)
+
+    def remember(self, rel: str, data: bytes) -> None:
+        """A file as read from the disk."""
+        self.disk[rel] = data
+        self.version += 1
 
     def import_lines(self, rel: str, data: bytes | None) -> bytes:
         """The file's import lines, worked out again only when its bytes are others."""
@@ -42,21 +52,35 @@ class Warm:
             kept = self.lines[rel] = (data, import_lines(data))
         return kept[1]
 
-    def naming(self, name: str, sources: Iterable[str], read: Callable[[str], bytes | None]) -> list[str]:
+    def naming(
+        self,
+        name: str,
+        sources: tuple[str, ...],
+        read: Callable[[str], bytes | None],
+        memory: Collection[str] = (),
+    ) -> list[str]:
         """The files naming `name` as a whole word; each file looked at again only when its bytes
-        are others than last time."""
+        are others than last time. `memory`: the files read from memory this run (an editor's
+        buffers): while nothing on the disk moved, only these, and those that were read from memory
+        or could not be read last time, can answer otherwise (an edit does not search every file)."""
         seen = self.named.setdefault(name, {})
+        at = self.named_at.get(name)
+        if at is not None and at[0] == self.version and at[1] is sources:
+            looked = [rel for rel in dict.fromkeys((*memory, *at[2])) if rel in seen]
+        else:
+            looked = sources
         matcher = None
-        found = []
-        for rel in sources:
+        unread = set()
+        for rel in looked:
             data = read(rel)
             kept = seen.get(rel)
             if kept is None or kept[0] != data:
                 matcher = matcher or word_matcher([name])
                 kept = seen[rel] = (data, bool(matcher(data)))
-            if kept[1]:
-                found.append(rel)
-        return found
+            if data is None:
+                unread.add(rel)
+        self.named_at[name] = (self.version, sources, unread | set(memory))
+        return [rel for rel in sources if seen[rel][1]]
 
     def mentions(self, names: frozenset[str], rel: str, read: Callable[[str], bytes | None]) -> bool:
         """Does the file name one of `names` as a word? Searched again only when its bytes are others."""
@@ -70,6 +94,7 @@ class Warm:
     def changed(self, rels: Iterable[str] | None) -> None:
         """Files changed on the disk (root-relative); None: anything may have (files created or
         deleted, settings): everything is read again, but facts of unchanged bytes stay."""
+        self.version += 1
         if rels is None:
             self.files = None
             self.disk.clear()

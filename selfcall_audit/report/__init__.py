@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # the console script reads FORMATS before it loads the analysis
 if TYPE_CHECKING:
     from ..ftypes import Report
 

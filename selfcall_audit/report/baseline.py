@@ -129,6 +129,18 @@ def _scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
     return tuple("" if rel == "." else rel for rel in rels)
 
 
+def unmatched(report: Report, known: Counter[str]) -> list[Finding]:
+    """The findings of `report` whose fingerprint `known` does not hold: each known fingerprint
+    matches as many findings as it counts, and is used up in `known` as it matches."""
+    kept = []
+    for finding, fingerprint in zip(report.findings, fingerprints(report), strict=True):
+        if known[fingerprint] > 0:
+            known[fingerprint] -= 1
+        else:
+            kept.append(finding)
+    return kept
+
+
 def apply_baseline(
     report: Report, entries: list[dict], paths: Iterable[Path], settings: Settings
 ) -> tuple[Report, int]:
@@ -138,12 +150,7 @@ def apply_baseline(
     selected: a scan of some paths, or of some rules, leaves the other entries alone.
     """
     available = Counter(entry["fingerprint"] for entry in entries)
-    kept = []
-    for finding, fingerprint in zip(report.findings, fingerprints(report), strict=True):
-        if available[fingerprint] > 0:
-            available[fingerprint] -= 1
-        else:
-            kept.append(finding)
+    kept = unmatched(report, available)
     scopes = _scopes(report.root, paths)
     stale = []
     for entry in entries:

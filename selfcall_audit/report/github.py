@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ftypes import Finding, Report
 from ..rules import RULES
 from .escape import neutralise
-from .messages import message
+from .messages import message, note
 
 
 def escape_data(text: str) -> str:
@@ -29,7 +29,7 @@ def _command(kind: str, properties: dict[str, object], lines: list[str]) -> str:
 
 def _annotation(finding: Finding) -> str:
     lines = [message(finding)]
-    lines += [f"= {e.path}:{e.line}: {e.note}" for e in finding.evidence]
+    lines += [f"= {e.path}:{e.line}: {note(e)}" for e in finding.evidence]
     if finding.fixable:
         lines.append("= fixable with `selfcall-audit fix`")
     properties = {

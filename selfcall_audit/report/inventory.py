@@ -12,6 +12,7 @@ from ..ftypes import Report
 from ..workspace.discovery import in_scope
 from .escape import neutralise
 from .fit import cut, left_abbreviated
+from .messages import recognition
 
 
 def rows(report: Report, scopes: tuple[str, ...]) -> list[dict]:
@@ -27,7 +28,7 @@ def rows(report: Report, scopes: tuple[str, ...]) -> list[dict]:
             "line": a.line,
             "bases": list(a.bases),
             "instances": list(a.instances),
-            "recognised": a.recognised,
+            "recognised": recognition(a),
             "self_calls": counts.get((a.path, a.name), 0),
         }
         for a in report.agents

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..ftypes import Report
-from .messages import message
+from .messages import message, note
 
 
 def as_dict(report: Report) -> dict:
@@ -24,7 +24,8 @@ def as_dict(report: Report) -> dict:
                 "agent": f.agent,
                 "method": f.method,
                 "fixable": f.fixable,
-                "evidence": [{"path": e.path, "line": e.line, "note": e.note} for e in f.evidence],
+                "evidence": [{"path": e.path, "line": e.line, "note": note(e)} for e in f.evidence],
+                **({"limit": f.limit} if f.limit else {}),
             }
             for f in report.findings
         ],

@@ -10,7 +10,7 @@ from .. import __version__
 from ..ftypes import Report
 from ..rules import FINDING_CODES, RULES, UNREADABLE, Rule
 from .baseline import fingerprints
-from .messages import message
+from .messages import message, note
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
@@ -95,7 +95,7 @@ def as_dict(report: Report) -> dict:
                             "artifactLocation": _artifact(evidence.path),
                             "region": {"startLine": evidence.line},
                         },
-                        "message": {"text": evidence.note},
+                        "message": {"text": note(evidence)},
                     }
                     for number, evidence in enumerate(finding.evidence, start=1)
                 ],

@@ -14,7 +14,7 @@ from ..ftypes import Report
 from ..rules import RULES
 from .escape import neutralise
 from .fit import cut, left_abbreviated
-from .messages import message
+from .messages import message, note, reason
 from .summary import duration, summary_line
 
 _CONTEXT = 1
@@ -75,12 +75,13 @@ def render(
             console.print(frame)
         for evidence in finding.evidence:
             console.print(
-                Text(neutralise(f"  = {evidence.path}:{evidence.line}: {evidence.note}"), style="dim"),
+                Text(neutralise(f"  = {evidence.path}:{evidence.line}: {note(evidence)}"), style="dim"),
                 soft_wrap=True,
             )
         if finding.fix_blocker:
             console.print(
-                Text(neutralise(f"  = not fixable: {finding.fix_blocker}"), style="dim"), soft_wrap=True
+                Text(neutralise(f"  = not fixable: {reason(finding.fix_blocker)}"), style="dim"),
+                soft_wrap=True,
             )
         console.print()
 

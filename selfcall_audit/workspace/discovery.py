@@ -10,12 +10,12 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import DEFAULT_TEST_PATTERNS, declares_settings
 from ..ftypes import InputError
 from .listing import GitListing, is_project_root, project_root
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ..ftypes import ErrorKind
 

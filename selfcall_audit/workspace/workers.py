@@ -14,10 +14,10 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sized
+from typing import TYPE_CHECKING
 
 from .signals import terminate_as_interrupt
 
-TYPE_CHECKING = False  # typing is not imported at run time: it costs a one-file scan 3%
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
     from typing import Any

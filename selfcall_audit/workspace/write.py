@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..ftypes import Progress
 from .discovery import UnreadableFile, read_file
 from .signals import deferred_signals, signals_held
 
@@ -48,15 +49,20 @@ class WriteResult:
     interrupted: int | None  # the signal that stopped the writing; later files were not touched
 
 
-def write_all(root: Path, changes: Sequence[Change]) -> WriteResult:
-    """Rewrite each file in turn; a signal stops the run between two files."""
+def write_all(root: Path, changes: Sequence[Change], progress: Progress | None = None) -> WriteResult:
+    """Rewrite each file in turn (`progress`: a `rewriting` phase counting them); a signal stops
+    the run between two files."""
     written: list[str] = []
     refused: dict[str, str] = {}
     failed: dict[str, str] = {}
+    if progress is not None:
+        progress.phase("rewriting")
     with deferred_signals() as received:
-        for change in changes:
+        for done, change in enumerate(changes, 1):
             if received:
                 break
+            if progress is not None:
+                progress(change.path, done, len(changes))
             try:
                 write_checked(root, change.path, change.before, change.after)
             except Refused as exc:

@@ -7,7 +7,9 @@ be exactly those of `case.json` with their reasons, what remains must be only th
 and a second run must change nothing. A `pyproject.toml` in the case replaces the default one.
 A case with a `tests_before.py` puts it at `responses_api_agents/x/tests/test_app.py`: after the
 fix it must be `tests_after.py` (or unchanged without one), and each test `fix` names must have the
-fate `case.json` gives it (`"tests"`: node id within the file, reason and fate).
+fate `case.json` gives it (`"tests"`: node id within the file, reason and fate). Such a case may
+take its agent module from another case (`"agent"`: that case's name), when the agent is not what
+it is about.
 """
 
 from __future__ import annotations
@@ -31,6 +33,18 @@ NOT_REWRITTEN = re.compile(
 )
 
 
+def spec_of(case: Path) -> dict:
+    """The case's `case.json`: what it expects besides its files ({} without one)."""
+    spec = case / "case.json"
+    return json.loads(spec.read_text()) if spec.exists() else {}
+
+
+def agent_of(case: Path) -> Path:
+    """The case whose `before.py` and `after.py` are this case's agent module: itself, or the
+    one its `case.json` names (a test-update case about the tests of an agent another case has)."""
+    return CASES / spec_of(case).get("agent", case.name)
+
+
 def make_project(root: Path, case: Path, before: bytes | None = None) -> Path:
     """A small repo in NeMo Gym's layout: `nemo_gym` is a first-party package, as upstream."""
     root.mkdir()
@@ -45,7 +59,7 @@ def make_project(root: Path, case: Path, before: bytes | None = None) -> Path:
     (root / "nemo_gym" / "__init__.py").write_text("")
     app = root / APP
     app.parent.mkdir(parents=True)
-    app.write_bytes((case / "before.py").read_bytes() if before is None else before)
+    app.write_bytes((agent_of(case) / "before.py").read_bytes() if before is None else before)
     if (case / "tests_before.py").exists():
         (root / TESTS).parent.mkdir()
         (root / TESTS).write_bytes((case / "tests_before.py").read_bytes())
@@ -58,15 +72,14 @@ def updated_test_expectations(case: Path) -> tuple[bytes | None, list[list[str]]
         return None, []
     after = case / "tests_after.py"
     expected = (after if after.exists() else case / "tests_before.py").read_bytes()
-    return expected, json.loads((case / "case.json").read_text())["tests"]
+    return expected, spec_of(case)["tests"]
 
 
 def expectations(case: Path) -> tuple[bytes, list[str]]:
-    after = case / "after.py"
-    expected = (after if after.exists() else case / "before.py").read_bytes()
-    spec = case / "case.json"
-    reasons = json.loads(spec.read_text())["reasons"] if spec.exists() else []
-    return expected, reasons
+    agent = agent_of(case)
+    after = agent / "after.py"
+    expected = (after if after.exists() else agent / "before.py").read_bytes()
+    return expected, spec_of(case).get("reasons", [])
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CASES.iterdir() if p.is_dir()))
@@ -103,8 +116,8 @@ def test_every_fixed_case_has_a_changed_after_and_every_refused_case_a_reason() 
         if not case.is_dir():
             continue
         expected, reasons = expectations(case)
-        if (case / "after.py").exists():
-            assert expected != (case / "before.py").read_bytes(), case.name
+        if (agent_of(case) / "after.py").exists():
+            assert expected != (agent_of(case) / "before.py").read_bytes(), case.name
         else:
             assert reasons, f"{case.name}: a case left unchanged must say why"
 

@@ -17,6 +17,7 @@ from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, F
 from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
 from selfcall_audit.orchestration.project import Project
+from selfcall_audit.report import messages
 
 HELPER = Helper.parse(DEFAULT_HELPER)
 ON_SELF = CallReceiver("self_attribute", "post", "self.server_client.post")
@@ -130,7 +131,9 @@ def test_a_self_call_through_a_method_that_only_forwards_to_the_client_can_be_re
     ],
 )
 def test_each_blocker_has_its_reason(call: CallDescription, reason: str) -> None:
-    assert policy.blocker(call) == reason
+    blocker = policy.blocker(call)
+
+    assert blocker is not None and messages.reason(blocker) == reason
 
 
 SOURCE = b"""\
@@ -146,9 +149,7 @@ CALL = {"line": 7, "column": 22, "end_line": 7, "end_column": 72}
 
 
 def finding(call: CallDescription | None) -> Finding:
-    return Finding(
-        "SCA001", "app.py", detail="m", agent="EchoAgent", method="run", fixable=True, call=call, **CALL
-    )
+    return Finding("SCA001", "app.py", agent="EchoAgent", method="run", fixable=True, call=call, **CALL)
 
 
 BOUND = CallReceiver("bound_method", "post", "send")
@@ -248,7 +249,6 @@ def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_sa
     in_a_decorator = Finding(
         "SCA001",
         "app.py",
-        detail="m",
         agent="EchoAgent",
         method="run",
         call=described(BOUND, POSITIONAL),

@@ -178,7 +178,7 @@ def finding_at(source: str, needle: str) -> Finding:
     column = lines[line - 1].index(needle) + 1
     end_line = next(i for i in range(line, len(lines) + 1) if lines[i - 1].strip() == ")")
     end_column = lines[end_line - 1].index(")") + 2
-    return Finding("SCA001", APP, line, column, end_line, end_column, "m", "EchoAgent", "run", fixable=True)
+    return Finding("SCA001", APP, line, column, end_line, end_column, "EchoAgent", "run", fixable=True)
 
 
 def test_self_rebound_before_the_call_is_refused() -> None:
@@ -215,7 +215,7 @@ def test_a_comprehension_that_binds_self_is_refused() -> None:
     line = next(i for i, text in enumerate(lines, 1) if "self.server_client" in text)
     end = next(i for i, text in enumerate(lines, 1) if "for self in" in text)
     finding = Finding(
-        "SCA001", APP, line, lines[line - 1].index("self.server_client") + 1, end, 10, "m", "EchoAgent", "run"
+        "SCA001", APP, line, lines[line - 1].index("self.server_client") + 1, end, 10, "EchoAgent", "run"
     )
 
     after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
@@ -262,9 +262,7 @@ def _flow_case(body: str, module: str = "") -> tuple[str, Finding]:
     line = next(i for i, text in enumerate(lines, 1) if "self.server_client" in text)
     column = lines[line - 1].index("self.server_client") + 1
     end_column = lines[line - 1].index("json=body)") + len("json=body)") + 1
-    return source, Finding(
-        "SCA001", APP, line, column, line, end_column, "m", "EchoAgent", "run", fixable=True
-    )
+    return source, Finding("SCA001", APP, line, column, line, end_column, "EchoAgent", "run", fixable=True)
 
 
 @pytest.mark.parametrize(

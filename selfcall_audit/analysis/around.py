@@ -1,0 +1,234 @@
+"""What the syntax tree around a self-call shows, read with Python's own `ast`: the facts of
+`policy.Site` that `fix` reads from libcst's tree before it rewrites a call (a rebound or
+shadowed `self`, a name the helper would collide with, a `:=` or a call in a part the rewrite
+removes, a streamed response, and which bindings reach the names it relies on). `scan` asks
+`policy.site_blocker` the same question on these facts, so that a finding it marks fixable is
+one `fix` rewrites; this module never imports libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+import unicodedata
+from collections.abc import Sequence
+
+from ..config import HELPER_NAME, helper_parts
+from ..ftypes import CallDescription
+from . import policy
+from .facts import parse
+from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
+
+_NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+_VENDORED = "inprocess"  # the module `fix` writes the helper to when no `helper` setting names one
+
+
+class Tree:
+    """One parsed module, with what the questions about its calls need worked out once (the
+    helper's name, the flows of names, each method's rebindings and attribute reads): a file with
+    hundreds of self-calls stays linear."""
+
+    def __init__(self, source: bytes):
+        self.module = parse(source)
+        encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
+        self.text = source.decode(encoding, "replace")
+        self.lines = _LINE_BREAK.split(self.text)  # as Python counts lines (not `str.splitlines`)
+        self.flows = Flows(self.module)
+        self._helpers: dict[str, tuple[str, int | None]] = {}
+        self._rebound: dict[tuple[ast.AST, str], int | None] = {}
+        self._attributes: dict[ast.AST, list[ast.Attribute]] = {}
+
+    def helper(self, spec: str) -> tuple[str, int | None]:
+        """See `_helper`."""
+        if spec not in self._helpers:
+            self._helpers[spec] = _helper(self.module, spec, self.text)
+        return self._helpers[spec]
+
+    def rebound(self, method: ast.AST, name: str) -> int | None:
+        """The line of a statement of the method's own scope that binds `name` again."""
+        if (method, name) not in self._rebound:
+            found = self.flows.in_body(method, name)
+            self._rebound[method, name] = line_of(found[0]) if found else None
+        return self._rebound[method, name]
+
+    def attributes(self, method: ast.AST) -> list[ast.Attribute]:
+        """The attribute reads in the method (a streamed response is read through them)."""
+        if method not in self._attributes:
+            self._attributes[method] = [n for n in ast.walk(method) if isinstance(n, ast.Attribute)]
+        return self._attributes[method]
+
+    def call_at(self, line: int, column: int) -> tuple[ast.Call, tuple[ast.AST, ...]] | None:
+        """The call that starts at a 1-based line and character column, and its ancestors
+        (outermost first, the module first): found by descending only into nodes that span the
+        line, not by walking the module."""
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(self.module, ())]
+        while stack:
+            node, ancestors = stack.pop()
+            if (
+                isinstance(node, ast.Call)
+                and node.lineno == line
+                and _column(text, node.col_offset) == column
+            ):
+                return node, ancestors
+            for child in ast.iter_child_nodes(node):
+                start = getattr(child, "lineno", None)  # `arguments`, `comprehension`, ... have none
+                if start is None or start <= line <= (child.end_lineno or start):  # type: ignore[attr-defined]
+                    stack.append((child, (*ancestors, node)))
+        return None
+
+
+def site_blocker(
+    tree: Tree, line: int, column: int, call: CallDescription, helper: str
+) -> policy.Blocker | None:
+    """Why the call at `line`:`column`, described by `call`, cannot be rewritten where it stands
+    (`helper`: the `helper` setting, MODULE:NAME or empty); None when `fix` would rewrite it, or
+    when it is not found (the description decides alone)."""
+    found = tree.call_at(line, column)
+    if found is None:
+        return None
+    node, ancestors = found
+    method, self_name, at = _enclosing_method(ancestors)
+    if method is None or self_name is None or self_name != call.self_name:
+        return None  # `policy.blocker` said so already
+    written = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
+    roles = {argument.role: argument.index for argument in call.arguments}
+    dropped = [
+        node.func,
+        *(_value(written[roles[r]]) for r in policy.DROPPED_ROLES if r in roles and roles[r] < len(written)),
+    ]
+    nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
+    callee, clash = tree.helper(helper)
+    names = dict.fromkeys([self_name, *read_names(dropped)])
+    facts = policy.Site(
+        callee=callee,
+        self_name=self_name,
+        self_rebinding=tree.rebound(method, self_name),
+        self_shadowed=_shadows(nested, self_name),
+        helper_binding=clash,
+        walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
+        dropped_call=_first_call(dropped),
+        streamed=_streamed(ancestors, tree.attributes(method)),
+        reaches=tuple(tree.flows.reach([method, *nested], ancestors, node, name) for name in names),
+    )
+    return policy.site_blocker(facts)
+
+
+def _column(text: str, offset: int) -> int:
+    """The 1-based character column of ast's offset, which counts UTF-8 bytes of the line."""
+    return len(text.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "replace")) + 1
+
+
+def _value(argument: ast.AST) -> ast.AST:
+    return argument.value if isinstance(argument, ast.keyword) else argument
+
+
+def _enclosing_method(ancestors: Sequence[ast.AST]) -> tuple[ast.AST | None, str | None, int]:
+    """The innermost method around the call, its `self` (None for a static or class method), and
+    where in `ancestors` it stands."""
+    for index in range(len(ancestors) - 1, 0, -1):
+        node = ancestors[index]
+        if isinstance(node, FUNCTIONS) and isinstance(ancestors[index - 1], ast.ClassDef):
+            decorators = {_dotted(d) for d in node.decorator_list}
+            params = [*node.args.posonlyargs, *node.args.args]
+            if decorators & {"staticmethod", "classmethod"} or not params:
+                return node, None, index
+            return node, ident(params[0].arg), index
+    return None, None, -1
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return ident(node.id)
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
+    """The name a rewritten call would call (the helper's, or the local name a top-level import of
+    it gives), and the line of anything else in the file that binds that name."""
+    helper_module, name = helper_parts(spec) if spec else (None, HELPER_NAME)
+    if name not in (text if text.isascii() else unicodedata.normalize("NFKC", text)):
+        return name, None  # (NFKC: an identifier not in ASCII may be the name as Python reads it)
+    provides: dict[ast.alias, str] = {}
+    for statement in ast.walk(module):
+        if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
+            named = statement.module == helper_module or (
+                helper_module is None and statement.module.rsplit(".", 1)[-1] == _VENDORED
+            )
+            for alias in statement.names if named else ():
+                if alias.name == name:
+                    provides[alias] = alias.asname or name
+    top = [a for s in module.body if isinstance(s, ast.ImportFrom) for a in s.names if a in provides]
+    callee = ident(provides[top[0]]) if top else name
+    clash = next((n for n in bindings(module, callee) if n not in provides), None)
+    return callee, None if clash is None else line_of(clash)
+
+
+def _shadows(scopes: Sequence[ast.AST], name: str) -> bool:
+    """Does a function, lambda, class or comprehension between the method and the call bind `name`?"""
+    for scope in scopes:
+        if isinstance(scope, COMPREHENSIONS):
+            if any(binds(generator.target, name) for generator in scope.generators):
+                return True
+        elif bindings(scope, name, own_scope=True):
+            return True
+    return False
+
+
+def _preorder(root: ast.AST) -> list[ast.AST]:
+    found, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+    return found
+
+
+def _walrus(node: ast.AST) -> bool:
+    return isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name)
+
+
+def _first_call(parts: Sequence[ast.AST]) -> str | None:
+    """The first call, `await` or `yield` inside `parts`: work that removing them would skip."""
+    for part in parts:
+        for node in _preorder(part):
+            if isinstance(node, ast.Call):
+                return f"{_dotted(node.func) or '...'}()"
+            if isinstance(node, ast.Await):
+                return "await"
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return "yield"
+    return None
+
+
+def _streamed(ancestors: Sequence[ast.AST], attributes: list[ast.Attribute]) -> str | None:
+    """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
+    parent = ancestors[-1]
+    holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
+    if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
+        target = holder.targets[0]
+    elif isinstance(holder, ast.AnnAssign):
+        target = holder.target
+    else:
+        return None
+    if not isinstance(target, ast.Name):
+        return None
+
+    def content(node: ast.AST) -> bool:
+        return (
+            isinstance(node, ast.Attribute)
+            and node.attr == "content"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == target.id
+        )
+
+    reads = sum(n.attr == "read" and content(n.value) for n in attributes)
+    if sum(content(n) for n in attributes) > reads:
+        return f"{target.id}.content"
+    return None

@@ -1,0 +1,81 @@
+"""`scan` and `fix` agree on what is fixable: over a corpus of shapes (every codemod case, the
+module bindings of the helper's name and the data-flow shapes of the safety specs), each SCA001
+finding `scan` marks fixable is one `fix` rewrites, and each one it does not mark is one `fix`
+leaves, for the same reason. `scan` reads the tree around a call with `ast`, `fix` with libcst."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from test_codemod_cases import APP, CASES, make_project
+from test_safety import AGENT, BINDINGS, CALL, FLOW
+
+NOT_REWRITTEN = re.compile(
+    r"^(?:.*/)?responses_api_agents/x/app\.py:(\d+):(\d+): SCA001 not rewritten: (.*)$", re.M
+)
+NOT_FIXABLE = re.compile(r"^ *= not fixable: (.*)$", re.M)
+
+# the safety specs' shapes in which the analysis, too, reads the name as the agent's own at the call
+FLOW_BODIES = {
+    "while": "        while names:\n            CALL\n            target = names.pop()",
+    "match": "        match body:\n            case {'peer': target}:\n                pass\n        CALL",
+    "del": "        if not names:\n            del target\n        CALL",
+    "finally-after": "        try:\n            CALL\n        finally:\n            target = None",
+    "after-loop": "        for name in names:\n            CALL\n        target = names",
+    "other-name": "        if names:\n            body = names\n        CALL",
+    "closure": "        async def later():\n            CALL\n            return response\n        target = names\n"
+    "        response = await later()",
+    "nonlocal": "        def switch():\n            nonlocal target\n            target = names\n        switch()\n        CALL",
+}
+SHAPES: dict[str, bytes | None] = {
+    **{f"case-{case.name}": None for case in sorted(CASES.iterdir()) if case.is_dir()},
+    **{
+        f"binding-{name}": AGENT.format(module=f"{b}\n", before="").encode()
+        for name, (b, _) in BINDINGS.items()
+    },
+    **{
+        f"flow-{name}": FLOW.format(module="", body=body.replace("CALL", CALL)).encode()
+        for name, body in FLOW_BODIES.items()
+    },
+}
+
+
+def _project(root: Path, shape: str) -> Path:
+    if shape.startswith("case-"):
+        return make_project(root, CASES / shape.removeprefix("case-"))
+    return make_project(root, CASES / "plain", before=SHAPES[shape])
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_scan_marks_fixable_exactly_what_fix_rewrites(shape: str, tmp_path: Path, cli) -> None:
+    root = _project(tmp_path / "repo", shape)
+    scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
+    reasons = NOT_FIXABLE.findall(cli("scan", "--no-cache", "--format", "text", root).stdout)
+    fixable = {
+        (f["line"], f["column"]): f["fixable"] for f in scanned if f["code"] == "SCA001" and f["path"] == APP
+    }
+
+    fixed = cli("fix", "--no-cache", root)
+
+    refused = {
+        (int(line), int(column)): reason for line, column, reason in NOT_REWRITTEN.findall(fixed.stdout)
+    }
+    assert fixable, "the shape must hold a self-call"
+    assert fixable == {site: site not in refused for site in fixable}
+    via_helper = "; rewrite this call by hand to call"  # what fix adds for a call through a helper
+    assert sorted(reasons) == sorted(reason.split(via_helper)[0] for reason in refused.values())
+
+
+def test_fix_given_another_helper_name_decides_the_name_clash_again(tmp_path: Path, cli) -> None:
+    """`scan` judges the helper's name the settings give; `fix --helper` rewrites with its own."""
+    root = make_project(tmp_path / "repo", CASES / "name_clash")
+    scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
+
+    fixed = cli("fix", "--no-cache", "--helper", "selfcall_audit.inprocess:call_in_process", root)
+
+    assert [f["fixable"] for f in scanned] == [False]
+    assert NOT_REWRITTEN.findall(fixed.stdout) == []
+    assert "await call_in_process(\n            self," in (root / APP).read_text()
