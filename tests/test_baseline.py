@@ -239,7 +239,7 @@ def test_the_real_command(repo: Path) -> None:
 
     assert (written.returncode, clean.returncode, dirty.returncode) == (0, 0, 1)
     assert dirty.stdout.startswith("responses_api_agents/new/app.py:6:")
-    assert len(dirty.stdout.splitlines()) == 1
+    assert len(finding_lines(dirty.stdout)) == 1
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import DUEL_AGENT, SELF_CALLING_AGENT, SOLO_CONFIG
+from cli_support import finding_lines
 
 from selfcall_audit.orchestration.project import Project
 
@@ -98,7 +99,7 @@ def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> N
         text=True,
         timeout=120,
     )
-    expected = sorted(line for line in scan.stdout.splitlines() if line)
+    expected = sorted(finding_lines(scan.stdout))
     assert len(expected) == 3  # SCA001 + SCA002 in echo, SCA001 in duel (bound by the YAML)
 
     serial = flake8(repo, "--select", "SCA001,SCA002", ".")

@@ -118,7 +118,6 @@ def findings_of(source: str) -> list[Finding]:
                     node.col_offset + 1,
                     node.end_lineno or node.lineno,
                     (node.end_col_offset or 0) + 1,
-                    "m",
                     "Agent",
                     "run",
                     fixable=True,
