@@ -3,6 +3,7 @@ console script and `python -m selfcall_audit` use, with stdout and stderr captur
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -48,3 +49,19 @@ def finding_lines(stdout: str) -> list[str]:
     *lines, count = stdout.splitlines()
     assert count.startswith(("Found ", "No self-calls in ")) and count.endswith("."), stdout
     return lines
+
+
+def drained(controller: int) -> bytes:
+    """Everything a pseudo-terminal's controller end receives until the command closes the other
+    end; the controller is closed after."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 1 << 16)
+        except OSError:  # the terminal's other end closed: the command is done
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    return b"".join(chunks)

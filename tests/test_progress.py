@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from agent_sources import SELF_CALLING_AGENT
+from cli_support import drained
 
 from selfcall_audit.frontends.display import Display
 
@@ -77,18 +78,9 @@ def run(args: list[str], cwd: Path, slow_git: Path, terminal: bool = True) -> tu
         env=env,
     )
     os.close(end)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(controller, 1 << 16)
-        except OSError:  # the terminal's other end closed: the command is done
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(controller)
+    shown = drained(controller)
     stdout = process.stdout.read().decode()
-    return process.wait(timeout=120), stdout, b"".join(chunks).decode(errors="replace")
+    return process.wait(timeout=120), stdout, shown.decode(errors="replace")
 
 
 def phases(shown: str) -> list[str]:
@@ -123,7 +115,7 @@ def test_fix_shows_its_rewriting_file_by_file(tree: Path, slow_git: Path) -> Non
     assert phases(shown)[:3] == SCAN_PHASES[:3]
     assert phases(shown)[3:] == ["planning rewrites", "rewriting", "updating tests"]
     assert shown.count(HIDE_CURSOR) == 1
-    assert counts(shown, "rewriting")[-1][1] == AGENTS  # each of the files, counted
+    assert counts(shown, "rewriting")[-1:] == [(AGENTS, AGENTS)], repr(shown[-3000:])  # each of the files, counted
     assert f"Rewrote {AGENTS} self-calls in {AGENTS} files" in stdout
     assert "\x1b" not in stdout and not PHASES.search(stdout)
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import finding_lines
+from cli_support import drained, finding_lines
 from safety_support import command_line, run
 
 # A YAML instance name and a folder name that try to start GitHub Actions workflow commands and
@@ -122,18 +122,8 @@ def test_on_a_terminal_no_sequence_from_the_repository_reaches_it(
         env={**os.environ, "COLUMNS": "250", "TERM": "xterm-256color"},
     )
     os.close(terminal)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(controller, 1 << 16)
-        except OSError:  # the terminal's other end closed: the command is done
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(controller)
+    shown = drained(controller)
     process.wait(timeout=120)
-    shown = b"".join(chunks)
 
     assert b"\x1b[" in shown  # the report's own colours do reach the terminal
     assert b"\x1b]" not in shown and b"\x07" not in shown and b"\x1b[2J" not in shown

@@ -57,7 +57,7 @@ class Display(Progress):
             self._last = (done, total)
             self.counted = (self._before + done, self._before + total)
             self.path = path
-            self._draw()
+            self._draw(at_once=done == total)  # a batch's last file is seen, however busy the machine
 
     def pause(self) -> None:
         """Hide the display while the run prints (it comes back with the next phase or file)."""
