@@ -115,7 +115,8 @@ def test_fix_shows_its_rewriting_file_by_file(tree: Path, slow_git: Path) -> Non
     assert phases(shown)[:3] == SCAN_PHASES[:3]
     assert phases(shown)[3:] == ["planning rewrites", "rewriting", "updating tests"]
     assert shown.count(HIDE_CURSOR) == 1
-    assert counts(shown, "rewriting")[-1:] == [(AGENTS, AGENTS)], repr(shown[-3000:])  # each of the files, counted
+    last = counts(shown, "rewriting")[-1:]
+    assert last == [(AGENTS, AGENTS)], repr(shown[-3000:])  # each of the files, counted
     assert f"Rewrote {AGENTS} self-calls in {AGENTS} files" in stdout
     assert "\x1b" not in stdout and not PHASES.search(stdout)
 
