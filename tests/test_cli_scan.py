@@ -184,16 +184,20 @@ UNPARSABLE_AGENT = (
 )
 
 
+def _unparsable_project(tmp_path: Path, requires: str) -> Path:
+    """The text-trap fixture with an agent file no Python parses, requiring Python `requires`."""
+    project = copy_fixture("trap-text", tmp_path)
+    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={requires}"\n')
+    return project
+
+
 def test_a_file_an_older_python_cannot_parse_fails_the_run_naming_the_python_needed(
     cli, tmp_path: Path
 ) -> None:
-    project = copy_fixture("trap-text", tmp_path)
-    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
     newer = f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={newer}"\n')
-
-    result = cli("scan", "--format", "concise", "--no-cache", project)
+    result = cli("scan", "--format", "concise", "--no-cache", _unparsable_project(tmp_path, newer))
 
     assert result.exit_code == 2
     assert f"Run selfcall-audit with Python {newer} or newer" in result.stderr
@@ -202,13 +206,8 @@ def test_a_file_an_older_python_cannot_parse_fails_the_run_naming_the_python_nee
 def test_the_same_file_under_the_python_the_project_requires_is_a_file_that_does_not_parse(
     cli, tmp_path: Path
 ) -> None:
-    project = copy_fixture("trap-text", tmp_path)
-    (project / "responses_api_agents" / "loud.py").write_text(UNPARSABLE_AGENT)
     running = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + f'requires-python = ">={running}"\n')
-
-    result = cli("scan", "--format", "concise", "--no-cache", project)
+    result = cli("scan", "--format", "concise", "--no-cache", _unparsable_project(tmp_path, running))
 
     assert result.exit_code == 1  # SCA900, failing the gate as ruff would, not exit 2
     assert "loud.py:7:14: SCA900 syntax error" in result.stdout
