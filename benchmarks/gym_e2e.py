@@ -29,7 +29,7 @@ is there because those three together cost about as much CPU per rollout as the 
 both sides saturate together and the rate follows whichever of them the machine's other jobs slow
 down. The agents are pinned and capped the same way and only one is driven at a time: each round
 posts the same rows to `/run` of the baseline, the candidate and the anchor, in chunks of two
-waves of the concurrency (at least 32 rows), each chunk to the three in turn, in an order reversed
+waves of the concurrency (at least 16 rows), each chunk to the three in turn, in an order reversed
 from one chunk to the next (so baseline and candidate alternate), after an uncounted warm-up of
 each, at concurrency 1, 64 and 256 (`--concurrency`), with model-call capture (observability) off
 and on; one row in 32 makes the model answer 500 (4 rounds, `--rounds`; `--quick`: fewer rows,
@@ -85,10 +85,11 @@ HOST = "127.0.0.1"
 CONCURRENCIES = (1, 64, 256)
 FAIL_EVERY = 32  # one row in 32 makes the mock model answer 500
 WARM_UP = 32  # rows each agent answers, uncounted, before each concurrency's rounds
-# A round posts its rows in chunks of this many waves of the concurrency (at least WARM_UP rows),
+# A round posts its rows in chunks of this many waves of the concurrency (at least CHUNK_ROWS rows),
 # each to the three variants in turn, the order reversed from one chunk to the next: the machine's
 # other jobs, which come and go within seconds, then weigh on the three alike in every round.
 CHUNK_WAVES = 2
+CHUNK_ROWS = 16  # at concurrency 1, about 2 s of one agent: baseline and candidate stay that close
 REQUEST_TIMEOUT = 120.0
 START_TIMEOUT = 180.0
 AGENT_CPU_SHARE = 0.5  # of one CPU, for the agent under test (see Placement)
@@ -578,7 +579,7 @@ async def bench_agent(
                     for variant in VARIANTS:  # warm-up, not counted
                         urls = {"agent": agents[variant], "model": model, "resources": resources}
                         await one_pass(session, urls, rows[:WARM_UP], concurrency)
-                    size = max(WARM_UP, CHUNK_WAVES * concurrency)
+                    size = max(CHUNK_ROWS, CHUNK_WAVES * concurrency)
                     for round_index in range(rounds[concurrency]):
                         parts: dict[str, list[Run]] = {variant: [] for variant in VARIANTS}
                         for start in range(0, len(rows), size):

@@ -8,7 +8,9 @@ import ast
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -305,6 +307,40 @@ def test_a_row_is_correct_with_reward_1_or_as_the_failure_path_it_asks_for(gym_e
     assert not gym_e2e.correct(normal, 500, "boom")
     assert gym_e2e.correct(failing, 500, "the mock model failed")
     assert not gym_e2e.correct(failing, 200, {"reward": 1.0})
+
+
+def test_a_servers_cpu_time_leaves_out_its_socket_sampler(monkeypatch) -> None:
+    """The sampler lists the process's descriptors, more of them where the HTTP self-call holds
+    sockets: its CPU time is the benchmark's, not the server's."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import gym_e2e_serve
+
+    class Slept(Exception):
+        """Ends the sampler's loop after one listing."""
+
+    def sleep(_: float) -> None:
+        raise Slept
+
+    samplers = []
+    clock = SimpleNamespace(
+        process_time=iter([100.0, 101.0]).__next__,  # at reset, then at the snapshot
+        thread_time=iter([5.0, 5.25]).__next__,  # one listing: 0.25 s of the sampler's thread
+        sleep=sleep,
+    )
+    monkeypatch.setattr(gym_e2e_serve, "time", clock)
+    monkeypatch.setattr(
+        gym_e2e_serve,
+        "threading",
+        SimpleNamespace(
+            Lock=threading.Lock,
+            Thread=lambda target, daemon: SimpleNamespace(start=lambda: samplers.append(target)),
+        ),
+    )
+    stats = gym_e2e_serve.Stats(None)
+    with pytest.raises(Slept):
+        samplers[0]()
+
+    assert json.loads(stats.snapshot())["cpu"] == 0.75
 
 
 def test_the_mock_model_walks_the_counter_tools_then_answers_and_fails_on_request(monkeypatch) -> None:
