@@ -69,6 +69,10 @@ def run() -> None:
         except OSError:  # main has told the user already; what is left has nowhere to go, not
             silence(stream)  # into an "Exception ignored" at the interpreter's exit
             code = code or 2  # EXIT_ERROR
+    # What the run built lives to its end: the interpreter's exit frees it, but its last full
+    # collection walking all of it first cost an edited agent's one-file scan of NeMo Gym a fifth
+    # of its CPU. Frozen, the objects are out of that collection's sight.
+    gc.freeze()
     sys.exit(code)
 
 
