@@ -37,9 +37,9 @@ and on; one row in 32 makes the model answer 500 (4 rounds, `--rounds`; `--quick
 benchmark still share the machine: the load average is printed at the start and the end.
 
 It measures rollouts/s, p50/p99 latency, the requests the servers received (loopback), the agent's
-peak open sockets, its CPU time per rollout (and the candidate/baseline ratio of it), the share of
-the wall time the agent was on a CPU ("agent busy": near its cap, the agent is what bounds the
-rate), the CPU time per rollout of everything else (model, resources, client), checks every row
+peak open sockets, its CPU time per rollout (less its socket sampler's; and the candidate/baseline
+ratio of it), the share of the wall time the agent was on a CPU ("agent busy": near its cap, the
+agent is what bounds the rate), the CPU time per rollout of everything else (model, resources, client), checks every row
 (status 200 and reward 1, or the failure row's 500), and that both agents answered each row
 identically. Ratios are candidate / baseline (throughput: higher is better; latency and CPU:
 lower); the anchor's CPU per rollout is shown beside them, and the rounds in which the candidate
