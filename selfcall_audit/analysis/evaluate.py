@@ -473,15 +473,19 @@ class Evaluator:
             return cut + found
         return cut or ([Unresolved()] if unset else [])
 
-    def http_method(self, expr: Expr, ctx: Ctx) -> str | None:
+    def http_method(self, expr: Expr, ctx: Ctx) -> tuple[str | None, str | None]:
         """The HTTP method a client call uses, when it is one text (`"POST"`, `Method.POST`,
-        `http.HTTPMethod.POST`)."""
+        `http.HTTPMethod.POST`); else None, with the bound of `LIMITS` that cut the evaluation of
+        the method, if one did (a cut method may still be POST)."""
         if isinstance(expr, (Name, Global, Attr)):
             found = self.index.lookup_dotted(ctx.path, expr)
             if isinstance(found, External) and found.dotted.startswith("http.HTTPMethod."):
-                return found.dotted.rsplit(".", 1)[1]
-        texts = {"".join(alt) for alt in self.path(expr, ctx) if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
-        return texts.pop().upper() if len(texts) == 1 and len(self.path(expr, ctx)) == 1 else None
+                return found.dotted.rsplit(".", 1)[1], None
+        alternatives = self.path(expr, ctx)
+        texts = {"".join(alt) for alt in alternatives if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
+        if len(texts) == 1 and len(alternatives) == 1:
+            return texts.pop().upper(), None
+        return None, path_limit(alternatives)
 
 
 def _named(label: str, alternatives: list[Path]) -> list[Path]:
