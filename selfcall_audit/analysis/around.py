@@ -9,11 +9,12 @@ one `fix` rewrites; this module never imports libcst.
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import re
 import tokenize
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
@@ -74,11 +75,32 @@ class Tree:
                 and _column(text, node.col_offset) == column
             ):
                 return node, ancestors
-            for child in ast.iter_child_nodes(node):
-                start = getattr(child, "lineno", None)  # `arguments`, `comprehension`, ... have none
-                if start is None or start <= line <= (child.end_lineno or start):  # type: ignore[attr-defined]
-                    stack.append((child, (*ancestors, node)))
+            stack.extend((child, (*ancestors, node)) for child in _spanning(node, line))
         return None
+
+
+def _spanning(node: ast.AST, line: int) -> Iterator[ast.AST]:
+    """The children of `node` whose lines hold `line`, and those without lines (`arguments`,
+    `comprehension`, ...), in order. A list of statements is searched by halving, so that a class
+    of 800 methods is not read whole for each of its calls."""
+    for _, value in ast.iter_fields(node):
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            # statements follow each other: those starting by `line` and ending at or after it
+            end = bisect.bisect_right(value, line, key=_first_line)
+            start = end
+            while start > 0 and value[start - 1].end_lineno >= line:  # type: ignore[operator]
+                start -= 1
+            yield from value[start:end]
+            continue
+        for child in value if isinstance(value, list) else (value,):
+            if isinstance(child, ast.AST):
+                first = getattr(child, "lineno", None)
+                if first is None or first <= line <= (child.end_lineno or first):  # type: ignore[attr-defined]
+                    yield child
+
+
+def _first_line(statement: ast.stmt) -> int:
+    return statement.lineno
 
 
 def site_blocker(
