@@ -38,7 +38,7 @@ class Matcher(difflib.SequenceMatcher):
 def matching_blocks(a: Sequence, b: Sequence) -> list[Block]:
     """The blocks both sides share, in order (without difflib's closing empty block)."""
     found: list[Block] = []
-    pending = [(0, len(a), 0, len(b))]  # stretches left to compare, the last first
+    pending = [(0, len(a), 0, len(b))]  # stretches left to compare
     while pending:
         alo, ahi, blo, bhi = pending.pop()
         head = 0
