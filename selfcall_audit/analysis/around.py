@@ -31,12 +31,17 @@ class Tree:
     helper's name, the flows of names, each method's rebindings and attribute reads): a file with
     hundreds of self-calls stays linear."""
 
-    def __init__(self, source: bytes):
-        self.module = parse(source)
+    def __init__(self, source: bytes, span: tuple[int, int] | None = None):
+        """`span`: the first and last line of the method whose calls are asked about: only those
+        lines are parsed (a cold scan of NeMo Gym parsed 24 agent modules again for 25 calls), and
+        `read_module` says whether an answer needed more of the module than they hold."""
         encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
         self.text = source.decode(encoding, "replace")
         self.lines = _LINE_BREAK.split(self.text)  # as Python counts lines (not `str.splitlines`)
+        self.partial = span is not None
+        self.module = parse(source) if span is None else _method_module(self.lines, *span)
         self.flows = Flows(self.module)
+        self._helper_named = False
         self._helpers: dict[str, tuple[str, int | None]] = {}
         self._rebound: dict[tuple[ast.AST, str], int | None] = {}
         self._attributes: dict[ast.AST, list[ast.Attribute]] = {}
@@ -44,8 +49,15 @@ class Tree:
     def helper(self, spec: str) -> tuple[str, int | None]:
         """See `_helper`."""
         if spec not in self._helpers:
+            self._helper_named |= _names_helper(spec, self.text)
             self._helpers[spec] = _helper(self.module, spec, self.text)
         return self._helpers[spec]
+
+    @property
+    def read_module(self) -> bool:
+        """Did an answer of a tree of one method's lines depend on the rest of the module (a
+        global's bindings, or what binds the helper's name)? Then it is asked of the whole one."""
+        return self.partial and (self._helper_named or self.flows.globals_read)
 
     def rebound(self, method: ast.AST, name: str) -> int | None:
         """The line of a statement of the method's own scope that binds `name` again."""
@@ -153,8 +165,8 @@ def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
     """The name a rewritten call would call (the helper's, or the local name a top-level import of
     it gives), and the line of anything else in the file that binds that name."""
     helper_module, name = helper_parts(spec) if spec else (None, HELPER_NAME)
-    if name not in (text if text.isascii() else unicodedata.normalize("NFKC", text)):
-        return name, None  # (NFKC: an identifier not in ASCII may be the name as Python reads it)
+    if not _names_helper(spec, text):
+        return name, None
     provides: dict[ast.alias, str] = {}
     for statement in ast.walk(module):
         if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
@@ -168,6 +180,23 @@ def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
     callee = ident(provides[top[0]]) if top else name
     clash = next((n for n in bindings(module, callee) if n not in provides), None)
     return callee, None if clash is None else line_of(clash)
+
+
+def _names_helper(spec: str, text: str) -> bool:
+    """Does the file's text hold the helper's name? (NFKC: an identifier not in ASCII may be the
+    name as Python reads it.)"""
+    name = helper_parts(spec)[1] if spec else HELPER_NAME
+    return name in (text if text.isascii() else unicodedata.normalize("NFKC", text))
+
+
+def _method_module(lines: list[str], first: int, last: int) -> ast.Module:
+    """A method's lines parsed alone where they stand: blank lines above them and a class
+    statement on the line before, so that lines and columns are the module's. (It never starts on
+    the first two lines, where a comment would be read as the file's encoding.)"""
+    if first < 3 or last < first:
+        raise ValueError("not a method's lines")
+    text = "\n" * (first - 2) + "class _:\n" + "\n".join(lines[first - 1 : last]) + "\n"
+    return parse(text.encode())
 
 
 def _shadows(scopes: Sequence[ast.AST], name: str) -> bool:

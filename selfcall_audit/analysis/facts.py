@@ -64,6 +64,9 @@ class FunctionFacts:
     # A method whose whole body is `return await self.server_client.post(k=p, ...)` (`return ...post(...)`
     # in a plain `def`), each value a parameter: (keyword, parameter) pairs; None for any other body.
     forwards: tuple[tuple[str, str], ...] | None = None
+    # The lines the definition spans, its decorators included: the fixability check parses only
+    # these (see `around.Tree`); (0, 0) when unknown.
+    span: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,7 @@ class ModuleExtractor(ModuleScope):
             prune(merge(walker.returns)) if walker.returns else UNKNOWN,
             is_method and any(_decorator_name(d) in _PROPERTIES for d in node.decorator_list),
             _forwards(node, self_param, ordered),
+            (min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno),
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:

@@ -240,6 +240,11 @@ class Flows:
         self._flows: dict[tuple[ast.AST, str], tuple[dict[ast.AST, State], int | None]] = {}
         self._globals: dict[str, Reach] = {}
 
+    @property
+    def globals_read(self) -> bool:
+        """Has an answer needed the module's own bindings of a name (see `global_reach`)?"""
+        return bool(self._globals)
+
     def own(self, scope: ast.AST, name: str) -> list[ast.AST]:
         """What binds `name` in a function's own scope (`global` and `nonlocal` statements included)."""
         if (scope, name) not in self._own:

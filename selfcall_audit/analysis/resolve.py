@@ -43,7 +43,8 @@ class Resolver:
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
         self.read = read
-        self._trees: dict[str, around.Tree | None] = {}  # the file with a self-call `fix` may rewrite
+        # the trees of the file with a self-call `fix` may rewrite: its own, its methods' (by their lines)
+        self._trees: dict[str, dict[tuple[int, int] | None, around.Tree | None]] = {}
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -120,7 +121,7 @@ class Resolver:
                 or self._other_target_somewhere(verdict, agent)
                 or self._helper_overridden(call, agent)
             )
-            at_site = None if blocker else self._at_site(site_cls.path, call, description)
+            at_site = None if blocker else self._at_site(site_cls.path, call, description, method.span)
             description = replace(description, blocker=blocker, at_site=at_site)
         site = call.site
         return Finding(
@@ -161,18 +162,31 @@ class Resolver:
             pending.extend(self.hierarchy.children().get(current, []))
         return None
 
-    def _at_site(self, path: str, call: ClientCall, description: CallDescription) -> Blocker | None:
-        """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`)."""
-        if path not in self._trees:
+    def _at_site(
+        self, path: str, call: ClientCall, description: CallDescription, span: tuple[int, int]
+    ) -> Blocker | None:
+        """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`):
+        asked of the tree of the method's lines (`span`), and of the module's when that does not
+        hold the call or the answer depends on more of the module."""
+        line, column, helper = call.site.line, call.site.col, self.settings.helper
+        method = self._tree(path, span) if span != (0, 0) else None
+        if method is not None and method.call_at(line, column) is not None:
+            answer = around.site_blocker(method, line, column, description, helper)
+            if not method.read_module:
+                return answer
+        tree = self._tree(path, None)
+        return around.site_blocker(tree, line, column, description, helper) if tree is not None else None
+
+    def _tree(self, path: str, span: tuple[int, int] | None) -> around.Tree | None:
+        """The file's tree (`span` None), or the tree of a method's lines; None if it cannot be had."""
+        trees = self._trees.setdefault(path, {})
+        if span not in trees:
             source = self.read(path) if self.read is not None else None
             try:
-                self._trees[path] = around.Tree(source) if source is not None else None
+                trees[span] = around.Tree(source, span) if source is not None else None
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._trees[path] = None
-        tree = self._trees[path]
-        if tree is None:
-            return None
-        return around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
+                trees[span] = None
+        return trees[span]
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,
