@@ -4,8 +4,10 @@ console script and `python -m selfcall_audit` use, with stdout and stderr captur
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -34,10 +36,30 @@ class Ran:
         return self.stdout
 
 
-def run_main(args: list[str], env: Mapping[str, str] | None = None, input: str | None = None) -> Ran:
+@contextmanager
+def _working_folder(folder: Path | None) -> Iterator[None]:
+    """The current folder is `folder` inside the block (unchanged if None), and back after."""
+    if folder is None:
+        yield
+        return
+    before = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def run_main(
+    args: list[str],
+    env: Mapping[str, str | None] | None = None,
+    input: str | None = None,
+    cwd: Path | None = None,
+) -> Ran:
     """`main(args)` with its streams captured (click's runner isolates them, as for a terminal-less
-    process), and the environment changed by `env` for the run."""
-    with runner().isolation(input=input, env=env) as streams:
+    process), the environment changed by `env` for the run (None unsets a variable), from the
+    folder `cwd` if given."""
+    with _working_folder(cwd), runner().isolation(input=input, env=env) as streams:
         code = main(args)
         out, err = streams[0], streams[1]
         return Ran(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
