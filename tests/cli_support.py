@@ -37,7 +37,7 @@ class Ran:
 
 
 @contextmanager
-def _working_folder(folder: Path | None) -> Iterator[None]:
+def working_folder(folder: Path | None) -> Iterator[None]:
     """The current folder is `folder` inside the block (unchanged if None), and back after."""
     if folder is None:
         yield
@@ -59,7 +59,7 @@ def run_main(
     """`main(args)` with its streams captured (click's runner isolates them, as for a terminal-less
     process), the environment changed by `env` for the run (None unsets a variable), from the
     folder `cwd` if given."""
-    with _working_folder(cwd), runner().isolation(input=input, env=env) as streams:
+    with working_folder(cwd), runner().isolation(input=input, env=env) as streams:
         code = main(args)
         out, err = streams[0], streams[1]
         return Ran(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
