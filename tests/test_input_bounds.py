@@ -123,6 +123,7 @@ critic_agent:
 """
 
 
+@pytest.mark.slow  # seconds to parse 0.9 MB of YAML
 def test_a_large_yaml_file_without_aliases_is_read(tmp_path: Path) -> None:
     """300,000 items written out (0.9 MB, under the file size limit): only what aliases copy is
     bounded, not what a file holds."""
