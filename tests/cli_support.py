@@ -3,13 +3,15 @@ console script and `python -m selfcall_audit` use, with stdout and stderr captur
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
 from click.testing import CliRunner
+from flake8.main.cli import main as flake8_main
 
 from selfcall_audit.frontends.cli import main
 
@@ -63,6 +65,16 @@ def run_main(
         code = main(args)
         out, err = streams[0], streams[1]
         return Ran(code, out.getvalue().decode("utf-8", "replace"), err.getvalue().decode("utf-8", "replace"))
+
+
+def run_flake8(args: list[str], cwd: Path) -> Ran:
+    """flake8's `main(args)` in-process from `cwd`, its streams captured (it writes bytes to
+    stdout's buffer), with --isolated: no user or project flake8 config, only what is passed."""
+    stdout, stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    with working_folder(cwd), redirect_stdout(stdout), redirect_stderr(stderr):
+        code = flake8_main(["--isolated", *args])
+    stdout.flush()
+    return Ran(code, stdout.buffer.getvalue().decode(), stderr.getvalue())
 
 
 def finding_lines(stdout: str) -> list[str]:

@@ -4,17 +4,14 @@ registration, flake8's worker processes, a buffer on stdin)."""
 
 from __future__ import annotations
 
-import io
 import os
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from agent_sources import DUEL_AGENT, SELF_CALLING_AGENT, SOLO_CONFIG
-from cli_support import finding_lines, working_folder
+from cli_support import Ran, finding_lines, run_flake8
 from flake8.main.cli import main as flake8_main
 
 from selfcall_audit.orchestration.project import Project
@@ -45,23 +42,9 @@ def make_repo(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-@dataclass(frozen=True)
-class Checked:
-    """One in-process flake8 run: its exit code and what it wrote."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-def flake8(repo: Path, *args: str) -> Checked:
-    """flake8's `main(argv)` from `repo`, its streams captured (it writes bytes to stdout's buffer).
-    --isolated: no user or project flake8 config; only what the test passes."""
-    stdout, stderr = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
-    with working_folder(repo), redirect_stdout(stdout), redirect_stderr(stderr):
-        code = flake8_main(["--isolated", *args])
-    stdout.flush()
-    return Checked(code, stdout.buffer.getvalue().decode(), stderr.getvalue())
+def flake8(repo: Path, *args: str) -> Ran:
+    """flake8 in-process from `repo`."""
+    return run_flake8(list(args), repo)
 
 
 def flake8_command(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -130,7 +113,7 @@ def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> N
     serial = flake8(repo, "--select", "SCA001,SCA002", ".")
     parallel = flake8_command(repo, "--select", "SCA001,SCA002", "--jobs", "2", ".")
 
-    assert serial.returncode == 1
+    assert serial.exit_code == 1
     assert sorted(sca_lines(serial.stdout)) == expected
     assert sorted(sca_lines(parallel.stdout)) == expected
 
@@ -145,7 +128,7 @@ def test_one_file_is_checked_against_the_whole_project(repo: Path) -> None:
 def test_test_code_is_excluded_as_in_scan(repo: Path) -> None:
     result = flake8(repo, "--select", "SCA", "tests/test_echo.py")
 
-    assert result.returncode == 0, result.stdout
+    assert result.exit_code == 0, result.stdout
 
 
 @pytest.mark.slow
@@ -288,7 +271,7 @@ def test_an_unknown_code_of_ours_stops_flake8_naming_the_known_ones(tmp_path: Pa
 
     done = flake8(repo, f"{option}=SCA01", ".")
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert f"unknown rule code or prefix 'SCA01' in {option}" in done.stdout + done.stderr
     assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
