@@ -377,7 +377,18 @@ def test_output_that_would_not_parse_is_never_written(project: Path, cli, monkey
 # the fixture repos ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "fixtures").iterdir() if p.is_dir()))
+# Planning this one's rewrites takes seconds (each planned call walks the module again): in the
+# slow set, which CI runs, until that walk is shared.
+SLOW_TO_FIX = {"shape-values-as-computed"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TO_FIX else name
+        for name in sorted(p.name for p in (REPO / "fixtures").iterdir() if p.is_dir())
+    ],
+)
 def test_every_fixture_repo_is_left_with_no_fixable_self_call(name: str, tmp_path: Path, cli) -> None:
     root = tmp_path / name
     shutil.copytree(REPO / "fixtures" / name, root)
