@@ -1,5 +1,6 @@
 """The command line as the tests run it in-process: through `main(argv)`, the one front door the
-console script and `python -m selfcall_audit` use, with stdout and stderr captured apart."""
+console script and `python -m selfcall_audit` use, and flake8 through its own `main`, each from a
+given folder, with stdout and stderr captured apart."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def runner() -> CliRunner:
 
 @dataclass(frozen=True)
 class Ran:
-    """One run of `main(argv)`: its exit code and what it wrote."""
+    """One in-process run of a `main(argv)`: its exit code and what it wrote."""
 
     exit_code: int
     stdout: str
