@@ -260,6 +260,20 @@ class Flows:
         """Every binding of `name` that can reach `call`. `scopes`: the method, then each function,
         lambda and comprehension between it and the call, outermost first; `ancestors`: the path
         from the module down to the call."""
+        return self.local_reach(scopes, ancestors, call, name) or self.global_reach(name)
+
+    def global_reach(self, name: str) -> Reach:
+        """The module's bindings of `name` (see `global_reach`), worked out once."""
+        name = ident(name)
+        if name not in self._globals:
+            self._globals[name] = global_reach(self.module, name)
+        return self._globals[name]
+
+    def local_reach(
+        self, scopes: Sequence[ast.AST], ancestors: Sequence[ast.AST], call: ast.Call, name: str
+    ) -> Reach | None:
+        """`reach` when the scopes around the call decide it; None when `name` is a global there:
+        the answer is then the module's, not the method's (see `around.Sites`)."""
         name = ident(name)
         owner = None
         for scope in reversed(scopes):
@@ -275,9 +289,7 @@ class Flows:
                 owner = scope
                 break
         if owner is None:
-            if name not in self._globals:
-                self._globals[name] = global_reach(self.module, name)
-            return self._globals[name]
+            return None
         states, writer = self._flow(owner, name)
         path = [*ancestors, call]
         inner = path[path.index(owner) + 1 :]

@@ -34,7 +34,10 @@ class Resolver:
         instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
         mentions: Callable[[frozenset[str], str], bool] | None = None,
+        sites: dict[str, around.Sites] | None = None,
     ):
+        """`sites`: the method parts of each file's self-call sites, kept by a long-lived process
+        from one run to the next (see `around.Sites`); each file's are replaced by this run's."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
@@ -44,6 +47,7 @@ class Resolver:
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
         self.read = read
         self._trees: dict[str, around.Tree | None] = {}  # the files with a self-call `fix` may rewrite
+        self.sites = sites
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -166,10 +170,15 @@ class Resolver:
                 self._trees[path] = around.Tree(source) if source is not None else None
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._trees[path] = None
+            if self.sites is not None:
+                self.sites[path] = around.Sites(self.sites.get(path))
         tree = self._trees[path]
         if tree is None:
             return None
-        return around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
+        sites = self.sites[path] if self.sites is not None else None
+        return around.site_blocker(
+            tree, call.site.line, call.site.col, description, self.settings.helper, sites
+        )
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,

@@ -329,10 +329,11 @@ class Project:
         )
         targets = None
         indexed: Callable[[], None] | None = None
+        sites = self.warm.sites if self.warm else None  # kept by a long-lived process
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
             mentions = functools.partial(self.warm.mentions, read=self.read) if self.warm else None
-            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions)
+            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions, sites)
             if located:
                 targets = chosen.located(scopes)
             else:
@@ -340,7 +341,7 @@ class Project:
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             # the YAML instances are read when first needed: the prefilter runs meanwhile
-            resolver = Resolver(hierarchy, settings, instances, read=self.read)
+            resolver = Resolver(hierarchy, settings, instances, read=self.read, sites=sites)
             targets, rounds, searched = chosen.whole(hierarchy)
             # For the one-file runs to come, not this one: indexed by a worker while this process
             # analyses, when the workers would otherwise wait.

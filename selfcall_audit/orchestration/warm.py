@@ -18,6 +18,7 @@ from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
 
 if TYPE_CHECKING:
+    from ..analysis.around import Sites
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError
@@ -39,6 +40,9 @@ class Warm:
     # answer otherwise with the disk unmoved (read from memory, or unreadable, then)
     version: int = 0
     named_at: dict[str, tuple[int, tuple[str, ...], set[str]]] = field(default_factory=dict)
+    # each file's self-call sites as the methods around them show them: checked against the
+    # methods' text, so kept whatever the disk does
+    sites: dict[str, Sites] = field(default_factory=dict)
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""

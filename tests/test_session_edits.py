@@ -1,0 +1,111 @@
+"""What `api.Session` keeps of a file between two edits of its buffer (the language server's
+`didChange`) is reused only where what it was worked out from is unchanged: each edit below
+changes the answer, and the answer must change with it, whichever part the edit touches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_sources import JUDGE_CONFIG
+
+from selfcall_audit import api
+from selfcall_audit.analysis import around
+from selfcall_audit.config import load_settings
+
+APP = "responses_api_agents/judge/app.py"
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+CRITIC = "judge"
+
+
+class JudgeAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        response = await self.server_client.post(  # SCA001, fixable
+            server_name=CRITIC, url_path="/v1/responses", json=body
+        )
+        return await response.json()
+
+    async def other(self, body):
+        return body
+"""
+SELF_REBOUND = AGENT.replace("        response =", "        self = self\n        response =")  # line 8
+# after the call (line 11): a line the call's description does not carry
+SELF_REBOUND_LATER = AGENT.replace("        return await", "        self = response\n        return await")
+GLOBAL_REBOUND = AGENT + '\n\ndef reset():\n    global CRITIC  # line 18\n    CRITIC = "judge"\n'
+HELPER_NAME_TAKEN = AGENT + "\nresponses_in_process = None  # line 16\n"
+OTHER_METHOD_EDITED = AGENT.replace("return body", "return [body]")
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> api.Session:
+    for rel, text in {
+        "pyproject.toml": '[project]\nname = "fake-gym"\nversion = "0"\n',
+        "responses_api_agents/__init__.py": "",
+        "responses_api_agents/judge/__init__.py": "",
+        APP: AGENT,
+        "responses_api_agents/judge/configs/judge.yaml": JUDGE_CONFIG,
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return api.Session(tmp_path, load_settings(tmp_path))
+
+
+def blockers(session: api.Session, text: str) -> list[tuple[int, str | None, int | None]]:
+    """Each self-call of the buffer: its line, and why `fix` leaves it (kind, line), if it does."""
+    report = session.analyze([session.root / APP], {APP: text.encode()}, located=True)
+    return [
+        (f.line, f.fix_blocker.kind if f.fix_blocker else None, f.fix_blocker.line if f.fix_blocker else None)
+        for f in report.findings
+    ]
+
+
+FIXABLE = [(8, None, None)]
+
+
+def test_an_edit_inside_the_method_is_seen_and_undone(session: api.Session) -> None:
+    answers = [blockers(session, text) for text in (AGENT, SELF_REBOUND, AGENT)]
+
+    assert answers == [FIXABLE, [(9, "self_rebound", 8)], FIXABLE]
+
+
+def test_an_edit_above_the_method_moves_the_lines_it_names(session: api.Session) -> None:
+    moved = "# moved\n" + SELF_REBOUND_LATER
+    answers = [blockers(session, text) for text in (SELF_REBOUND_LATER, moved)]
+
+    assert answers == [[(8, "self_rebound", 11)], [(9, "self_rebound", 12)]]
+
+
+@pytest.mark.parametrize(
+    ("edited", "blocker"),
+    [
+        pytest.param(GLOBAL_REBOUND, (8, "rebound_by_global", 18), id="a global it reads rebound elsewhere"),
+        pytest.param(HELPER_NAME_TAKEN, (8, "helper_name_taken", 16), id="the helper's name bound"),
+    ],
+)
+def test_an_edit_outside_the_method_that_changes_the_answer_is_seen(
+    session: api.Session, edited: str, blocker: tuple[int, str, int]
+) -> None:
+    """The method's text is the same in all three: what the module says is read again each time."""
+    answers = [blockers(session, text) for text in (AGENT, edited, AGENT)]
+
+    assert answers == [FIXABLE, [blocker], FIXABLE]
+
+
+def test_an_edit_to_another_method_reuses_the_call_sites_method_part(
+    session: api.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worked_out = []
+    method_site = around._method_site
+
+    def counted(*args: object) -> around.MethodSite:
+        worked_out.append(args[0])
+        return method_site(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(around, "_method_site", counted)
+
+    answers = [blockers(session, text) for text in (AGENT, OTHER_METHOD_EDITED, SELF_REBOUND)]
+
+    assert answers == [FIXABLE, FIXABLE, [(9, "self_rebound", 8)]]
+    assert len(worked_out) == 2  # the first run and the edit of its own method
