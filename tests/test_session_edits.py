@@ -1,6 +1,10 @@
 """What `api.Session` keeps of a file between two edits of its buffer (the language server's
 `didChange`) is reused only where what it was worked out from is unchanged: each edit below
-changes the answer, and the answer must change with it, whichever part the edit touches."""
+changes the answer, and the answer must change with it, whichever part the edit touches; and
+what is reused adds to the file's facts what walking it added (an import, a class, an attribute).
+
+A file's functions are kept from its second version on (its first is extracted as any file is):
+each sequence below has a version that reuses them."""
 
 from __future__ import annotations
 
@@ -109,3 +113,85 @@ def test_an_edit_to_another_method_reuses_the_call_sites_method_part(
 
     assert answers == [FIXABLE, FIXABLE, [(9, "self_rebound", 8)]]
     assert len(worked_out) == 2  # the first run and the edit of its own method
+
+
+# facts of the file's functions ------------------------------------------------------------
+HEAD = "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\n\n"
+STORED = (
+    HEAD
+    + """\
+class JudgeAgent(SimpleResponsesAPIAgent):
+    def model_post_init(self, context):
+        self.critic = "judge"
+
+    async def run(self, body):
+        return await self.server_client.post(  # SCA001
+            server_name=self.critic, url_path="/v1/responses", json=body
+        )
+"""
+)
+IMPORTED = (
+    HEAD
+    + """\
+class JudgeAgent(SimpleResponsesAPIAgent):
+    def names(self):
+        from responses_api_agents.judge.names import CRITIC  # the module's import too
+
+        return CRITIC
+
+    async def run(self, body):
+        return await self.server_client.post(  # SCA001
+            server_name=CRITIC, url_path="/v1/responses", json=body
+        )
+"""
+)
+NESTED = (
+    HEAD
+    + """\
+def make_agent():
+    class JudgeAgent(SimpleResponsesAPIAgent):
+        async def run(self, body):
+            return await self.server_client.post(  # SCA001
+                server_name=self.config.critic.name, url_path="/v1/responses", json=body
+            )
+
+    return JudgeAgent
+"""
+)
+
+
+def found(session: api.Session, *texts: str) -> list[list[int]]:
+    return [[line for line, _, _ in blockers(session, text)] for text in texts]
+
+
+def test_a_function_above_an_edit_is_reused_below_one_it_moves(session: api.Session) -> None:
+    answers = found(session, STORED, STORED + "# below\n", "# above\n" + STORED, STORED)
+
+    assert answers == [[9], [9], [10], [9]]
+
+
+def test_an_edit_to_a_reused_functions_text_is_seen(session: api.Session) -> None:
+    other = STORED.replace('"judge"', '"model"')  # the attribute names another server
+
+    answers = found(session, STORED, STORED + "# below\n", other, STORED)
+
+    assert answers == [[9], [9], [], [9]]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        pytest.param(STORED, 9, id="an attribute another method stores on self"),
+        pytest.param(IMPORTED, 11, id="an import inside another method"),
+        pytest.param(NESTED, 7, id="a class a function defines"),
+    ],
+)
+def test_a_reused_function_adds_what_walking_it_added(session: api.Session, text: str, line: int) -> None:
+    """The edits leave the function that adds it alone: it is reused, and must add it all the same."""
+    (session.root / "responses_api_agents/judge/names.py").write_text('CRITIC = "judge"\n')
+    session.changed()
+    calls_edited = text.replace("json=body", "json=[body]")
+
+    answers = found(session, text, calls_edited, text + "\n\ndef later():\n    pass\n", text)
+
+    assert answers == [[line]] * 4

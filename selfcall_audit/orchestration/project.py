@@ -157,6 +157,7 @@ class Project:
             from .store import FactsStore
 
             memory = self.warm.facts if self.warm else None
+            functions = self.warm.functions if self.warm else None
             self._store = FactsStore(
                 self.read,
                 self.key,
@@ -166,6 +167,7 @@ class Project:
                 self.failed,
                 self._parsed,
                 memory,
+                functions,
             )
         return self._store
 

@@ -19,7 +19,7 @@ from ..workspace.prefilter import import_lines, word_matcher
 
 if TYPE_CHECKING:
     from ..analysis.around import Sites
-    from ..analysis.facts import ModuleFacts
+    from ..analysis.facts import Functions, ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError
 
@@ -43,6 +43,8 @@ class Warm:
     # each file's self-call sites as the methods around them show them: checked against the
     # methods' text, so kept whatever the disk does
     sites: dict[str, Sites] = field(default_factory=dict)
+    # the functions of each file extracted again after an edit, likewise checked against their text
+    functions: dict[str, Functions] = field(default_factory=dict)
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""
