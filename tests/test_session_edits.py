@@ -195,3 +195,17 @@ def test_a_reused_function_adds_what_walking_it_added(session: api.Session, text
     answers = found(session, text, calls_edited, text + "\n\ndef later():\n    pass\n", text)
 
     assert answers == [[line]] * 4
+
+
+def test_an_edit_to_a_binding_a_call_goes_through_is_seen(session: api.Session) -> None:
+    """Calls are read through the method's local bindings (`post = ...; await post(...)`): an edit
+    of the binding alone, the call's own line unchanged, changes what the call is."""
+    bound = AGENT.replace(
+        "        response = await self.server_client.post(",
+        "        post = self.server_client.post\n        response = await post(",
+    )
+    elsewhere = bound.replace("post = self.server_client.post", "post = self.other_client.post")
+
+    answers = found(session, bound, bound + "# below\n", elsewhere, bound)
+
+    assert answers == [[9], [9], [], [9]]

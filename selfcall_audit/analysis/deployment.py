@@ -12,7 +12,7 @@ from ..workspace.prefilter import word_matcher
 from .calls import ROUTE_METHODS
 from .evaluate import Ctx, Evaluator, expand_kwargs
 from .expr import UNKNOWN, Attr, Call, Expr, SelfRef, Str
-from .facts import CallFact, FunctionFacts, inlined_arguments
+from .facts import CallFact, FunctionFacts
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef
@@ -192,10 +192,10 @@ class Deployment:
             case Call(Attr(_, method) as func, args, raw_kwargs) if method in ROUTE_METHODS:
                 # the outer call of `app.post(path)(handler)`: a registration, whatever `app` is
                 # (a parameter too: `def setup_routes(self, app)`)
-                outer_args, _ = inlined_arguments(call, function)
+                outer_args, _ = self.evaluator.arguments_of(call, function)
                 handler = outer_args[0] if outer_args else UNKNOWN
             case Attr(_, method) as func if method in ROUTE_METHODS:
-                args, raw_kwargs = inlined_arguments(call, function)
+                args, raw_kwargs = self.evaluator.arguments_of(call, function)
             case _:
                 return []
         kwargs, _ = expand_kwargs(raw_kwargs)

@@ -110,6 +110,33 @@ def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Ex
     return tuple(inline(a, table) for a in call.args), tuple((k, inline(v, table)) for k, v in call.kwargs)
 
 
+class Inlined:
+    """`inlined_calls` and `inlined_arguments` of the functions one run reads, kept by the
+    identity of the facts they come from: a base class's methods are read again for each of its
+    agents (hashing facts would walk them whole), and a long-lived process's runs share the facts
+    of every file, and every function, an edit left as they were. `previous`: the last run's;
+    what this run does not read of them is dropped."""
+
+    def __init__(self, previous: Inlined | None = None):
+        self._previous = previous._entries if previous is not None else {}
+        # each entry holds the facts its key is the id of: no other object can take that id
+        self._entries: dict[tuple[int, int], tuple[object, object, tuple]] = {}
+
+    def calls(self, function: FunctionFacts) -> tuple[CallFact, ...]:
+        return self._kept(function, function, lambda: inlined_calls(function))  # type: ignore[return-value]
+
+    def arguments(self, call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
+        return self._kept(call, function, lambda: inlined_arguments(call, function))  # type: ignore[return-value]
+
+    def _kept(self, part: object, function: FunctionFacts, work_out: Callable[[], tuple]) -> tuple:
+        key = (id(part), id(function))
+        found = self._entries.get(key) or self._previous.get(key)
+        if found is None or found[0] is not part or found[1] is not function:
+            found = (part, function, work_out())
+        self._entries[key] = found
+        return found[2]
+
+
 class FactsError(Exception):
     """The file cannot be turned into facts (syntax error, nesting too deep): what is wrong
     (`ErrorKind`) and where, for the SCA900 entry."""

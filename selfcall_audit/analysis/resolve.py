@@ -20,7 +20,7 @@ from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
 from .expr import NONE, UNKNOWN
-from .facts import FunctionFacts
+from .facts import FunctionFacts, Inlined
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef, FunctionRef
@@ -35,13 +35,15 @@ class Resolver:
         read: Callable[[str], bytes | None] | None = None,
         mentions: Callable[[frozenset[str], str], bool] | None = None,
         sites: dict[str, around.Sites] | None = None,
+        inlined: Inlined | None = None,
     ):
         """`sites`: the method parts of each file's self-call sites, kept by a long-lived process
-        from one run to the next (see `around.Sites`); each file's are replaced by this run's."""
+        from one run to the next (see `around.Sites`); each file's are replaced by this run's;
+        `inlined`: this run's inlined calls, from the last run's (see `facts.Inlined`)."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
-        self.evaluator = Evaluator(hierarchy, settings)
+        self.evaluator = Evaluator(hierarchy, settings, inlined)
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)

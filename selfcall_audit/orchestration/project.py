@@ -297,6 +297,7 @@ class Project:
         inventory: bool,
         located: bool = False,
     ) -> Analysis:
+        from ..analysis.facts import Inlined
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
         from ..analysis.limits import LIMITS
@@ -331,11 +332,15 @@ class Project:
         )
         targets = None
         indexed: Callable[[], None] | None = None
-        sites = self.warm.sites if self.warm else None  # kept by a long-lived process
+        # kept by a long-lived process from one run to the next
+        sites = self.warm.sites if self.warm else None
+        inlined = Inlined(self.warm.inlined) if self.warm else None
+        if self.warm:
+            self.warm.inlined = inlined
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
             mentions = functools.partial(self.warm.mentions, read=self.read) if self.warm else None
-            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions, sites)
+            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions, sites, inlined)
             if located:
                 targets = chosen.located(scopes)
             else:
@@ -343,7 +348,7 @@ class Project:
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             # the YAML instances are read when first needed: the prefilter runs meanwhile
-            resolver = Resolver(hierarchy, settings, instances, read=self.read, sites=sites)
+            resolver = Resolver(hierarchy, settings, instances, read=self.read, sites=sites, inlined=inlined)
             targets, rounds, searched = chosen.whole(hierarchy)
             # For the one-file runs to come, not this one: indexed by a worker while this process
             # analyses, when the workers would otherwise wait.

@@ -19,7 +19,7 @@ from ..workspace.prefilter import import_lines, word_matcher
 
 if TYPE_CHECKING:
     from ..analysis.around import Sites
-    from ..analysis.facts import Functions, ModuleFacts
+    from ..analysis.facts import Functions, Inlined, ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..ftypes import InputError
 
@@ -45,6 +45,7 @@ class Warm:
     sites: dict[str, Sites] = field(default_factory=dict)
     # the functions of each file extracted again after an edit, likewise checked against their text
     functions: dict[str, Functions] = field(default_factory=dict)
+    inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""
