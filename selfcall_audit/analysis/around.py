@@ -59,7 +59,7 @@ class Tree:
     def attributes(self, method: ast.AST) -> list[ast.Attribute]:
         """The attribute reads in the method (a streamed response is read through them)."""
         if method not in self._attributes:
-            self._attributes[method] = [n for n in ast.walk(method) if isinstance(n, ast.Attribute)]
+            self._attributes[method] = [n for n in self.flows.walked(method) if isinstance(n, ast.Attribute)]
         return self._attributes[method]
 
     def call_at(self, line: int, column: int) -> tuple[ast.Call, tuple[ast.AST, ...]] | None:

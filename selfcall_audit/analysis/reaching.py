@@ -239,6 +239,7 @@ class Flows:
         self._own: dict[tuple[ast.AST, str], list[ast.AST]] = {}
         self._flows: dict[tuple[ast.AST, str], tuple[dict[ast.AST, State], int | None]] = {}
         self._globals: dict[str, Reach] = {}
+        self._walked: dict[ast.AST, list[ast.AST]] = {}
 
     def own(self, scope: ast.AST, name: str) -> list[ast.AST]:
         """What binds `name` in a function's own scope (`global` and `nonlocal` statements included)."""
@@ -322,11 +323,18 @@ class Flows:
             params = [p for p in bindings(owner.args, name) if isinstance(p, ast.arg)]  # type: ignore[attr-defined]
             flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))  # type: ignore[attr-defined]
             nested = [
-                n for n in ast.walk(owner) if n is not owner and isinstance(n, (*FUNCTIONS, ast.Lambda))
+                n for n in self.walked(owner) if n is not owner and isinstance(n, (*FUNCTIONS, ast.Lambda))
             ]
             writer = next((line_of(n) for n in nested if self._rebinds(n, name)), None)
             self._flows[owner, name] = (flow.states, writer)
         return self._flows[owner, name]
+
+    def walked(self, function: ast.AST) -> list[ast.AST]:
+        """Every node of `function`, in `ast.walk`'s order: one walk for the questions that read
+        them all (its nested functions, its attribute reads)."""
+        if function not in self._walked:
+            self._walked[function] = list(ast.walk(function))
+        return self._walked[function]
 
     def _rebinds(self, function: ast.AST, name: str) -> bool:
         """Does `function` declare `name` nonlocal and bind it?"""
