@@ -209,3 +209,28 @@ def test_an_edit_to_a_binding_a_call_goes_through_is_seen(session: api.Session) 
     answers = found(session, bound, bound + "# below\n", elsewhere, bound)
 
     assert answers == [[9], [9], [], [9]]
+
+
+def test_an_edit_to_a_module_constant_the_call_reads_is_seen(session: api.Session) -> None:
+    other = AGENT.replace('CRITIC = "judge"', 'CRITIC = "model"')
+
+    answers = found(session, AGENT, AGENT + "# below\n", other, AGENT)
+
+    assert answers == [[8], [8], [], [8]]
+
+
+def test_a_module_created_on_the_disk_is_where_an_import_leads_once_changed_says_files_came(
+    session: api.Session,
+) -> None:
+    imported = AGENT.replace('CRITIC = "judge"', "from responses_api_agents.judge.names import CRITIC")
+    names = session.root / "responses_api_agents/judge/names.py"
+
+    missing = found(session, imported, imported + "# below\n")
+    names.write_text('CRITIC = "judge"\n')
+    session.changed()
+    created = found(session, imported)
+    names.unlink()
+    session.changed()
+    deleted = found(session, imported)
+
+    assert (missing, created, deleted) == ([[], []], [[8]], [[]])

@@ -51,6 +51,7 @@ class Deployment:
         self._routes_memo: dict[ClassRef, dict[str, str | None]] = {}
         self.route_sources: dict[ClassRef, dict[str, Evidence]] = {}
         self._serves_memo: dict[ClassRef, tuple[str, int] | None] = {}
+        self._entries: set[str] | None = None  # the entrypoints of the instances that are project files
 
     @property
     def instances(self) -> list[AgentInstance]:
@@ -100,7 +101,9 @@ class Deployment:
                 self._running.update((owner, list(found)) for owner, found in running.items())
             return self._running.get(ref, [])
         names = {ref.name, *(c.name for c in self.hierarchy.descendants(ref))}
-        entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
+        if self._entries is None:  # many instances share an entrypoint: each is looked at once
+            self._entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
+        entries = self._entries
         loaded: set[str] = set()
         while True:
             named = self._naming(names)
@@ -113,11 +116,8 @@ class Deployment:
                     mro = self.hierarchy.mro(served)
                     if ref in mro:
                         names.update(c.name for c in mro[: mro.index(ref)])
-        found_running = [
-            i
-            for i in self.instances
-            if i.entrypoint in loaded and any(ref in self.hierarchy.mro(s) for s in self.served_classes(i))
-        ]
+        running_entries = {e for e in loaded if any(ref in self.hierarchy.mro(s) for s in self._served_in(e))}
+        found_running = [i for i in self.instances if i.entrypoint in running_entries]
         self._running[ref] = found_running
         return found_running
 

@@ -308,7 +308,12 @@ class Project:
         settings = self.settings
         self.errors.update(files.errors)
         store = self._facts_store()
-        index = Index(set(files.modules), store.facts)
+        names, paths = None, None
+        if self.warm:  # what the last runs worked out of the same facts and listing
+            if self.warm.paths is None or self.warm.paths[0] is not files:
+                self.warm.paths = (files, {})
+            names, paths = self.warm.names, self.warm.paths[1]
+        index = Index(set(files.modules), store.facts, names, paths)
         bases = frozenset(settings.agent_bases)
         indexes = Indexes(
             self.root,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..analysis.around import Sites
     from ..analysis.facts import Functions, Inlined, ModuleFacts
     from ..analysis.gym_config import AgentInstance
+    from ..analysis.index import Names, Paths
     from ..ftypes import InputError
 
 
@@ -46,6 +47,8 @@ class Warm:
     # the functions of each file extracted again after an edit, likewise checked against their text
     functions: dict[str, Functions] = field(default_factory=dict)
     inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
+    names: Names = field(default_factory=dict)  # each module's own names, and the facts they are of
+    paths: tuple[FileSet, Paths] | None = None  # where imports lead, and the listing that says so
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""
