@@ -6,6 +6,7 @@ configs or settings change on the disk. What it computes is in `editor`, over `a
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 from pathlib import Path
@@ -155,7 +156,10 @@ def make_server() -> SelfCallServer:
 
 def serve() -> None:
     """Serve one editor over stdin and stdout until it says exit. The protocol gets copies of the
-    two streams (pygls closes what it served on), and anything printed goes to stderr."""
+    two streams (pygls closes what it served on), and anything printed goes to stderr. Garbage
+    is collected again (a one-shot run turns collection off): the process lives as long as the
+    editor, and the protocol's tasks and errors leave cycles behind."""
+    gc.enable()
     with (
         os.fdopen(os.dup(sys.stdin.fileno()), "rb") as stdin,
         os.fdopen(os.dup(sys.stdout.fileno()), "wb") as stdout,
