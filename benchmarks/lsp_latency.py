@@ -32,6 +32,7 @@ STAGES = {  # a stage of a run, by the function that runs it
     "facts of the edited file": "extract_facts",
     "files to report on (importers walk)": "scoped",
     "resolution (agents, calls, paths)": "findings_in",
+    "  (within resolution) self-call fixability at the site": "site_blocker",
     "listing, YAML instances": "instances",
 }
 
