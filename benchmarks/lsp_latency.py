@@ -11,7 +11,9 @@ line of its first diagnostic (`call`: the method holding that self-call is edite
 not), one more line at the top (`top`: every line of the file moves down by one each edit). It
 prints the median and fastest wall time and CPU time of this process against the 20 ms target,
 the ratio to it, and where the median edit's time goes (the cumulative time of the stages, from
-one profiled edit). The checkout is only read.
+one profiled edit). Last, the quick fix the warm server gives for the file's own text, applied as
+an editor applies it, is compared with what `fix` writes for that file (planned cold, nothing
+written): a mismatch is printed and the exit code is 1. The checkout is only read.
 """
 
 from __future__ import annotations
@@ -20,12 +22,17 @@ import argparse
 import cProfile
 import pstats
 import statistics
+import sys
 import time
 from pathlib import Path
 
+from lsprotocol import types as lsp
 from pygls import uris
+from pygls.workspace import TextDocument
 
+from selfcall_audit import api
 from selfcall_audit.frontends.editor import Document, Editor
+from selfcall_audit.migrate.imports import Helper
 
 TARGET = 0.020
 STAGES = {  # a stage of a run, by the function that runs it
@@ -76,6 +83,45 @@ def main() -> None:
     for stage, function in STAGES.items():
         spent = sum(entry[3] for (_, _, name), entry in stats.items() if name == function)
         print(f"  {stage}: {spent / total:.0%}")
+    fixed, expected = quick_fix(editor, path, text), fix_writes(editor, path)
+    if fixed != expected:
+        print(f"MISMATCH: the quick fix rewrites {sorted(fixed)}, `fix` writes {sorted(expected)}")
+        for rel in sorted(set(fixed) & set(expected)):
+            print(f"  {rel}: {'the same' if fixed[rel] == expected[rel] else 'another text'}")
+        sys.exit(1)
+    print(
+        f"quick fix after the edits: what `fix` writes ({', '.join(sorted(fixed)) or 'nothing to rewrite'})"
+    )
+
+
+def quick_fix(editor: Editor, path: Path, text: str) -> dict[str, str]:
+    """The files the warm server's quick fix for the file's own text rewrites (not the helper's
+    copy it creates), each as an editor holding it applies the edit."""
+    editor.documents[path] = Document(path, text)
+    root = editor.session(path).root
+    edit = editor.fix(path)
+    texts = {}
+    for change in edit.document_changes if edit else ():
+        if not isinstance(change, lsp.TextDocumentEdit):
+            continue
+        file = Path(uris.to_fs_path(change.text_document.uri))
+        if not file.exists():  # the helper's copy, created by the same edit
+            continue
+        document = TextDocument(change.text_document.uri, text if file == path else file.read_text())
+        for text_edit in change.edits:
+            document.apply_change(lsp.TextDocumentContentChangePartial(text_edit.range, text_edit.new_text))
+        texts[file.relative_to(root).as_posix()] = document.source
+    return texts
+
+
+def fix_writes(editor: Editor, path: Path) -> dict[str, str]:
+    """What `fix` writes for the file, from the disk, planned by a cold analysis of the project
+    (the session's settings: no cache is written into the checkout)."""
+    session = editor.session(path)
+    rel = path.relative_to(session.root).as_posix()
+    placement = api.helper_placement(session.root, session.settings, [rel])
+    plan = api.plan_fix(session.root, session.settings, [path], Helper.parse(placement.spec))
+    return {file.path: file.after.decode("utf-8", "surrogateescape") for file in plan.files if file.changed}
 
 
 def edited(text: str, at: str, diagnostics: list, number: int) -> str:

@@ -500,3 +500,4 @@ def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None
     assert "first analysis (didOpen)" in done.stdout
     assert "re-diagnose after an edit, cpu: median" in done.stdout
     assert "x the 20 ms target" in done.stdout
+    assert "quick fix after the edits: what `fix` writes (responses_api_agents/" in done.stdout

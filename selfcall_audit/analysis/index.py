@@ -60,7 +60,7 @@ Symbol = ClassRef | FunctionRef | ConstRef | ModuleRef | External | ClassAttr
 
 
 Names = dict[str, tuple["ModuleFacts", dict[str, Symbol]]]  # path → the facts, and their names
-Paths = dict[tuple[str, str, int], "str | None"]  # (module, importer, level) → its file
+Paths = dict[tuple[str, str, int], "str | None"]  # (module, importing folder, level) → its file
 
 
 class Index:
@@ -80,6 +80,7 @@ class Index:
         self._lookup_memo: dict[tuple[str, str], Symbol | None] = {}
         self._names_memo: Names = names if names is not None else {}
         self._paths_memo: Paths = paths if paths is not None else {}
+        self._importers_memo: dict[tuple[str, str, int], str | None] = {}
         # Where a chain of re-exports was cut at `LIMITS.import_depth`: path → the name not
         # followed and the line of its import there.
         self.cut: dict[str, tuple[str, int]] = {}
@@ -95,11 +96,15 @@ class Index:
 
     def module_path(self, name: str, importer: str, level: int = 0) -> str | None:
         """File of a dotted module name as seen from `importer` (relative, sibling, then root);
-        worked out once per importer (resolution asks again for every name imported)."""
+        worked out once per importing folder, and found once per importer (resolution asks again
+        for every name imported)."""
         key = (name, importer, level)
-        if key not in self._paths_memo:
-            self._paths_memo[key] = self._module_path(name, dirname(importer), level)
-        return self._paths_memo[key]
+        if key not in self._importers_memo:
+            folder = (name, dirname(importer), level)
+            if folder not in self._paths_memo:
+                self._paths_memo[folder] = self._module_path(*folder)
+            self._importers_memo[key] = self._paths_memo[folder]
+        return self._importers_memo[key]
 
     def _module_path(self, name: str, folder: str, level: int) -> str | None:
         parts = name.split(".") if name else []
