@@ -33,6 +33,7 @@ from pygls.workspace import TextDocument
 from selfcall_audit import api
 from selfcall_audit.frontends.editor import Document, Editor
 from selfcall_audit.migrate.imports import Helper
+from selfcall_audit.migrate.vendor import helper_placement
 
 TARGET = 0.020
 STAGES = {  # a stage of a run, by the function that runs it
@@ -119,7 +120,7 @@ def fix_writes(editor: Editor, path: Path) -> dict[str, str]:
     (the session's settings: no cache is written into the checkout)."""
     session = editor.session(path)
     rel = path.relative_to(session.root).as_posix()
-    placement = api.helper_placement(session.root, session.settings, [rel])
+    placement = helper_placement(session.root, session.settings, [rel])
     plan = api.plan_fix(session.root, session.settings, [path], Helper.parse(placement.spec))
     return {file.path: file.after.decode("utf-8", "surrogateescape") for file in plan.files if file.changed}
 
