@@ -13,12 +13,14 @@ import io
 import re
 import tokenize
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
 from .facts import parse
+from .policy import Reach
 from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
@@ -69,7 +71,7 @@ class Tree:
     def attributes(self, method: ast.AST) -> list[ast.Attribute]:
         """The attribute reads in the method (a streamed response is read through them)."""
         if method not in self._attributes:
-            self._attributes[method] = [n for n in ast.walk(method) if isinstance(n, ast.Attribute)]
+            self._attributes[method] = [n for n in self.flows.walked(method) if isinstance(n, ast.Attribute)]
         return self._attributes[method]
 
     def call_at(self, line: int, column: int) -> tuple[ast.Call, tuple[ast.AST, ...]] | None:
@@ -93,12 +95,46 @@ class Tree:
         return None
 
 
+@dataclass(frozen=True)
+class MethodSite:
+    """What `site_blocker` reads of the method around a call: `policy.Site` but for the module's
+    part (the helper's name and what binds it, the globals' bindings), which is read again every
+    run. `reaches`: for `self` and each name in `names`, None for a global."""
+
+    self_rebinding: int | None
+    self_shadowed: bool
+    walrus: tuple[str, ...]
+    dropped_call: str | None
+    streamed: str | None
+    names: tuple[str, ...]
+    reaches: tuple[Reach | None, ...]
+
+
+class Sites:
+    """The method part of the self-call sites of one file (`MethodSite`), kept between the runs
+    of a long-lived process by what it is worked out from: the text of the method's lines and
+    the line they start at (so its tree and every line it names), and the call's position and
+    description. An edit to another method, below it or to another file leaves it standing; an
+    edit to its own lines, or one above it, works it out again. Each run keeps the entries it
+    used, so one version of the file is kept, not every keystroke's."""
+
+    def __init__(self, previous: Sites | None = None):
+        self._previous = previous._entries if previous is not None else {}
+        self._entries: dict[tuple, MethodSite] = {}
+
+    def get(self, key: tuple, work_out: Callable[[], MethodSite]) -> MethodSite:
+        found = self._entries.get(key) or self._previous.get(key) or work_out()
+        self._entries[key] = found
+        return found
+
+
 def site_blocker(
-    tree: Tree, line: int, column: int, call: CallDescription, helper: str
+    tree: Tree, line: int, column: int, call: CallDescription, helper: str, sites: Sites | None = None
 ) -> policy.Blocker | None:
     """Why the call at `line`:`column`, described by `call`, cannot be rewritten where it stands
     (`helper`: the `helper` setting, MODULE:NAME or empty); None when `fix` would rewrite it, or
-    when it is not found (the description decides alone)."""
+    when it is not found (the description decides alone). `sites`: the method parts of the file
+    worked out before (a long-lived process)."""
     found = tree.call_at(line, column)
     if found is None:
         return None
@@ -106,6 +142,43 @@ def site_blocker(
     method, self_name, at = _enclosing_method(ancestors)
     if method is None or self_name is None or self_name != call.self_name:
         return None  # `policy.blocker` said so already
+    if sites is None:
+        local = _method_site(tree, node, ancestors, method, self_name, at, call)
+    else:
+        first = min([method.lineno, *(d.lineno for d in method.decorator_list)])  # type: ignore[attr-defined]
+        text = "\n".join(tree.lines[first - 1 : method.end_lineno])  # type: ignore[attr-defined]
+        local = sites.get(
+            (text, first, line, column, call),
+            lambda: _method_site(tree, node, ancestors, method, self_name, at, call),
+        )
+    callee, clash = tree.helper(helper)
+    facts = policy.Site(
+        callee=callee,
+        self_name=self_name,
+        self_rebinding=local.self_rebinding,
+        self_shadowed=local.self_shadowed,
+        helper_binding=clash,
+        walrus=local.walrus,
+        dropped_call=local.dropped_call,
+        streamed=local.streamed,
+        reaches=tuple(
+            reach or tree.flows.global_reach(name)
+            for name, reach in zip(local.names, local.reaches, strict=True)
+        ),
+    )
+    return policy.site_blocker(facts)
+
+
+def _method_site(
+    tree: Tree,
+    node: ast.Call,
+    ancestors: tuple[ast.AST, ...],
+    method: ast.AST,
+    self_name: str,
+    at: int,
+    call: CallDescription,
+) -> MethodSite:
+    """What the method around the call shows: read from the method's tree alone."""
     written = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
     roles = {argument.role: argument.index for argument in call.arguments}
     dropped = [
@@ -113,20 +186,16 @@ def site_blocker(
         *(_value(written[roles[r]]) for r in policy.DROPPED_ROLES if r in roles and roles[r] < len(written)),
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
-    callee, clash = tree.helper(helper)
-    names = dict.fromkeys([self_name, *read_names(dropped)])
-    facts = policy.Site(
-        callee=callee,
-        self_name=self_name,
+    names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
+    return MethodSite(
         self_rebinding=tree.rebound(method, self_name),
         self_shadowed=_shadows(nested, self_name),
-        helper_binding=clash,
         walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
         dropped_call=_first_call(dropped),
-        streamed=_streamed(ancestors, tree.attributes(method)),
-        reaches=tuple(tree.flows.reach([method, *nested], ancestors, node, name) for name in names),
+        streamed=_streamed(ancestors, lambda: tree.attributes(method)),
+        names=names,
+        reaches=tuple(tree.flows.local_reach([method, *nested], ancestors, node, name) for name in names),
     )
-    return policy.site_blocker(facts)
 
 
 def _column(text: str, offset: int) -> int:
@@ -236,7 +305,7 @@ def _first_call(parts: Sequence[ast.AST]) -> str | None:
     return None
 
 
-def _streamed(ancestors: Sequence[ast.AST], attributes: list[ast.Attribute]) -> str | None:
+def _streamed(ancestors: Sequence[ast.AST], attributes: Callable[[], list[ast.Attribute]]) -> str | None:
     """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
     parent = ancestors[-1]
     holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
@@ -257,7 +326,8 @@ def _streamed(ancestors: Sequence[ast.AST], attributes: list[ast.Attribute]) -> 
             and node.value.id == target.id
         )
 
-    reads = sum(n.attr == "read" and content(n.value) for n in attributes)
-    if sum(content(n) for n in attributes) > reads:
+    read = attributes()  # the method's attribute reads: walked only for a response bound to a name
+    reads = sum(n.attr == "read" and content(n.value) for n in read)
+    if sum(content(n) for n in read) > reads:
         return f"{target.id}.content"
     return None

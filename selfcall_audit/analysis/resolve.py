@@ -20,7 +20,7 @@ from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
 from .expr import NONE, UNKNOWN
-from .facts import FunctionFacts
+from .facts import FunctionFacts, Inlined
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef, FunctionRef
@@ -34,17 +34,23 @@ class Resolver:
         instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
         mentions: Callable[[frozenset[str], str], bool] | None = None,
+        sites: dict[str, around.Sites] | None = None,
+        inlined: Inlined | None = None,
     ):
+        """`sites`: the method parts of each file's self-call sites, kept by a long-lived process
+        from one run to the next (see `around.Sites`); each file's are replaced by this run's;
+        `inlined`: this run's inlined calls, from the last run's (see `facts.Inlined`)."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
-        self.evaluator = Evaluator(hierarchy, settings)
+        self.evaluator = Evaluator(hierarchy, settings, inlined)
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
         self.read = read
         # the trees of the file with a self-call `fix` may rewrite: its own, its methods' (by their lines)
         self._trees: dict[str, dict[tuple[int, int] | None, around.Tree | None]] = {}
+        self.sites = sites
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -171,14 +177,23 @@ class Resolver:
         line, column, helper = call.site.line, call.site.col, self.settings.helper
         method = self._tree(path, span) if span != (0, 0) else None
         if method is not None and method.call_at(line, column) is not None:
-            answer = around.site_blocker(method, line, column, description, helper)
+            answer = around.site_blocker(method, line, column, description, helper, self._sites(path))
             if not method.read_module:
                 return answer
         tree = self._tree(path, None)
-        return around.site_blocker(tree, line, column, description, helper) if tree is not None else None
+        if tree is None:
+            return None
+        return around.site_blocker(tree, line, column, description, helper, self._sites(path))
+
+    def _sites(self, path: str) -> around.Sites | None:
+        """This run's kept method parts of the file's sites (a long-lived process), once `_tree`
+        has started them from the last run's."""
+        return self.sites.get(path) if self.sites is not None else None
 
     def _tree(self, path: str, span: tuple[int, int] | None) -> around.Tree | None:
         """The file's tree (`span` None), or the tree of a method's lines; None if it cannot be had."""
+        if path not in self._trees and self.sites is not None:  # this run's entries, from the last's
+            self.sites[path] = around.Sites(self.sites.get(path))
         trees = self._trees.setdefault(path, {})
         if span not in trees:
             source = self.read(path) if self.read is not None else None
