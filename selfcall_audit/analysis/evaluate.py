@@ -38,7 +38,7 @@ from .expr import (
     str_format,
     str_join,
 )
-from .facts import Binding, CallFact, FunctionFacts, inlined_calls
+from .facts import Binding, CallFact, FunctionFacts, Inlined
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
@@ -151,19 +151,20 @@ def bind_params(
 
 
 class Evaluator:
-    def __init__(self, hierarchy: Hierarchy, settings: Settings):
+    def __init__(self, hierarchy: Hierarchy, settings: Settings, inlined: Inlined | None = None):
+        """`inlined`: what the last run inlined, for a long-lived process (see `facts.Inlined`)."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
-        self._calls: dict[int, tuple[FunctionFacts, tuple[CallFact, ...]]] = {}
+        self.inlined = inlined if inlined is not None else Inlined()
 
     def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
-        """The function's calls, callees inlined; kept by identity (a base class's methods are
-        read again for each of its agents, and hashing facts would walk them whole)."""
-        found = self._calls.get(id(function))
-        if found is None or found[0] is not function:
-            found = self._calls[id(function)] = (function, inlined_calls(function))
-        return found[1]
+        """The function's calls, callees inlined (once per function: see `facts.Inlined`)."""
+        return self.inlined.calls(function)
+
+    def arguments_of(self, call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
+        """The call's arguments, local bindings substituted (once per call: see `facts.Inlined`)."""
+        return self.inlined.arguments(call, function)
 
     # names ----------------------------------------------------------------------------------
     def constant(self, expr: Expr, ctx: Ctx) -> tuple[Expr, Ctx] | None:
