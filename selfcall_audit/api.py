@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from .config import Settings, load_settings, python_floor
 from .ftypes import Progress, Report
-from .migrate.vendor import place_beside, place_helper, stale_copies
+from .migrate.copies import stale_copies
 from .orchestration.project import Project
 from .orchestration.projects import Projects, by_project, merged
 from .orchestration.warm import Warm
@@ -34,7 +34,6 @@ from .workspace.listing import GitListing
 if TYPE_CHECKING:
     from .migrate.codemod import FixPlan
     from .migrate.imports import Helper
-    from .migrate.vendor import Placement
 
 __all__ = [
     "Projects",
@@ -44,7 +43,6 @@ __all__ = [
     "analyze_projects",
     "by_project",
     "grouped",
-    "helper_placement",
     "plan_fix",
 ]
 
@@ -136,13 +134,6 @@ def plan_fix(
     return plan_rewrites(root, report, project.read, helper, progress)
 
 
-def helper_placement(root: Path, settings: Settings, rewritten: list[str]) -> Placement:
-    """The helper `fix` makes the rewritten files (root-relative) call, and where its copy goes:
-    the `helper` setting, else `nemo_gym/inprocess.py`, else beside the rewritten files.
-    ValueError or VendorError when it cannot go there."""
-    return place_helper(root, settings.helper) or place_beside(root, rewritten)
-
-
 class Session:
     """One project analysed again and again by a long-lived process (the language server): what a
     run learns of the files is kept for the next (see `orchestration.warm`), so that an edited
@@ -170,17 +161,16 @@ class Session:
         gc.freeze()
         return report
 
-    def plan_fix(self, path: Path, sources: Mapping[str, bytes] | None = None) -> FixPlan:
-        """What `fix` would write for the file `path`, from the text in `sources` where it is there;
-        ValueError or VendorError when the helper cannot be placed."""
+    def plan_fix(self, path: Path, helper: str, sources: Mapping[str, bytes] | None = None) -> FixPlan:
+        """What `fix` would write for the file `path`, calling the helper `helper` (MODULE:NAME),
+        from the text in `sources` where it is there."""
         from .migrate.codemod import plan_rewrites  # libcst: loaded for a fix only, as in `plan_fix`
         from .migrate.imports import Helper
 
         report = self.analyze([path], sources, located=True)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-        placement = helper_placement(self.root, self.settings, [rel])
         mine = replace(report, findings=[f for f in report.findings if f.path == rel])
-        return plan_rewrites(self.root, mine, self._last.read, Helper.parse(placement.spec))
+        return plan_rewrites(self.root, mine, self._last.read, Helper.parse(helper))
 
     def changed(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> None:
         """Files (absolute, or relative to the root) changed on the disk; None: anything may have

@@ -15,8 +15,8 @@ from fixture_annotations import NOT_COPIED
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _invoke(*args: object) -> Ran:
-    return run_main([str(arg) for arg in args])
+def _invoke(*args: object, cwd: Path | None = None) -> Ran:
+    return run_main([str(arg) for arg in args], cwd=cwd)
 
 
 def _run_command(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,8 +41,8 @@ def no_project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cli() -> Callable[..., Ran]:
-    """`cli("scan", path, ...)`: the command line in-process, through `main(argv)`; stdout and
-    stderr kept apart."""
+    """`cli("scan", path, ..., cwd=...)`: the command line in-process, through `main(argv)`, from
+    the folder `cwd` if given; stdout and stderr kept apart."""
     return _invoke
 
 

@@ -508,6 +508,21 @@ def test_a_ruff_shim_with_no_interpreter_behind_it_is_left_out(bench, tmp_path: 
     ]
 
 
+def test_the_latency_benchmarks_edits_go_where_at_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`end` leaves every line where it was, `call` edits the first diagnostic's line alone, and
+    `top` moves every line by one more each edit (what the server keeps is then of no use)."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import lsp_latency
+    from lsprotocol import types as lsp
+
+    text = "class A:\n    def run(self):\n        post(x)\r\n"
+    call = [lsp.Diagnostic(lsp.Range(lsp.Position(2, 8), lsp.Position(2, 15)), "a self-call")]
+
+    assert lsp_latency.edited(text, "end", call, 3) == text + "# edit 3\n"
+    assert lsp_latency.edited(text, "call", call, 3) == text.replace("(x)", "(x)  # edit 3")
+    assert lsp_latency.edited(text, "top", call, 1) == "# edit 0\n# edit 1\n" + text
+
+
 def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None:
     demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
     done = subprocess.run(
@@ -521,3 +536,4 @@ def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None
     assert "first analysis (didOpen)" in done.stdout
     assert "re-diagnose after an edit, cpu: median" in done.stdout
     assert "x the 20 ms target" in done.stdout
+    assert "quick fix after the edits: what `fix` writes (responses_api_agents/" in done.stdout

@@ -1,4 +1,6 @@
-"""The command line as a ruff user expects it: each convention run as a real command."""
+"""The command line as a ruff user expects it: each convention run in-process through
+`main(argv)`, from the folder a user would run it in; what only a process shows (the module run as
+`python -m`, a full disk as stdout, a signal, a deleted current folder) runs as a real command."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from xml.etree import ElementTree
 
 import jsonschema
 import pytest
-from cli_support import finding_lines
+from cli_support import Ran, finding_lines, run_main
 from fixture_annotations import NOT_COPIED
 from safety_support import children, interrupted
 
@@ -29,18 +31,10 @@ BROKEN = "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\
 ANSI = "\x1b["
 
 
-def run(
-    *args: object, cwd: Path | None = None, env: dict[str, str] | None = None, **kw
-) -> subprocess.CompletedProcess:
-    environment = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    return subprocess.run(
-        [sys.executable, "-m", "selfcall_audit", *(str(a) for a in args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={**environment, **(env or {})},
-        timeout=120,
-        **kw,
+def run(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None) -> Ran:
+    """The command line in-process from `cwd`, NO_COLOR and FORCE_COLOR unset unless `env` sets them."""
+    return run_main(
+        [str(a) for a in args], env={"NO_COLOR": None, "FORCE_COLOR": None, **(env or {})}, cwd=cwd
     )
 
 
@@ -50,21 +44,21 @@ def run(
 def test_exit_zero_exits_0_with_findings_and_still_prints_them(demo: Path) -> None:
     done = run("scan", "--exit-zero", cwd=demo)
 
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert len(finding_lines(done.stdout)) == DEMO_FINDINGS
 
 
 def test_exit_zero_keeps_usage_errors_at_2(demo: Path) -> None:
-    assert run("scan", "--exit-zero", "--select", "SCA01", cwd=demo).returncode == 2
+    assert run("scan", "--exit-zero", "--select", "SCA01", cwd=demo).exit_code == 2
 
 
 def test_output_file_takes_the_results_and_stdout_stays_empty(demo: Path) -> None:
     done = run("scan", "--format", "json", "-o", "audit.json", cwd=demo)
 
-    assert (done.returncode, done.stdout) == (1, "")
+    assert (done.exit_code, done.stdout) == (1, "")
     assert len(json.loads((demo / "audit.json").read_text())["findings"]) == DEMO_FINDINGS
     long_form = run("scan", "--output-file", "audit.txt", cwd=demo)
-    assert long_form.returncode == 1
+    assert long_form.exit_code == 1
     assert (demo / "audit.txt").read_text() == run("scan", cwd=demo).stdout
 
 
@@ -72,7 +66,7 @@ def test_output_file_that_cannot_be_written_is_one_line_and_exit_2(demo: Path) -
     (demo / "taken").write_text("a file where -o needs a folder\n")
     done = run("scan", "-o", "taken/out.txt", cwd=demo)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert done.stderr.startswith("selfcall-audit: cannot write the results to taken/out.txt: ")
     assert done.stderr.count("\n") == 1
 
@@ -80,7 +74,7 @@ def test_output_file_that_cannot_be_written_is_one_line_and_exit_2(demo: Path) -
 def test_output_file_in_a_missing_folder_creates_it_as_ruff(demo: Path) -> None:
     done = run("scan", "--format", "json", "-o", "reports/audit/out.json", cwd=demo)
 
-    assert done.returncode == 1, done.stderr
+    assert done.exit_code == 1, done.stderr
     assert len(json.loads((demo / "reports/audit/out.json").read_text())["findings"]) == 6
 
 
@@ -119,7 +113,7 @@ def test_quiet_text_keeps_every_finding_and_unreadable_file_and_drops_the_summar
     full = run("scan", "--format", "text", cwd=demo)
     quiet = run("scan", "--format", "text", "-q", cwd=demo)
 
-    assert quiet.returncode == full.returncode == 1
+    assert quiet.exit_code == full.exit_code == 1
     headers = [line for line in quiet.stdout.splitlines() if re.match(r"\S+:\d+(:\d+)?: SCA", line)]
     assert headers == [line for line in full.stdout.splitlines() if re.match(r"\S+:\d+(:\d+)?: SCA", line)]
     assert len(headers) == DEMO_FINDINGS + 1
@@ -165,7 +159,7 @@ def test_color_follows_the_option_then_no_color_then_force_color(
 ) -> None:
     done = run("scan", "--format", "text", *args, cwd=demo, env=env)
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert (ANSI in done.stdout) == coloured
 
 
@@ -173,7 +167,7 @@ def test_concise_output_is_coloured_as_ruff_colours_it_and_the_same_text_without
     coloured = run("scan", "--format", "concise", "--color", "always", cwd=demo)
     plain = run("scan", "--format", "concise", "--color", "never", cwd=demo)
 
-    assert coloured.returncode == plain.returncode == 1
+    assert coloured.exit_code == plain.exit_code == 1
     first = coloured.stdout.splitlines()[0]
     assert first.startswith("\x1b[1mresponses_api_agents/")  # the path bold
     assert "\x1b[36m:\x1b[0m" in first  # the colons cyan
@@ -229,7 +223,7 @@ def test_extend_select_does_not_make_the_defaults_outrank_an_ignore(tmp_path: Pa
         "scan", "--format", "json", "--extend-select", "SCA003", "--ignore", "SCA001", cwd=root
     )
 
-    assert done.returncode == 1, done.stderr
+    assert done.exit_code == 1, done.stderr
     assert sorted(f["code"] for f in json.loads(done.stdout)["findings"]) == ["SCA003", "SCA003"]
     assert sorted(f["code"] for f in json.loads(ignoring_one.stdout)["findings"]) == ["SCA003", "SCA003"]
 
@@ -241,7 +235,7 @@ def test_an_unknown_code_in_the_settings_is_a_usage_error_naming_the_known_ones(
 
     done = run("scan", cwd=demo)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert "unknown rule code or prefix 'SCA01'" in done.stderr
     assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stderr
     assert done.stdout == ""
@@ -251,7 +245,7 @@ def test_an_unknown_code_in_the_settings_is_a_usage_error_naming_the_known_ones(
 def test_an_unknown_code_on_the_command_line_is_a_usage_error(demo: Path, option: str) -> None:
     done = run("scan", option, "SCA999", cwd=demo)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert f"{option}: unknown rule code or prefix 'SCA999'" in done.stderr
 
 
@@ -270,7 +264,7 @@ def test_the_pytest_helper_refuses_an_unknown_code(demo: Path) -> None:
 def test_statistics_count_findings_per_code_most_frequent_first(demo: Path) -> None:
     done = run("scan", "--statistics", cwd=demo)
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert done.stdout == "5\tSCA001\t[*] agent-self-call\n1\tSCA002\t[ ] agent-self-call-other-route\n"
 
 
@@ -322,7 +316,7 @@ def test_gitlab_code_quality_report(demo: Path) -> None:
     issues = json.loads(done.stdout)
 
     jsonschema.validate(issues, GITLAB_SCHEMA)
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert [(i["check_name"], i["location"]["path"], i["location"]["lines"]["begin"]) for i in issues] == [
         ("SCA001", "responses_api_agents/simple_agent/app.py", 62)
     ]
@@ -339,7 +333,7 @@ def test_junit_report(demo: Path) -> None:
     done = run("scan", "--format", "junit", cwd=demo)
     top = ElementTree.fromstring(done.stdout.encode())
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert done.stdout.startswith('<?xml version="1.0" encoding="UTF-8"?>')
     assert top.tag == "testsuites"
     suites = top.findall("testsuite")
@@ -440,18 +434,18 @@ def test_a_broken_link_or_link_loop_named_on_the_command_line_is_an_sca900_entry
 
     done = run("scan", "responses_api_agents/gone.py", "responses_api_agents/loop.py", cwd=demo)
 
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert finding_lines(done.stdout) == [
         "responses_api_agents/gone.py:1:1: SCA900 broken symbolic link: its target does not exist",
         "responses_api_agents/loop.py:1:1: SCA900 cannot read: Too many levels of symbolic links",
     ]
-    assert run("scan", "--strict", "responses_api_agents/gone.py", cwd=demo).returncode == 1
+    assert run("scan", "--strict", "responses_api_agents/gone.py", cwd=demo).exit_code == 1
 
 
 def test_a_path_that_does_not_exist_is_a_usage_error(demo: Path) -> None:
     done = run("scan", "no_such.py", cwd=demo)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert "path 'no_such.py' does not exist" in done.stderr
 
 
@@ -465,7 +459,7 @@ def test_without_a_project_root_the_run_warns_and_stops_listing_early(no_project
 
     done = run("scan", "--format", "json", cwd=no_project)
 
-    assert done.returncode == 0
+    assert done.exit_code == 0
     assert "warning: no pyproject.toml or .git in" in done.stderr
     assert not (no_project / ".selfcall_audit_cache").exists(), "no cache where there is no project"
     errors = json.loads(done.stdout)["errors"]
@@ -532,8 +526,8 @@ def test_ctrl_c_during_a_scan_exits_130_with_one_line(demo: Path, tmp_path: Path
 # commands ------------------------------------------------------------------------------------
 
 
-def test_python_dash_m_runs_the_command_line(demo: Path) -> None:
-    done = run("--version", cwd=demo)
+def test_python_dash_m_runs_the_command_line(demo: Path, command) -> None:
+    done = command("--version", cwd=demo)
 
     assert done.returncode == 0 and done.stdout.startswith("selfcall-audit, version ")
 
@@ -541,7 +535,7 @@ def test_python_dash_m_runs_the_command_line(demo: Path) -> None:
 def test_explain_all_explains_every_rule(demo: Path) -> None:
     done = run("explain", "--all", cwd=demo)
 
-    assert done.returncode == 0
+    assert done.exit_code == 0
     assert re.findall(r"^(SCA\d{3}) \(", done.stdout, re.M) == [
         "SCA001",
         "SCA002",
@@ -549,8 +543,8 @@ def test_explain_all_explains_every_rule(demo: Path) -> None:
         "SCA004",
         "SCA900",
     ]
-    assert run("explain", cwd=demo).returncode == 2
-    assert run("explain", "SCA001", "--all", cwd=demo).returncode == 2
+    assert run("explain", cwd=demo).exit_code == 2
+    assert run("explain", "SCA001", "--all", cwd=demo).exit_code == 2
 
 
 def test_agents_of_a_path_lists_its_agents_with_their_whole_project_counts(demo: Path) -> None:
@@ -567,7 +561,7 @@ def test_agents_of_a_path_lists_its_agents_with_their_whole_project_counts(demo:
 def test_agents_concise_prints_one_whole_line_per_agent(demo: Path) -> None:
     done = run("agents", "--format", "concise", cwd=demo / "responses_api_agents")
 
-    assert done.returncode == 0
+    assert done.exit_code == 0
     lines = done.stdout.splitlines()
     assert len(lines) == 11
     assert "langchain_agent/plan_execute_agent.py:11: PlanExecuteAgent (GraphAgentAdapter)" in done.stdout
@@ -641,9 +635,9 @@ def test_a_stale_helper_finding_goes_through_every_format_and_the_baseline(demo:
 
     for output_format in ("text", "concise", "json", "sarif", "github", "gitlab", "junit"):
         done = run("scan", "--format", output_format, cwd=demo)
-        assert done.returncode == 1 and "SCA004" in done.stdout, (output_format, done.stderr)
-    assert run("scan", "--write-baseline", "baseline.json", cwd=demo).returncode == 0
-    assert run("scan", "--baseline", "baseline.json", cwd=demo).returncode == 0
+        assert done.exit_code == 1 and "SCA004" in done.stdout, (output_format, done.stderr)
+    assert run("scan", "--write-baseline", "baseline.json", cwd=demo).exit_code == 0
+    assert run("scan", "--baseline", "baseline.json", cwd=demo).exit_code == 0
 
 
 def test_the_refresh_command_of_a_stale_helper_works_from_where_the_scan_ran(demo: Path) -> None:
@@ -656,5 +650,5 @@ def test_the_refresh_command_of_a_stale_helper_works_from_where_the_scan_ran(dem
     assert line.startswith("../nemo_gym/inprocess.py:1:1: SCA004 ")
     assert line.endswith("`selfcall-audit helper --write ../nemo_gym/inprocess.py --force`")
     refreshed = run("helper", "--write", "../nemo_gym/inprocess.py", "--force", cwd=agents)
-    assert refreshed.returncode == 0, refreshed.stderr
+    assert refreshed.exit_code == 0, refreshed.stderr
     assert "SCA004" not in run("scan", "--format", "concise", cwd=agents).stdout

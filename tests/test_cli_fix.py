@@ -377,7 +377,18 @@ def test_output_that_would_not_parse_is_never_written(project: Path, cli, monkey
 # the fixture repos ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "fixtures").iterdir() if p.is_dir()))
+# Planning this one's rewrites takes seconds (each planned call walks the module again): in the
+# slow set, which CI runs, until that walk is shared.
+SLOW_TO_FIX = {"shape-values-as-computed"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW_TO_FIX else name
+        for name in sorted(p.name for p in (REPO / "fixtures").iterdir() if p.is_dir())
+    ],
+)
 def test_every_fixture_repo_is_left_with_no_fixable_self_call(name: str, tmp_path: Path, cli) -> None:
     root = tmp_path / name
     shutil.copytree(REPO / "fixtures" / name, root)
@@ -476,32 +487,32 @@ def test_helper_write_as_a_real_command(project: Path, command) -> None:
     assert "--helper vendor.loopback:responses_in_process" in done.stdout
 
 
-def test_helper_write_refuses_a_folder_it_would_create(project: Path, command) -> None:
-    done = command("helper", "--write", "vendor/loopback.py", cwd=project)
+def test_helper_write_refuses_a_folder_it_would_create(project: Path, cli) -> None:
+    done = cli("helper", "--write", "vendor/loopback.py", cwd=project)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert "the folder 'vendor' does not exist; create it first" in done.stderr
     assert not (project / "vendor").exists()
 
 
-def test_helper_write_refuses_outside_the_project(project: Path, tmp_path: Path, command) -> None:
+def test_helper_write_refuses_outside_the_project(project: Path, tmp_path: Path, cli) -> None:
     outside = tmp_path / "elsewhere"
     outside.mkdir()
 
-    done = command("helper", "--write", outside / "inprocess.py", cwd=project)
+    done = cli("helper", "--write", outside / "inprocess.py", cwd=project)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert "is outside the project root" in done.stderr
     assert list(outside.iterdir()) == []
 
 
 @pytest.mark.parametrize("place", ["my-tools/inprocess.py", "my-helper.py"])
-def test_helper_write_says_when_the_place_cannot_be_imported(project: Path, command, place: str) -> None:
+def test_helper_write_says_when_the_place_cannot_be_imported(project: Path, cli, place: str) -> None:
     (project / "my-tools").mkdir()
 
-    done = command("helper", "--write", place, cwd=project)
+    done = cli("helper", "--write", place, cwd=project)
 
-    assert done.returncode == 0, done.stderr
+    assert done.exit_code == 0, done.stderr
     assert (
         "cannot be imported by a dotted module name (a folder or file name in it is not an identifier)"
         in (done.stdout)

@@ -109,13 +109,13 @@ def test_fix_takes_select_and_ignore(cli, demo: Path) -> None:
     assert cli("fix", "--select", "SCA01").exit_code == 2  # a typo would fix nothing, silently
 
 
-def test_a_piped_run_ends_with_found_as_ruff_and_machine_formats_stay_clean(command, demo: Path) -> None:
-    piped = command("scan", "--no-cache", cwd=demo)  # stdout and stderr both pipes
-    quiet = command("scan", "--no-cache", "-q", cwd=demo)
-    machine = command("scan", "--no-cache", "--format", "json", cwd=demo)
+def test_a_piped_run_ends_with_found_as_ruff_and_machine_formats_stay_clean(cli, demo: Path) -> None:
+    piped = cli("scan", "--no-cache")  # stdout and stderr both captured: no terminal, as pipes
+    quiet = cli("scan", "--no-cache", "-q")
+    machine = cli("scan", "--no-cache", "--format", "json")
 
     *findings, count = piped.stdout.splitlines()
-    assert piped.returncode == 1 and len(findings) == 6
+    assert piped.exit_code == 1 and len(findings) == 6
     assert count == "Found 6 self-calls in 32 files, 11 agents; 3 fixable with `selfcall-audit fix`."
     assert "Found" not in piped.stderr  # said once, on the output
     assert quiet.stdout.splitlines() == findings  # -q: the results alone

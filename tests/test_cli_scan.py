@@ -309,24 +309,24 @@ def test_a_bad_setting_in_pyproject_exits_2(cli, tmp_path: Path, setting: str, e
     assert "internal error" not in result.stderr  # a usage error, said as one
 
 
-def test_settings_that_are_not_a_table_exit_2_naming_the_file(command, tmp_path: Path) -> None:
+def test_settings_that_are_not_a_table_exit_2_naming_the_file(cli, tmp_path: Path) -> None:
     project = copy_fixture("loops-try", tmp_path)
     (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool]\nselfcall-audit = 3\n')
 
-    done = command("scan", "--no-cache", cwd=project)
+    done = cli("scan", "--no-cache", cwd=project)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert "pyproject.toml: [tool.selfcall-audit] must be a table, not 3" in done.stderr
     assert "Traceback" not in done.stderr
 
 
-def test_a_pyproject_whose_tool_is_not_a_table_holds_no_settings(command, tmp_path: Path) -> None:
+def test_a_pyproject_whose_tool_is_not_a_table_holds_no_settings(cli, tmp_path: Path) -> None:
     project = copy_fixture("loops-try", tmp_path)
     (project / "pyproject.toml").write_text('tool = "selfcall-audit"\n')
 
-    done = command("scan", "--no-cache", cwd=project)
+    done = cli("scan", "--no-cache", cwd=project)
 
-    assert done.returncode == 1, done.stderr  # the scan ran, with the defaults: no internal error
+    assert done.exit_code == 1, done.stderr  # the scan ran, with the defaults: no internal error
     assert done.stdout.count(": SCA001 ") == 2
 
 
@@ -655,15 +655,15 @@ def test_help_lists_commands_and_examples(cli) -> None:
 
 
 def test_a_helper_setting_that_is_not_module_colon_name_is_a_usage_error_for_scan_too(
-    command, tmp_path: Path
+    cli, tmp_path: Path
 ) -> None:
     # scan reads the setting to find the vendored copy (SCA004): a typo must not quietly stop that
     project = copy_fixture("loops-try", tmp_path)
     (project / "pyproject.toml").write_text('[tool.selfcall-audit]\nhelper = "nemo_gym.inprocess"\n')
 
-    done = command("scan", "--no-cache", "--format", "json", cwd=project)
+    done = cli("scan", "--no-cache", "--format", "json", cwd=project)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert "pyproject.toml: `helper`: the helper must be given as MODULE:NAME" in done.stderr
     assert "'nemo_gym.inprocess'" in done.stderr
     assert "Traceback" not in done.stderr

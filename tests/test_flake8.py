@@ -1,4 +1,6 @@
-"""The flake8 plugin, run as users run it: the real `flake8` command on small fake repos."""
+"""The flake8 plugin on small fake repos: flake8 run in-process through its `main(argv)` from the
+repo, as the command line is; the real `flake8` command where only a process shows it (the plugin's
+registration, flake8's worker processes, a buffer on stdin)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from agent_sources import DUEL_AGENT, SELF_CALLING_AGENT, SOLO_CONFIG
-from cli_support import finding_lines
+from cli_support import Ran, finding_lines, run_flake8
+from flake8.main.cli import main as flake8_main
 
 from selfcall_audit.orchestration.project import Project
 
@@ -39,8 +42,13 @@ def make_repo(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def flake8(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    # --isolated: no user or project flake8 config; only what the test passes.
+def flake8(repo: Path, *args: str) -> Ran:
+    """flake8 in-process from `repo`."""
+    return run_flake8(list(args), repo)
+
+
+def flake8_command(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The real `flake8` command, from `repo`, with --isolated as above."""
     return subprocess.run(
         [sys.executable, "-m", "flake8", "--isolated", *args],
         cwd=repo,
@@ -77,7 +85,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def test_plugin_is_registered_with_flake8(repo: Path) -> None:
-    result = flake8(repo, "--version")
+    result = flake8_command(repo, "--version")
     assert "selfcall-audit" in result.stdout
 
 
@@ -103,9 +111,9 @@ def test_flake8_reports_what_scan_reports_at_the_same_positions(repo: Path) -> N
     assert len(expected) == 3  # SCA001 + SCA002 in echo, SCA001 in duel (bound by the YAML)
 
     serial = flake8(repo, "--select", "SCA001,SCA002", ".")
-    parallel = flake8(repo, "--select", "SCA001,SCA002", "--jobs", "2", ".")
+    parallel = flake8_command(repo, "--select", "SCA001,SCA002", "--jobs", "2", ".")
 
-    assert serial.returncode == 1
+    assert serial.exit_code == 1
     assert sorted(sca_lines(serial.stdout)) == expected
     assert sorted(sca_lines(parallel.stdout)) == expected
 
@@ -120,7 +128,7 @@ def test_one_file_is_checked_against_the_whole_project(repo: Path) -> None:
 def test_test_code_is_excluded_as_in_scan(repo: Path) -> None:
     result = flake8(repo, "--select", "SCA", "tests/test_echo.py")
 
-    assert result.returncode == 0, result.stdout
+    assert result.exit_code == 0, result.stdout
 
 
 @pytest.mark.slow
@@ -207,9 +215,9 @@ def test_no_cache_is_written_beside_a_file_that_is_in_no_project(no_project: Pat
 def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -> None:
     buffer = "# two lines added\n# and not saved yet\n" + AGENT
 
-    result = flake8(repo, "--select", "SCA", "--stdin-display-name", ECHO, "-", stdin=buffer)
-    unchanged = flake8(repo, "--select", "SCA", "--stdin-display-name", ECHO, "-", stdin=AGENT)
-    on_disk = flake8(repo, "--select", "SCA", ECHO)  # the buffer left nothing behind in the cache
+    result = flake8_command(repo, "--select", "SCA", "--stdin-display-name", ECHO, "-", stdin=buffer)
+    unchanged = flake8_command(repo, "--select", "SCA", "--stdin-display-name", ECHO, "-", stdin=AGENT)
+    on_disk = flake8_command(repo, "--select", "SCA", ECHO)  # the buffer left nothing behind in the cache
 
     assert codes_at(result.stdout) == [(ECHO, 8, "SCA001"), (ECHO, 16, "SCA002"), (ECHO, 19, "SCA003")]
     assert codes_at(unchanged.stdout) == [(ECHO, 6, "SCA001"), (ECHO, 14, "SCA002"), (ECHO, 17, "SCA003")]
@@ -218,8 +226,6 @@ def test_an_editor_buffer_on_stdin_is_analysed_instead_of_the_file(repo: Path) -
 
 def test_the_project_is_analysed_once_per_flake8_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """flake8 in-process with two forked workers: every analysis, in whichever process, is logged."""
-    from flake8.main.cli import main as flake8_main
-
     agents = {
         f"responses_api_agents/echo_{n}/app.py": AGENT.replace("EchoAgent", f"Echo{n}Agent") for n in range(6)
     }
@@ -253,7 +259,7 @@ def test_many_files_in_flake8s_parallel_workers(tmp_path: Path) -> None:
     }
     repo = make_repo(tmp_path, agents)
 
-    result = flake8(repo, "--select", "SCA001", "--jobs", "2", ".")
+    result = flake8_command(repo, "--select", "SCA001", "--jobs", "2", ".")
 
     assert "Traceback" not in result.stderr, result.stderr
     assert sorted(codes_at(result.stdout)) == sorted((path, 6, "SCA001") for path in agents)
@@ -265,7 +271,7 @@ def test_an_unknown_code_of_ours_stops_flake8_naming_the_known_ones(tmp_path: Pa
 
     done = flake8(repo, f"{option}=SCA01", ".")
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert f"unknown rule code or prefix 'SCA01' in {option}" in done.stdout + done.stderr
     assert "SCA001, SCA002, SCA003, SCA004, SCA900" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
@@ -276,7 +282,7 @@ def test_a_mistake_in_the_settings_stops_flake8_with_its_message(repo: Path, job
     with (repo / "pyproject.toml").open("a") as pyproject:
         pyproject.write('\n[tool.selfcall-audit]\nmax-file-size = "big"\n')
 
-    done = flake8(repo, f"--jobs={jobs}", "--select", "SCA", ECHO, DUEL)
+    done = flake8_command(repo, f"--jobs={jobs}", "--select", "SCA", ECHO, DUEL)  # workers: a process
 
     assert done.returncode == 1
     assert "pyproject.toml: `max-file-size` must be a non-negative integer, not 'big'" in done.stdout

@@ -169,10 +169,14 @@ def good_agent_found(report: dict) -> bool:
 
 # whole programs from the grammar ----------------------------------------------------------------
 
+# Built on first use: building the grammar's parser takes seconds, which every pytest run would
+# otherwise pay while collecting this module, the default run included (these tests are slow).
+grammar_programs = st.deferred(hypothesmith.from_grammar)
+
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=25)
-@given(program=hypothesmith.from_grammar())
+@given(program=grammar_programs)
 def test_grammar_programs_never_break_scan(program: str) -> None:
     data = ("# SimpleResponsesAPIAgent: parse me\n" + program).encode("utf-8", "surrogatepass")
     with project({APP: data}) as root:
@@ -182,7 +186,7 @@ def test_grammar_programs_never_break_scan(program: str) -> None:
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=20)
-@given(program=hypothesmith.from_grammar())
+@given(program=grammar_programs)
 def test_a_self_call_appended_to_grammar_programs_is_found_and_fixed(program: str) -> None:
     data = (program + APPENDED_AGENT).encode("utf-8", "surrogatepass")
     valid = is_python(data)
@@ -207,7 +211,7 @@ def _as_method(function: str) -> str:
 
 @pytest.mark.slow
 @settings(FUZZ, max_examples=15)
-@given(function=hypothesmith.from_node(libcst.FunctionDef))
+@given(function=st.deferred(lambda: hypothesmith.from_node(libcst.FunctionDef)))
 def test_generated_methods_of_an_agent_never_break_scan_or_fix(function: str) -> None:
     data = (AGENT_HEADER + _as_method(function) + "\n" + RUN_METHOD).encode("utf-8", "surrogatepass")
     with project({APP: data}) as root:

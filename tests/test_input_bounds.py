@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import run_main
+from cli_support import run_flake8, run_main
 
 from selfcall_audit.analysis import gym_config
 from selfcall_audit.analysis.gym_config import ConfigSet, parse_yaml
@@ -73,15 +73,9 @@ def test_a_thousand_rebindings_are_followed_by_the_pytest_helper(chains: Path) -
 
 def test_a_thousand_rebindings_are_followed_by_flake8(chains: Path) -> None:
     app = "responses_api_agents/walrus_agent/app.py"
-    done = subprocess.run(
-        [sys.executable, "-m", "flake8", "--isolated", "--select", "SCA", app],
-        cwd=chains,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_flake8(["--select", "SCA", app], chains)  # in-process: a deeper stack than flake8's own
 
-    assert done.returncode == 1, done.stderr
+    assert done.exit_code == 1, done.stderr
     assert done.stdout.startswith(f"./{app}:{CALL_LINE}:") or done.stdout.startswith(f"{app}:{CALL_LINE}:")
     assert "SCA001" in done.stdout and "Recursion" not in done.stdout + done.stderr
 
@@ -123,6 +117,7 @@ critic_agent:
 """
 
 
+@pytest.mark.slow  # seconds to parse 0.9 MB of YAML
 def test_a_large_yaml_file_without_aliases_is_read(tmp_path: Path) -> None:
     """300,000 items written out (0.9 MB, under the file size limit): only what aliases copy is
     bounded, not what a file holds."""

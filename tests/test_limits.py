@@ -15,6 +15,7 @@ from fixture_annotations import annotations
 from selfcall_audit.analysis.limits import LIMITS
 
 HEADER = """\
+import enum
 import os
 
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -101,6 +102,19 @@ def _path_of_many_segments(items: int) -> str:
     )
 
 
+def _method_through_constants(hops: int) -> str:
+    """`client.request(..., method=METHOD0)` to the agent's own name and route, `METHOD0` bound to
+    `METHOD1` and so on through `hops` module constants, the last an Enum member `Method.POST`:
+    only the method decides whether the call reaches the agent's `POST /v1/responses`."""
+    constants = "".join(f"\nMETHOD{n} = METHOD{n + 1}" for n in range(hops))
+    note = "# SCA003" if hops > LIMITS.evaluation_depth else "# SCA001"
+    return _agent(
+        "    async def run(self, body):\n"
+        f'        return await self.server_client.request(server_name=self.config.name, url_path="/v1/responses", method=METHOD0, json=body)  {note}\n',
+        module=f'\nclass Method(enum.Enum):\n    POST = "POST"\n\n\nMETHOD{hops} = Method.POST{constants}\n',
+    )
+
+
 # source past the limit, the limit named, and whether a source just within it resolves the call
 PAST_A_LIMIT = {
     "server_through_methods": (_server_through_methods(LIMITS.evaluation_depth + 5), "evaluation_depth"),
@@ -110,6 +124,7 @@ PAST_A_LIMIT = {
     "path_nested": (_path_nested(LIMITS.fact_depth + 2), "fact_depth"),
     "path_rebound": (_path_rebound(LIMITS.inlined_depth + 10), None),
     "path_of_many_segments": (_path_of_many_segments(LIMITS.sequence_items + 4), "sequence_items"),
+    "method_through_constants": (_method_through_constants(LIMITS.evaluation_depth + 5), "evaluation_depth"),
 }
 
 
@@ -148,8 +163,9 @@ def test_a_call_cut_by_a_limit_is_reported_with_the_limit(tmp_path: Path, shape:
     [
         _server_through_methods(LIMITS.evaluation_depth - 5),
         _path_through_functions(LIMITS.evaluation_depth - 5),
+        _method_through_constants(LIMITS.evaluation_depth - 5),
     ],
-    ids=["server_through_methods", "path_through_functions"],
+    ids=["server_through_methods", "path_through_functions", "method_through_constants"],
 )
 def test_a_call_within_the_limits_is_resolved_and_names_no_limit(tmp_path: Path, source: str) -> None:
     report = _scan(tmp_path, source, "--select", "SCA001,SCA002,SCA003")
@@ -203,6 +219,48 @@ def test_a_name_re_exported_past_the_limit_is_an_entry_where_the_chain_is_cut(
                 1,
                 f"`ROUTE` is re-exported through more than {LIMITS.import_depth} modules: it was not "
                 "followed further (a self-call through it is not reported)",
+            )
+        ]
+
+
+@pytest.mark.parametrize("aliases", [LIMITS.import_depth, LIMITS.import_depth + 1])
+def test_a_base_class_aliased_past_the_limit_is_an_entry_where_the_chain_is_cut(
+    tmp_path: Path, aliases: int
+) -> None:
+    """The agent's base named through `aliases` module aliases (`AgentBase = m1.AgentBase` in
+    `m0`, and so on, the last one `AgentBase = SimpleResponsesAPIAgent`)."""
+    bases = tmp_path / "bases"
+    bases.mkdir()
+    (bases / "__init__.py").write_text("")
+    for n in range(aliases - 1):
+        (bases / f"m{n}.py").write_text(f"from bases import m{n + 1}\n\nAgentBase = m{n + 1}.AgentBase\n")
+    (bases / f"m{aliases - 1}.py").write_text(
+        "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\n"
+        "AgentBase = SimpleResponsesAPIAgent\n"
+    )
+    source = (
+        "from bases import m0\n\n\n"
+        "class LimitAgent(m0.AgentBase):\n"
+        '    """A SimpleResponsesAPIAgent through its alias."""\n\n'
+        "    async def run(self, body):\n"
+        '        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)  # SCA001\n'
+    )
+
+    report = _scan(tmp_path, source)
+
+    entries = [(e["path"], e["line"], e["message"]) for e in report["errors"]]
+    if aliases <= LIMITS.import_depth:
+        assert [(f["line"], f["code"]) for f in report["findings"]] == annotations(source)
+        assert entries == []
+    else:  # the agent is not seen, and the run says where it stopped following its base (the
+        # alias at line 3 of every module)
+        assert report["findings"] == []
+        assert entries == [
+            (
+                f"bases/m{LIMITS.import_depth}.py",
+                3,
+                f"`AgentBase` is re-exported through more than {LIMITS.import_depth} modules: it was "
+                "not followed further (a self-call through it is not reported)",
             )
         ]
 

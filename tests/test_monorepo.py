@@ -269,12 +269,12 @@ def test_flake8_from_the_git_top_reports_each_file_under_its_project_s_settings(
 
 
 def test_a_nested_pyproject_without_the_table_leaves_its_folder_in_the_enclosing_project(
-    tmp_path: Path,
+    cli, tmp_path: Path
 ) -> None:
     root = make_monorepo(tmp_path / "mono", gym_table=False)
 
-    whole = json.loads(scan("--format", "json", cwd=root).stdout)
-    inside = json.loads(scan("--format", "json", "gym", cwd=root).stdout)
+    whole = json.loads(cli("scan", "--format", "json", cwd=root).stdout)
+    inside = json.loads(cli("scan", "--format", "json", "gym", cwd=root).stdout)
 
     for document in (whole, inside):  # the same root and settings from the top or for gym/ alone
         assert document["root"] == str(root.resolve())
@@ -304,14 +304,14 @@ def test_assert_no_self_calls_at_the_git_top_checks_each_project_under_its_setti
     ],
 )
 def test_a_mistake_in_a_nested_project_s_settings_names_its_file(
-    monorepo: Path, setting: str, mistake: str
+    cli, monorepo: Path, setting: str, mistake: str
 ) -> None:
     gym_pyproject = monorepo / "gym" / "pyproject.toml"
     gym_pyproject.write_text(gym_pyproject.read_text() + setting + "\n")
 
-    done = scan(cwd=monorepo)
+    done = cli("scan", cwd=monorepo)
 
-    assert done.returncode == 2
+    assert done.exit_code == 2
     assert f"gym/pyproject.toml: {mistake}" in done.stderr
     assert not (monorepo / "outside").exists()
 

@@ -169,6 +169,7 @@ def test_a_changed_yaml_alone_is_checked_against_the_whole_project(
     assert unrelated_file.returncode == 0, unrelated_file.stdout + unrelated_file.stderr
 
 
+@pytest.mark.slow
 def test_without_file_names_the_hook_scans_the_whole_project(
     tmp_path: Path, hooks: Hooks, env: dict[str, str]
 ) -> None:

@@ -222,7 +222,7 @@ POSTER = "responses_api_agents/poster_agent/app.py"
 
 
 def test_a_file_that_does_not_parse_fails_the_gate_and_other_sca900_only_with_strict(
-    cli, command, tmp_path: Path
+    cli, tmp_path: Path
 ) -> None:
     broken = make_project(tmp_path / "broken", {BAD: AGENT_IMPORT + "def (:\n"}, good=False)
     files, path, _ = BAD_INPUTS["invalid YAML syntax"]
@@ -231,21 +231,20 @@ def test_a_file_that_does_not_parse_fails_the_gate_and_other_sca900_only_with_st
     assert (scan(cli, broken)[0], scan(cli, broken, "--strict")[0]) == (1, 1)
     assert (scan(cli, bad_yaml)[0], scan(cli, bad_yaml, "--strict")[0]) == (0, 1)
     for root, args, expected in ((broken, (), 1), (bad_yaml, (), 0), (bad_yaml, ("--strict",), 1)):
-        done = command("scan", root, "--format", "json", "--no-cache", *args)
-        assert done.returncode == expected
-        assert "Traceback" not in done.stderr
-        assert list(errors(json.loads(done.stdout))) == [BAD if root == broken else path]
+        exit_code, report = scan(cli, root, *args)
+        assert exit_code == expected
+        assert list(errors(report)) == [BAD if root == broken else path]
 
 
-def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(command, tmp_path: Path) -> None:
+def test_invalid_yaml_is_reported_at_its_line_as_a_syntax_error_is(cli, tmp_path: Path) -> None:
     files, path, _ = BAD_INPUTS["invalid YAML syntax"]
     root = make_project(
         tmp_path / "repo", {**files, BAD: AGENT_IMPORT + "def (:\n", POSTER: MODEL_POSTER}, good=False
     )
 
-    done = command("scan", "--format", "concise", "--no-cache", cwd=root)
+    done = cli("scan", "--format", "concise", "--no-cache", cwd=root)
 
-    assert done.returncode == 1, done.stderr  # the Python file that does not parse
+    assert done.exit_code == 1, done.stderr  # the Python file that does not parse
     assert finding_lines(done.stdout) == [
         f"{BAD}:2:5: SCA900 syntax error at line 2, column 5: invalid syntax",
         f"{path}:3:17: SCA900 invalid YAML at line 3, column 17: did not find expected node content (while parsing a flow node)",
@@ -536,7 +535,7 @@ def deadline(seconds: int) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-def test_a_named_pipe_posing_as_source_does_not_hang_the_scan(cli, command, tmp_path: Path) -> None:
+def test_a_named_pipe_posing_as_source_does_not_hang_the_scan(cli, tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo", {})
     (root / BAD_YAML).parent.mkdir(parents=True)
     os.mkfifo(root / BAD)
@@ -544,11 +543,11 @@ def test_a_named_pipe_posing_as_source_does_not_hang_the_scan(cli, command, tmp_
 
     with deadline(20):
         exit_code, report = scan(cli, root)
-    done = command("scan", root, "--format", "json", "--no-cache", "--strict")
+        strict_exit_code, strict_report = scan(cli, root, "--strict")
 
     expected = {BAD: "not a regular file: a named pipe", BAD_YAML: "not a regular file: a named pipe"}
     assert (exit_code, located(report), errors(report)) == (1, [GOOD_FINDING], expected)
-    assert (done.returncode, errors(json.loads(done.stdout))) == (1, expected)
+    assert (strict_exit_code, errors(strict_report)) == (1, expected)
 
 
 def test_permission_denied_is_reported_and_the_scan_goes_on(cli, tmp_path: Path, monkeypatch) -> None:
@@ -634,22 +633,24 @@ SPACED = "responses_api_agents/my agent/app été.py"
 NON_ASCII = "responses_api_agents/ägent_日本/app.py"
 
 
-def test_paths_with_spaces_and_non_ascii_names(cli, command, tmp_path: Path) -> None:
+def test_paths_with_spaces_and_non_ascii_names(cli, tmp_path: Path) -> None:
     source = GOOD_SOURCE.replace("GoodAgent", "NamedAgent")
     root = make_project(tmp_path / "my repo ü", {SPACED: source, NON_ASCII: source})
     expected = [GOOD_FINDING, ["SCA001", NON_ASCII, 6, 22], ["SCA001", SPACED, 6, 22]]
 
     exit_code, report = scan(cli, root)
-    done = command("scan", "--format", "json", "--no-cache", cwd=root)
-    one_file = command("scan", SPACED, "--format", "concise", "--no-cache", cwd=root)
+    done = cli("scan", "--format", "json", "--no-cache", cwd=root)
+    one_file = cli("scan", SPACED, "--format", "concise", "--no-cache", cwd=root)
 
     assert (exit_code, located(report), report["errors"]) == (1, sorted(expected), [])
-    assert (done.returncode, located(json.loads(done.stdout))) == (1, sorted(expected))
+    assert (done.exit_code, located(json.loads(done.stdout))) == (1, sorted(expected))
     assert one_file.stdout.startswith(f"{SPACED}:6:22: SCA001 ")
 
 
 @pytest.mark.parametrize("output_format", ["json", "text", "concise", "sarif", "github"])
-def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, output_format: str) -> None:
+def test_a_file_name_that_is_not_utf8_does_not_break_any_format(
+    cli, tmp_path: Path, output_format: str
+) -> None:
     root = make_project(tmp_path / "repo", {})
     folder = os.fsencode(root / "responses_api_agents" / "bad_agent")
     os.makedirs(folder)
@@ -658,29 +659,16 @@ def test_a_file_name_that_is_not_utf8_does_not_break_any_format(tmp_path: Path, 
     with open(folder + b"/broken\xff.py", "wb") as handle:
         handle.write((AGENT_IMPORT + "def (:\n").encode())
 
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "selfcall_audit",
-            "scan",
-            root,
-            "--format",
-            output_format,
-            "--no-cache",
-        ],
-        capture_output=True,
-        timeout=120,
-    )
+    done = cli("scan", root, "--format", output_format, "--no-cache")
 
-    assert done.returncode == 1, done.stderr
-    assert done.stderr == b""
-    assert b"SCA001" in done.stdout and b"SCA900" in done.stdout
-    # the name's own bytes, or escaped: in JSON as a lone surrogate, in SARIF's URIs percent-encoded,
-    # in text, concise and github output as the byte, visibly (the output stays valid UTF-8)
-    assert any(
-        name in done.stdout for name in (b"caf\xe9.py", b"caf\\udce9.py", b"caf%E9.py", b"caf\\xe9.py")
-    )
+    assert done.exit_code == 1, done.stderr
+    assert done.stderr == ""
+    assert "SCA001" in done.stdout and "SCA900" in done.stdout
+    # escaped, as the output stays valid UTF-8 (a byte that is not would be read back as U+FFFD):
+    # in JSON as a lone surrogate, in SARIF's URIs percent-encoded, in text, concise and github
+    # output as the byte, visibly
+    assert "\ufffd" not in done.stdout
+    assert any(name in done.stdout for name in ("caf\\udce9.py", "caf%E9.py", "caf\\xe9.py"))
 
 
 @pytest.mark.slow
@@ -751,13 +739,14 @@ def test_every_bad_input_at_once_as_a_real_command(command, cli, tmp_path: Path)
 
 
 @pytest.mark.parametrize("output_format", ["text", "concise", "sarif", "github"])
-def test_every_bad_input_at_once_in_every_format(command, tmp_path: Path, output_format: str) -> None:
+def test_every_bad_input_at_once_in_every_format(cli, tmp_path: Path, output_format: str) -> None:
     root = tmp_path / "repo"
     expected = kitchen_sink(root)
 
-    done = command("scan", root, "--format", output_format, "--no-cache", "--strict")
+    with deadline(60):
+        done = cli("scan", root, "--format", output_format, "--no-cache", "--strict")
 
-    assert done.returncode == 1
+    assert done.exit_code == 1
     assert done.stderr == ""
     assert "SCA001" in done.stdout
     assert done.stdout.count("SCA900") >= len(expected)
@@ -766,7 +755,7 @@ def test_every_bad_input_at_once_in_every_format(command, tmp_path: Path, output
 # hostile YAML -------------------------------------------------------------------------------------
 
 
-def test_python_tags_never_construct_anything(cli, command, tmp_path: Path, monkeypatch) -> None:
+def test_python_tags_never_construct_anything(cli, tmp_path: Path, monkeypatch) -> None:
     marker = tmp_path / "pwned"
     hostile = {
         "responses_api_agents/a/configs/apply.yaml": f"x: !!python/object/apply:os.system ['touch {marker}']\n"
@@ -783,12 +772,12 @@ def test_python_tags_never_construct_anything(cli, command, tmp_path: Path, monk
 
     _, report = scan(cli, root)
     monkeypatch.undo()
-    done = command("scan", root, "--format", "json", "--no-cache")
+    _, unpatched = scan(cli, root)  # os.system and Popen real again: `touch` would leave the marker
 
     assert calls == []
     assert not marker.exists()
     assert "antigravity" not in sys.modules
-    for report_of_run in (report, json.loads(done.stdout)):
+    for report_of_run in (report, unpatched):
         assert sorted(errors(report_of_run)) == sorted(hostile)
         assert all("unknown YAML tag 'tag:yaml.org,2002:python/" in m for m in errors(report_of_run).values())
         assert GOOD_FINDING in located(report_of_run)

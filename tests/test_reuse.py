@@ -4,6 +4,7 @@ run again. Every scan after a change must report what a scan without any cache r
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -139,15 +140,26 @@ CHANGES = {
 NOT_KEPT = {"an agent no longer parses"}
 
 
-@pytest.mark.parametrize("name", CHANGES)
-def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(cli, tmp_path: Path, name: str) -> None:
-    change, holds = CHANGES[name]
-    root = tmp_path / "repo"
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    """The project after its first scan, cache included, and that scan's result: tests change a
+    copy of it, so the cold scan runs once for the module."""
+    root = tmp_path_factory.mktemp("scanned") / "repo"
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     before = _scan(root)
     assert before["findings"] == [["SCA001", "responses_api_agents/tutor/app.py", 7]]
+    return root, before
+
+
+@pytest.mark.parametrize("name", CHANGES)
+def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(
+    cli, tmp_path: Path, scanned: tuple[Path, dict], name: str
+) -> None:
+    change, holds = CHANGES[name]
+    original, before = scanned
+    root = shutil.copytree(original, tmp_path / "repo", symlinks=True)  # file times kept, as left
 
     change(root)
     after = _scan(root)

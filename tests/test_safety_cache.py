@@ -1,5 +1,7 @@
 """The cache never touches anything outside the project, deletes only what the tool wrote, and
-cannot hang or exhaust a run through special files (each front end run as users run it)."""
+cannot hang or exhaust a run through special files. Each front end runs in-process through its
+`main(argv)` from the project root, with a user cache folder of the test's own; a special file is
+read by a real command whose memory is bounded."""
 
 from __future__ import annotations
 
@@ -10,19 +12,24 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import Ran, run_flake8, run_main
 from safety_support import APP, command_line, isolated_env, make_project, run, tree
 
 CACHE = ".selfcall_audit_cache"
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="links, named pipes and devices as POSIX has them")
 
 
-def front_end(name: str, root: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """One whole-project run of the front end `name`, from the project root, cache on."""
+def front_end(name: str, root: Path) -> Ran:
+    """One whole-project run of the front end `name`, in-process from the project root, cache on."""
     if name == "flake8":
-        args = [sys.executable, "-m", "flake8", "--select", "SCA", APP]
-    else:
-        args = command_line(*{"scan": ["scan"], "fix --diff": ["fix", "--diff"], "agents": ["agents"]}[name])
-    return subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        return run_flake8(["--select", "SCA", APP], root)
+    return run_main(name.split(), cwd=root)
+
+
+@pytest.fixture
+def user_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user cache folder (where the signing key lives) of the test's own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", isolated_env(tmp_path)["XDG_CACHE_HOME"])
 
 
 FRONT_ENDS = ("scan", "fix --diff", "agents", "flake8")
@@ -41,14 +48,13 @@ def checkouts(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", FRONT_ENDS)
-def test_a_committed_cache_link_to_the_parent_leaves_the_parent_alone(
-    name: str, checkouts: Path, tmp_path: Path
-) -> None:
+@pytest.mark.usefixtures("user_cache")
+def test_a_committed_cache_link_to_the_parent_leaves_the_parent_alone(name: str, checkouts: Path) -> None:
     repo = checkouts / "repo"
     (repo / CACHE).symlink_to("..")
     siblings = {rel: entry for rel, entry in tree(checkouts).items() if not rel.startswith("repo/")}
 
-    done = front_end(name, repo, isolated_env(tmp_path))
+    done = front_end(name, repo)
 
     assert "x/app.py" in done.stdout and "Traceback" not in done.stderr, done.stderr  # it ran
     assert {rel: entry for rel, entry in tree(checkouts).items() if not rel.startswith("repo/")} == siblings
@@ -57,6 +63,7 @@ def test_a_committed_cache_link_to_the_parent_leaves_the_parent_alone(
 
 @pytest.mark.parametrize("cache_dir", [".", "../elsewhere", "<absolute>"])
 @pytest.mark.parametrize("name", FRONT_ENDS)
+@pytest.mark.usefixtures("user_cache")
 def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
     name: str, cache_dir: str, checkouts: Path, tmp_path: Path
 ) -> None:
@@ -69,19 +76,19 @@ def test_a_cache_dir_outside_the_root_is_refused_with_a_clear_message(
         pyproject.write(f'cache-dir = "{cache_dir}"\n')  # into the project's [tool.selfcall-audit]
     before = tree(checkouts)
 
-    done = front_end(name, repo, isolated_env(tmp_path))
+    done = front_end(name, repo)
 
     assert "`cache-dir` must be a folder inside the project root" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
-    assert done.returncode == (1 if name == "flake8" else 2)  # flake8 stops with 1, in its own words
+    assert done.exit_code == (1 if name == "flake8" else 2)  # flake8 stops with 1, in its own words
     assert tree(checkouts) == before
     assert not absolute.exists()
 
 
+@pytest.mark.usefixtures("user_cache")
 def test_cleaning_deletes_only_entries_the_tool_wrote(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
-    env = isolated_env(tmp_path)
-    assert run("scan", root, env=env).returncode == 1
+    assert run_main(["scan", str(root)]).exit_code == 1
     (version,) = [entry for entry in (root / CACHE).iterdir() if entry.is_dir()]
     # entries this tool wrote, kept under another version's name; and files it did not write
     version.rename(root / CACHE / "v0.0.1-older")
@@ -95,7 +102,7 @@ def test_cleaning_deletes_only_entries_the_tool_wrote(tmp_path: Path) -> None:
         (root / CACHE / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / CACHE / rel).write_bytes(data)
 
-    assert run("scan", root, env=env).returncode == 1
+    assert run_main(["scan", str(root)]).exit_code == 1
 
     left = {rel: entry for rel, entry in tree(root / CACHE).items() if isinstance(entry, bytes)}
     assert {rel: left.get(rel) for rel in foreign} == foreign
@@ -103,17 +110,17 @@ def test_cleaning_deletes_only_entries_the_tool_wrote(tmp_path: Path) -> None:
     assert older == ["v0.0.1-older/facts/mine.dat"]  # the tool's own entries there are gone
 
 
+@pytest.mark.usefixtures("user_cache")
 def test_a_new_cache_folder_ignores_itself_and_an_existing_folder_gets_no_gitignore(tmp_path: Path) -> None:
     root = make_project(tmp_path / "repo")
-    env = isolated_env(tmp_path)
     other = make_project(tmp_path / "other")
     (other / "build").mkdir()
     (other / "pyproject.toml").write_text(
         '[project]\nname = "o"\n[tool.selfcall-audit]\ncache-dir = "build"\n'
     )
 
-    run("scan", root, env=env)
-    run("scan", other, env=env)
+    run_main(["scan", str(root)])
+    run_main(["scan", str(other)])
 
     assert (root / CACHE / ".gitignore").read_text().endswith("*\n")
     assert not (other / "build" / ".gitignore").exists()

@@ -1,5 +1,6 @@
 """`fix` never writes outside the project, never loses an edit, keeps ownership, and cleans up
-after signals; worker processes never outlive the run. All as real commands and real signals."""
+after signals; worker processes never outlive the run. Signals, concurrent runs and the end-to-end
+(slow) tests use real commands; the rest call `main(argv)` in-process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import run_main
 from safety_support import (
     AFTER,
     APP,
@@ -264,10 +266,10 @@ def test_a_script_that_puts_the_repo_on_sys_path_still_runs_after_fix(tmp_path: 
     script = [sys.executable, str(app)]
     assert subprocess.run(script, capture_output=True, text=True, cwd=tmp_path).stdout == "ScriptAgent\n"
 
-    done = run("fix", "--no-cache", root)
+    done = run_main(["fix", "--no-cache", str(root)])
     ran = subprocess.run(script, capture_output=True, text=True, cwd=tmp_path)
 
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.exit_code == 0, done.stdout + done.stderr
     assert "responses_in_process(self" in app.read_text()
     assert (ran.returncode, ran.stdout) == (0, "ScriptAgent\n"), ran.stderr
 
@@ -277,14 +279,14 @@ def test_fix_rewrites_no_call_whose_server_name_changed_since_the_analysis_was_c
     whatever the cache believes, the call is rewritten only if it still names the agent itself."""
     root = make_project(tmp_path / "repo")
     app = root / APP
-    assert run("scan", root).returncode == 1  # the self-call, now in the cache
+    assert run_main(["scan", str(root)]).exit_code == 1  # the self-call, now in the cache
     before = app.stat()
     edited = BEFORE.replace(b"server_name=self.config.name,", b"server_name=self.judge1.name,")
     assert len(edited) == len(BEFORE) and edited != BEFORE
     app.write_bytes(edited)
     os.utime(app, ns=(before.st_atime_ns, before.st_mtime_ns))
 
-    done = run("fix", root)
+    done = run_main(["fix", str(root)])
 
     assert app.read_bytes() == edited, done.stdout
     assert "rewrote" not in done.stdout.lower()

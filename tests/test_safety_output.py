@@ -49,10 +49,10 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def test_piped_concise_output_starts_no_workflow_command(hostile: Path) -> None:
-    done = run("scan", "--no-cache", hostile, cwd=hostile)  # paths are printed relative to the current folder
+def test_piped_concise_output_starts_no_workflow_command(cli, hostile: Path) -> None:
+    done = cli("scan", "--no-cache", hostile, cwd=hostile)  # paths are printed relative to the current folder
 
-    assert done.returncode == 1, done.stderr
+    assert done.exit_code == 1, done.stderr
     lines = finding_lines(done.stdout)
     assert len(lines) == 2 and all(line.startswith("responses_api_agents/") for line in lines)
     assert "responses_api_agents/x\\n::add-mask::secret\\x1b]0;file\\x07/app.py:6:22: SCA001" in lines[1]
@@ -60,8 +60,8 @@ def test_piped_concise_output_starts_no_workflow_command(hostile: Path) -> None:
     assert not RAW_CONTROLS.search(done.stdout)
 
 
-def test_github_output_is_one_command_per_finding(hostile: Path) -> None:
-    done = run("scan", "--no-cache", "--format", "github", hostile)
+def test_github_output_is_one_command_per_finding(cli, hostile: Path) -> None:
+    done = cli("scan", "--no-cache", "--format", "github", hostile)
 
     lines = done.stdout.splitlines()
     assert len(lines) == 2
@@ -71,10 +71,10 @@ def test_github_output_is_one_command_per_finding(hostile: Path) -> None:
 
 
 @pytest.mark.parametrize("output_format", ["text", "concise", "github"])
-def test_every_line_format_escapes_what_the_repository_holds(output_format: str, hostile: Path) -> None:
-    done = run("scan", "--no-cache", "--format", output_format, hostile)
+def test_every_line_format_escapes_what_the_repository_holds(cli, output_format: str, hostile: Path) -> None:
+    done = cli("scan", "--no-cache", "--format", output_format, hostile)
 
-    assert done.returncode == 1, done.stderr
+    assert done.exit_code == 1, done.stderr
     assert not RAW_CONTROLS.search(done.stdout)
     assert not [
         line for line in done.stdout.splitlines() if line.startswith("::") and "title=SCA" not in line
@@ -84,9 +84,9 @@ def test_every_line_format_escapes_what_the_repository_holds(output_format: str,
 
 @pytest.mark.parametrize("output_format", ["json", "sarif"])
 def test_json_formats_escape_control_characters_and_keep_the_exact_values(
-    output_format: str, hostile: Path
+    cli, output_format: str, hostile: Path
 ) -> None:
-    done = run("scan", "--no-cache", "--format", output_format, hostile)
+    done = cli("scan", "--no-cache", "--format", output_format, hostile)
 
     assert not RAW_CONTROLS.search(done.stdout)
     text = json.dumps(json.loads(done.stdout), ensure_ascii=False)  # the values, decoded

@@ -1,6 +1,6 @@
 """`fix` with default settings leaves a repo that runs without selfcall-audit installed: it writes the
 helper into the repo and imports it from there; `scan` reports a copy that was edited or is older.
-Every command runs as a real process."""
+The end-to-end tests (slow) run every command as a real process; the others run it in-process."""
 
 from __future__ import annotations
 
@@ -301,10 +301,10 @@ def test_scan_reports_an_edited_copy_with_the_command_that_refreshes_it(repo: Pa
     assert command("scan", "--no-cache", repo).returncode == 0
 
 
-def test_a_copy_reformatted_or_headed_by_the_repo_stays_current(repo: Path, command) -> None:
+def test_a_copy_reformatted_or_headed_by_the_repo_stays_current(repo: Path, cli) -> None:
     """What the repo's pre-commit does to the copy (reformat at another width, sort imports another
     way, add a header) changes no code: scan stays clean and fix leaves the copy as it is."""
-    command("fix", "--no-cache", repo)
+    cli("fix", "--no-cache", repo)
     copy = repo / COPY
     subprocess.run(
         [sys.executable, "-m", "ruff", "format", "--isolated", "--line-length", "72", copy], check=True
@@ -318,11 +318,11 @@ def test_a_copy_reformatted_or_headed_by_the_repo_stays_current(repo: Path, comm
     reformatted = copy.read_bytes()
     assert reformatted.count(b"\n") > helper_source(COPY).count(b"\n")  # the width changed the layout
 
-    scan = command("scan", "--no-cache", repo)
-    again = command("fix", "--no-cache", repo)
+    scan = cli("scan", "--no-cache", repo)
+    again = cli("fix", "--no-cache", repo)
 
-    assert scan.returncode == 0, scan.stdout
-    assert again.returncode == 0 and copy.read_bytes() == reformatted
+    assert scan.exit_code == 0, scan.stdout
+    assert again.exit_code == 0 and copy.read_bytes() == reformatted
 
 
 @pytest.mark.slow
@@ -344,16 +344,16 @@ def test_scan_reports_a_copy_an_older_version_wrote(repo: Path, command) -> None
     assert command("scan", "--no-cache", "--ignore", "SCA004", repo).returncode == 0
 
 
-def test_a_module_that_only_shares_the_name_is_not_a_copy(repo: Path, command) -> None:
+def test_a_module_that_only_shares_the_name_is_not_a_copy(repo: Path, cli) -> None:
     (repo / "nemo_gym" / "inprocess.py").write_text('"""Our own in-process utilities."""\n')
 
-    scan = command("scan", "--no-cache", "--format", "concise", ".", cwd=repo)
+    scan = cli("scan", "--no-cache", "--format", "concise", ".", cwd=repo)
 
     assert scan.stdout.count("SCA") == 1 and "SCA001" in scan.stdout  # the unmigrated call, not SCA004
 
 
-def test_explain_describes_sca004(command) -> None:
-    done = command("explain", "SCA004")
+def test_explain_describes_sca004(cli) -> None:
+    done = cli("explain", "SCA004")
 
-    assert done.returncode == 0
+    assert done.exit_code == 0
     assert "selfcall-audit helper --write PATH --force" in done.stdout

@@ -9,16 +9,19 @@ one `fix` rewrites; this module never imports libcst.
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import re
 import tokenize
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
 from .facts import parse
+from .policy import Reach
 from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
@@ -31,12 +34,17 @@ class Tree:
     helper's name, the flows of names, each method's rebindings and attribute reads): a file with
     hundreds of self-calls stays linear."""
 
-    def __init__(self, source: bytes):
-        self.module = parse(source)
+    def __init__(self, source: bytes, span: tuple[int, int] | None = None):
+        """`span`: the first and last line of the method whose calls are asked about: only those
+        lines are parsed (a cold scan of NeMo Gym parsed 24 agent modules again for 25 calls), and
+        `read_module` says whether an answer needed more of the module than they hold."""
         encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
         self.text = source.decode(encoding, "replace")
         self.lines = _LINE_BREAK.split(self.text)  # as Python counts lines (not `str.splitlines`)
+        self.partial = span is not None
+        self.module = parse(source) if span is None else _method_module(self.lines, *span)
         self.flows = Flows(self.module)
+        self._helper_named = False
         self._helpers: dict[str, tuple[str, int | None]] = {}
         self._rebound: dict[tuple[ast.AST, str], int | None] = {}
         self._attributes: dict[ast.AST, list[ast.Attribute]] = {}
@@ -44,8 +52,15 @@ class Tree:
     def helper(self, spec: str) -> tuple[str, int | None]:
         """See `_helper`."""
         if spec not in self._helpers:
+            self._helper_named |= _names_helper(spec, self.text)
             self._helpers[spec] = _helper(self.module, spec, self.text)
         return self._helpers[spec]
+
+    @property
+    def read_module(self) -> bool:
+        """Did an answer of a tree of one method's lines depend on the rest of the module (a
+        global's bindings, or what binds the helper's name)? Then it is asked of the whole one."""
+        return self.partial and (self._helper_named or self.flows.globals_read)
 
     def rebound(self, method: ast.AST, name: str) -> int | None:
         """The line of a statement of the method's own scope that binds `name` again."""
@@ -57,7 +72,7 @@ class Tree:
     def attributes(self, method: ast.AST) -> list[ast.Attribute]:
         """The attribute reads in the method (a streamed response is read through them)."""
         if method not in self._attributes:
-            self._attributes[method] = [n for n in ast.walk(method) if isinstance(n, ast.Attribute)]
+            self._attributes[method] = [n for n in self.flows.walked(method) if isinstance(n, ast.Attribute)]
         return self._attributes[method]
 
     def call_at(self, line: int, column: int) -> tuple[ast.Call, tuple[ast.AST, ...]] | None:
@@ -74,19 +89,74 @@ class Tree:
                 and _column(text, node.col_offset) == column
             ):
                 return node, ancestors
-            for child in ast.iter_child_nodes(node):
-                start = getattr(child, "lineno", None)  # `arguments`, `comprehension`, ... have none
-                if start is None or start <= line <= (child.end_lineno or start):  # type: ignore[attr-defined]
-                    stack.append((child, (*ancestors, node)))
+            stack.extend((child, (*ancestors, node)) for child in _spanning(node, line))
         return None
 
 
+def _spanning(node: ast.AST, line: int) -> Iterator[ast.AST]:
+    """The children of `node` whose lines hold `line`, and those without lines (`arguments`,
+    `comprehension`, ...), in order. A list of statements is searched by halving, so that a class
+    of 800 methods is not read whole for each of its calls."""
+    for _, value in ast.iter_fields(node):
+        if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+            # statements follow each other: those starting by `line` and ending at or after it
+            end = bisect.bisect_right(value, line, key=_first_line)
+            start = end
+            while start > 0 and value[start - 1].end_lineno >= line:  # type: ignore[operator]
+                start -= 1
+            yield from value[start:end]
+            continue
+        for child in value if isinstance(value, list) else (value,):
+            if isinstance(child, ast.AST):
+                first = getattr(child, "lineno", None)
+                if first is None or first <= line <= (child.end_lineno or first):  # type: ignore[attr-defined]
+                    yield child
+
+
+def _first_line(statement: ast.stmt) -> int:
+    return statement.lineno
+
+
+@dataclass(frozen=True)
+class MethodSite:
+    """What `site_blocker` reads of the method around a call: `policy.Site` but for the module's
+    part (the helper's name and what binds it, the globals' bindings), which is read again every
+    run. `reaches`: for `self` and each name in `names`, None for a global."""
+
+    self_rebinding: int | None
+    self_shadowed: bool
+    walrus: tuple[str, ...]
+    dropped_call: str | None
+    streamed: str | None
+    names: tuple[str, ...]
+    reaches: tuple[Reach | None, ...]
+
+
+class Sites:
+    """The method part of the self-call sites of one file (`MethodSite`), kept between the runs
+    of a long-lived process by what it is worked out from: the text of the method's lines and
+    the line they start at (so its tree and every line it names), and the call's position and
+    description. An edit to another method, below it or to another file leaves it standing; an
+    edit to its own lines, or one above it, works it out again. Each run keeps the entries it
+    used, so one version of the file is kept, not every keystroke's."""
+
+    def __init__(self, previous: Sites | None = None):
+        self._previous = previous._entries if previous is not None else {}
+        self._entries: dict[tuple, MethodSite] = {}
+
+    def get(self, key: tuple, work_out: Callable[[], MethodSite]) -> MethodSite:
+        found = self._entries.get(key) or self._previous.get(key) or work_out()
+        self._entries[key] = found
+        return found
+
+
 def site_blocker(
-    tree: Tree, line: int, column: int, call: CallDescription, helper: str
+    tree: Tree, line: int, column: int, call: CallDescription, helper: str, sites: Sites | None = None
 ) -> policy.Blocker | None:
     """Why the call at `line`:`column`, described by `call`, cannot be rewritten where it stands
     (`helper`: the `helper` setting, MODULE:NAME or empty); None when `fix` would rewrite it, or
-    when it is not found (the description decides alone)."""
+    when it is not found (the description decides alone). `sites`: the method parts of the file
+    worked out before (a long-lived process)."""
     found = tree.call_at(line, column)
     if found is None:
         return None
@@ -94,6 +164,43 @@ def site_blocker(
     method, self_name, at = _enclosing_method(ancestors)
     if method is None or self_name is None or self_name != call.self_name:
         return None  # `policy.blocker` said so already
+    if sites is None:
+        local = _method_site(tree, node, ancestors, method, self_name, at, call)
+    else:
+        first = min([method.lineno, *(d.lineno for d in method.decorator_list)])  # type: ignore[attr-defined]
+        text = "\n".join(tree.lines[first - 1 : method.end_lineno])  # type: ignore[attr-defined]
+        local = sites.get(
+            (text, first, line, column, call),
+            lambda: _method_site(tree, node, ancestors, method, self_name, at, call),
+        )
+    callee, clash = tree.helper(helper)
+    facts = policy.Site(
+        callee=callee,
+        self_name=self_name,
+        self_rebinding=local.self_rebinding,
+        self_shadowed=local.self_shadowed,
+        helper_binding=clash,
+        walrus=local.walrus,
+        dropped_call=local.dropped_call,
+        streamed=local.streamed,
+        reaches=tuple(
+            reach or tree.flows.global_reach(name)
+            for name, reach in zip(local.names, local.reaches, strict=True)
+        ),
+    )
+    return policy.site_blocker(facts)
+
+
+def _method_site(
+    tree: Tree,
+    node: ast.Call,
+    ancestors: tuple[ast.AST, ...],
+    method: ast.AST,
+    self_name: str,
+    at: int,
+    call: CallDescription,
+) -> MethodSite:
+    """What the method around the call shows: read from the method's tree alone."""
     written = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
     roles = {argument.role: argument.index for argument in call.arguments}
     dropped = [
@@ -101,20 +208,16 @@ def site_blocker(
         *(_value(written[roles[r]]) for r in policy.DROPPED_ROLES if r in roles and roles[r] < len(written)),
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
-    callee, clash = tree.helper(helper)
-    names = dict.fromkeys([self_name, *read_names(dropped)])
-    facts = policy.Site(
-        callee=callee,
-        self_name=self_name,
+    names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
+    return MethodSite(
         self_rebinding=tree.rebound(method, self_name),
         self_shadowed=_shadows(nested, self_name),
-        helper_binding=clash,
         walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
         dropped_call=_first_call(dropped),
-        streamed=_streamed(ancestors, tree.attributes(method)),
-        reaches=tuple(tree.flows.reach([method, *nested], ancestors, node, name) for name in names),
+        streamed=_streamed(ancestors, lambda: tree.attributes(method)),
+        names=names,
+        reaches=tuple(tree.flows.local_reach([method, *nested], ancestors, node, name) for name in names),
     )
-    return policy.site_blocker(facts)
 
 
 def _column(text: str, offset: int) -> int:
@@ -153,8 +256,8 @@ def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
     """The name a rewritten call would call (the helper's, or the local name a top-level import of
     it gives), and the line of anything else in the file that binds that name."""
     helper_module, name = helper_parts(spec) if spec else (None, HELPER_NAME)
-    if name not in (text if text.isascii() else unicodedata.normalize("NFKC", text)):
-        return name, None  # (NFKC: an identifier not in ASCII may be the name as Python reads it)
+    if not _names_helper(spec, text):
+        return name, None
     provides: dict[ast.alias, str] = {}
     for statement in ast.walk(module):
         if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
@@ -168,6 +271,23 @@ def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
     callee = ident(provides[top[0]]) if top else name
     clash = next((n for n in bindings(module, callee) if n not in provides), None)
     return callee, None if clash is None else line_of(clash)
+
+
+def _names_helper(spec: str, text: str) -> bool:
+    """Does the file's text hold the helper's name? (NFKC: an identifier not in ASCII may be the
+    name as Python reads it.)"""
+    name = helper_parts(spec)[1] if spec else HELPER_NAME
+    return name in (text if text.isascii() else unicodedata.normalize("NFKC", text))
+
+
+def _method_module(lines: list[str], first: int, last: int) -> ast.Module:
+    """A method's lines parsed alone where they stand: blank lines above them and a class
+    statement on the line before, so that lines and columns are the module's. (It never starts on
+    the first two lines, where a comment would be read as the file's encoding.)"""
+    if first < 3 or last < first:
+        raise ValueError("not a method's lines")
+    text = "\n" * (first - 2) + "class _:\n" + "\n".join(lines[first - 1 : last]) + "\n"
+    return parse(text.encode())
 
 
 def _shadows(scopes: Sequence[ast.AST], name: str) -> bool:
@@ -207,7 +327,7 @@ def _first_call(parts: Sequence[ast.AST]) -> str | None:
     return None
 
 
-def _streamed(ancestors: Sequence[ast.AST], attributes: list[ast.Attribute]) -> str | None:
+def _streamed(ancestors: Sequence[ast.AST], attributes: Callable[[], list[ast.Attribute]]) -> str | None:
     """`r.content.iter_chunked(...)` and the like on the response bound by `r = await <call>`."""
     parent = ancestors[-1]
     holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
@@ -228,7 +348,8 @@ def _streamed(ancestors: Sequence[ast.AST], attributes: list[ast.Attribute]) -> 
             and node.value.id == target.id
         )
 
-    reads = sum(n.attr == "read" and content(n.value) for n in attributes)
-    if sum(content(n) for n in attributes) > reads:
+    read = attributes()  # the method's attribute reads: walked only for a response bound to a name
+    reads = sum(n.attr == "read" and content(n.value) for n in read)
+    if sum(content(n) for n in read) > reads:
         return f"{target.id}.content"
     return None

@@ -118,10 +118,11 @@ class Classifier:
             http_method: str | None = None,
             unresolved: bool = False,
             doubt: Doubt | None = None,
+            cut: str | None = None,
         ) -> Verdict:
             config = config_refs[0] if config_refs else None
             found = tuple(dict.fromkeys(evidence))
-            limit = cut_server or cut_path
+            limit = cut or cut_server or cut_path
             return Verdict(
                 code, tuple(routes), found, tuple(servers), config, http_method, unresolved, doubt, limit
             )
@@ -140,13 +141,13 @@ class Classifier:
             evidence.extend(Evidence(i.where.path, i.where.line, "runs_agent", i.name) for i in running[:3])
         evidence.extend(Evidence(site_path, line, "bound", name) for name, line, _ in call.site.aliases)
         evidence.extend(ctx.evidence)
-        method = self.evaluator.http_method(call.http_method, ctx)
+        method, cut_method = self.evaluator.http_method(call.http_method, ctx)
         if all(r and r <= family for r in reached):
             if method == "POST":
                 return verdict(SELF_CALL, [main])
             if method is not None:
                 return verdict(OTHER_ROUTE, [main], http_method=method)
-            return verdict(POSSIBLE_SELF_CALL, [main], doubt="method")
+            return verdict(POSSIBLE_SELF_CALL, [main], doubt="method", cut=cut_method)
         if all(HOLE not in alt for alt in paths):
             names = [sorted(r - family) or [path_text(alt)] for alt, r in zip(paths, reached)]
             found = list(dict.fromkeys(name for group in names for name in group))

@@ -12,7 +12,7 @@ from ..workspace.prefilter import word_matcher
 from .calls import ROUTE_METHODS
 from .evaluate import Ctx, Evaluator, expand_kwargs
 from .expr import UNKNOWN, Attr, Call, Expr, SelfRef, Str
-from .facts import CallFact, FunctionFacts, inlined_arguments
+from .facts import CallFact, FunctionFacts
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef
@@ -51,6 +51,7 @@ class Deployment:
         self._routes_memo: dict[ClassRef, dict[str, str | None]] = {}
         self.route_sources: dict[ClassRef, dict[str, Evidence]] = {}
         self._serves_memo: dict[ClassRef, tuple[str, int] | None] = {}
+        self._entries: set[str] | None = None  # the entrypoints of the instances that are project files
 
     @property
     def instances(self) -> list[AgentInstance]:
@@ -100,7 +101,9 @@ class Deployment:
                 self._running.update((owner, list(found)) for owner, found in running.items())
             return self._running.get(ref, [])
         names = {ref.name, *(c.name for c in self.hierarchy.descendants(ref))}
-        entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
+        if self._entries is None:  # many instances share an entrypoint: each is looked at once
+            self._entries = {i.entrypoint for i in self.instances if i.entrypoint in self.index.py_files}
+        entries = self._entries
         loaded: set[str] = set()
         while True:
             named = self._naming(names)
@@ -113,11 +116,8 @@ class Deployment:
                     mro = self.hierarchy.mro(served)
                     if ref in mro:
                         names.update(c.name for c in mro[: mro.index(ref)])
-        found_running = [
-            i
-            for i in self.instances
-            if i.entrypoint in loaded and any(ref in self.hierarchy.mro(s) for s in self.served_classes(i))
-        ]
+        running_entries = {e for e in loaded if any(ref in self.hierarchy.mro(s) for s in self._served_in(e))}
+        found_running = [i for i in self.instances if i.entrypoint in running_entries]
         self._running[ref] = found_running
         return found_running
 
@@ -192,10 +192,10 @@ class Deployment:
             case Call(Attr(_, method) as func, args, raw_kwargs) if method in ROUTE_METHODS:
                 # the outer call of `app.post(path)(handler)`: a registration, whatever `app` is
                 # (a parameter too: `def setup_routes(self, app)`)
-                outer_args, _ = inlined_arguments(call, function)
+                outer_args, _ = self.evaluator.arguments_of(call, function)
                 handler = outer_args[0] if outer_args else UNKNOWN
             case Attr(_, method) as func if method in ROUTE_METHODS:
-                args, raw_kwargs = inlined_arguments(call, function)
+                args, raw_kwargs = self.evaluator.arguments_of(call, function)
             case _:
                 return []
         kwargs, _ = expand_kwargs(raw_kwargs)

@@ -38,7 +38,7 @@ from .expr import (
     str_format,
     str_join,
 )
-from .facts import Binding, CallFact, FunctionFacts, inlined_calls
+from .facts import Binding, CallFact, FunctionFacts, Inlined
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
@@ -151,19 +151,20 @@ def bind_params(
 
 
 class Evaluator:
-    def __init__(self, hierarchy: Hierarchy, settings: Settings):
+    def __init__(self, hierarchy: Hierarchy, settings: Settings, inlined: Inlined | None = None):
+        """`inlined`: what the last run inlined, for a long-lived process (see `facts.Inlined`)."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
-        self._calls: dict[int, tuple[FunctionFacts, tuple[CallFact, ...]]] = {}
+        self.inlined = inlined if inlined is not None else Inlined()
 
     def calls_of(self, function: FunctionFacts) -> tuple[CallFact, ...]:
-        """The function's calls, callees inlined; kept by identity (a base class's methods are
-        read again for each of its agents, and hashing facts would walk them whole)."""
-        found = self._calls.get(id(function))
-        if found is None or found[0] is not function:
-            found = self._calls[id(function)] = (function, inlined_calls(function))
-        return found[1]
+        """The function's calls, callees inlined (once per function: see `facts.Inlined`)."""
+        return self.inlined.calls(function)
+
+    def arguments_of(self, call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
+        """The call's arguments, local bindings substituted (once per call: see `facts.Inlined`)."""
+        return self.inlined.arguments(call, function)
 
     # names ----------------------------------------------------------------------------------
     def constant(self, expr: Expr, ctx: Ctx) -> tuple[Expr, Ctx] | None:
@@ -473,15 +474,19 @@ class Evaluator:
             return cut + found
         return cut or ([Unresolved()] if unset else [])
 
-    def http_method(self, expr: Expr, ctx: Ctx) -> str | None:
+    def http_method(self, expr: Expr, ctx: Ctx) -> tuple[str | None, str | None]:
         """The HTTP method a client call uses, when it is one text (`"POST"`, `Method.POST`,
-        `http.HTTPMethod.POST`)."""
+        `http.HTTPMethod.POST`); else None, with the bound of `LIMITS` that cut the evaluation of
+        the method, if one did (a cut method may still be POST)."""
         if isinstance(expr, (Name, Global, Attr)):
             found = self.index.lookup_dotted(ctx.path, expr)
             if isinstance(found, External) and found.dotted.startswith("http.HTTPMethod."):
-                return found.dotted.rsplit(".", 1)[1]
-        texts = {"".join(alt) for alt in self.path(expr, ctx) if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
-        return texts.pop().upper() if len(texts) == 1 and len(self.path(expr, ctx)) == 1 else None
+                return found.dotted.rsplit(".", 1)[1], None
+        alternatives = self.path(expr, ctx)
+        texts = {"".join(alt) for alt in alternatives if all(isinstance(p, str) for p in alt)}  # type: ignore[arg-type]
+        if len(texts) == 1 and len(alternatives) == 1:
+            return texts.pop().upper(), None
+        return None, path_limit(alternatives)
 
 
 def _named(label: str, alternatives: list[Path]) -> list[Path]:

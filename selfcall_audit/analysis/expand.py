@@ -42,7 +42,7 @@ from .expr import (
     map_children,
     qualify,
 )
-from .facts import CallFact, FunctionFacts, inlined_arguments
+from .facts import CallFact, FunctionFacts
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
 
@@ -108,7 +108,7 @@ class Expander:
             case Call(partial, (inner, *bound_args), bound_kwargs) if (
                 self.index.lookup_dotted(ctx.path, partial) == _PARTIAL
             ):
-                args, kwargs = inlined_arguments(call, function)
+                args, kwargs = self.evaluator.arguments_of(call, function)
                 arguments = (*bound_args, *args), (*bound_kwargs, *kwargs)
                 func, via_partial = inner, True
         match func:
@@ -116,7 +116,9 @@ class Expander:
                 receiver, ctx
             ):
                 return [
-                    self._direct(call, func, *(arguments or inlined_arguments(call, function)), via_partial)
+                    self._direct(
+                        call, func, *(arguments or self.evaluator.arguments_of(call, function)), via_partial
+                    )
                 ]
         target, fields = self._helper_target(func, ctx), None
         if target is None:
@@ -127,7 +129,7 @@ class Expander:
         return self._through_helper(
             call,
             target,
-            *(arguments or inlined_arguments(call, function)),
+            *(arguments or self.evaluator.arguments_of(call, function)),
             fields,
             ctx,
         )

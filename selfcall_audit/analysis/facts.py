@@ -12,6 +12,7 @@ import io
 import re
 import tokenize
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -64,6 +65,9 @@ class FunctionFacts:
     # A method whose whole body is `return await self.server_client.post(k=p, ...)` (`return ...post(...)`
     # in a plain `def`), each value a parameter: (keyword, parameter) pairs; None for any other body.
     forwards: tuple[tuple[str, str], ...] | None = None
+    # The lines the definition spans, its decorators included: the fixability check parses only
+    # these (see `around.Tree`); (0, 0) when unknown.
+    span: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,33 @@ def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Ex
     return tuple(inline(a, table) for a in call.args), tuple((k, inline(v, table)) for k, v in call.kwargs)
 
 
+class Inlined:
+    """`inlined_calls` and `inlined_arguments` of the functions one run reads, kept by the
+    identity of the facts they come from: a base class's methods are read again for each of its
+    agents (hashing facts would walk them whole), and a long-lived process's runs share the facts
+    of every file, and every function, an edit left as they were. `previous`: the last run's;
+    what this run does not read of them is dropped."""
+
+    def __init__(self, previous: Inlined | None = None):
+        self._previous = previous._entries if previous is not None else {}
+        # each entry holds the facts its key is the id of: no other object can take that id
+        self._entries: dict[tuple[int, int], tuple[object, object, tuple]] = {}
+
+    def calls(self, function: FunctionFacts) -> tuple[CallFact, ...]:
+        return self._kept(function, function, lambda: inlined_calls(function))  # type: ignore[return-value]
+
+    def arguments(self, call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
+        return self._kept(call, function, lambda: inlined_arguments(call, function))  # type: ignore[return-value]
+
+    def _kept(self, part: object, function: FunctionFacts, work_out: Callable[[], tuple]) -> tuple:
+        key = (id(part), id(function))
+        found = self._entries.get(key) or self._previous.get(key)
+        if found is None or found[0] is not part or found[1] is not function:
+            found = (part, function, work_out())
+        self._entries[key] = found
+        return found[2]
+
+
 class FactsError(Exception):
     """The file cannot be turned into facts (syntax error, nesting too deep): what is wrong
     (`ErrorKind`) and where, for the SCA900 entry."""
@@ -123,15 +154,48 @@ class FactsError(Exception):
         return InputError(path, str(self), self.kind, self.line, self.column)
 
 
+@dataclass(frozen=True)
+class _Walked:
+    """A function's facts and what walking it added to its module's and class's (imports and
+    classes it defines, attributes it stores on `self`), to add again where it is reused."""
+
+    facts: FunctionFacts
+    imports: tuple[Import, ...]
+    nested: tuple[ClassFacts, ...]
+    attrs: tuple[tuple[str, tuple[Binding, ...]], ...]
+
+
+class Functions:
+    """The functions of one file as last extracted, kept between the runs of a long-lived process
+    by what their facts are worked out from: the bytes of their lines (decorators included), the
+    line they start at, and whether they are methods. An edit to one function, or below it,
+    leaves the others as they were; one above it moves their lines, and they are walked again.
+    Each extraction keeps the entries it used: one version of the file, not every keystroke's."""
+
+    def __init__(self, previous: Functions | None = None):
+        self._previous = previous._entries if previous is not None else {}
+        self._entries: dict[tuple[bytes, int, bool], _Walked] = {}
+
+    def get(self, key: tuple[bytes, int, bool], walk: Callable[[], _Walked]) -> _Walked:
+        found = self._entries.get(key) or self._previous.get(key) or walk()
+        self._entries[key] = found
+        return found
+
+
 class ModuleExtractor(ModuleScope):
-    def __init__(self, path: str, source: bytes):
+    def __init__(self, path: str, source: bytes, functions: Functions | None = None):
+        """`functions`: the file's functions as last extracted (see `Functions`)."""
         self.path = path
         self.source = source
+        # Lines are cut as `position` cuts them, which counts them as Python does unless a lone
+        # carriage return ends one: then nothing is reused.
+        lone_cr = source.count(b"\r") != source.count(b"\r\n")
         self._lines: list[bytes] | None = None
         self._text: list[str] | None = None
         # an encoding declared by a comment (`# -*- coding: latin-1 -*-`): even ASCII bytes may
         # then stand for other characters (`unicode_escape`), so columns are counted on the text
         self._cookie = _CODING.match(b"\n".join(source.split(b"\n", 2)[:2])) is not None
+        self.functions = None if self._cookie or lone_cr else functions
         self.imports: list[Import] = []
         self.instance_attrs: dict[str, list[Binding]] = {}
         self.nested: list[ClassFacts] = []
@@ -169,6 +233,40 @@ class ModuleExtractor(ModuleScope):
                     self.imports.append(Import(local, node.module or "", alias.name, node.level, node.lineno))
 
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> FunctionFacts:
+        """The function's facts: reused (see `Functions`) when its lines are those of last time."""
+        if self.functions is None:
+            return self._function(node, is_method)
+        if self._lines is None:
+            self._lines = self.source.splitlines()
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        key = (b"\n".join(self._lines[first - 1 : node.end_lineno]), first, is_method)
+        walked = self.functions.get(key, lambda: self._walked(node, is_method))
+        self.imports.extend(walked.imports)
+        self.nested.extend(walked.nested)
+        for name, bindings in walked.attrs:
+            self.instance_attrs.setdefault(name, []).extend(bindings)
+        return walked.facts
+
+    def _walked(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> _Walked:
+        """The function's facts, and what walking it added to the module's and class's, taken back
+        out (`function` adds them again, whether the walk is this one or one kept)."""
+        imports, nested, attrs = len(self.imports), len(self.nested), self.instance_attrs
+        before = {name: len(bindings) for name, bindings in attrs.items()}
+        facts = self._function(node, is_method)
+        added = tuple(
+            (name, tuple(bindings[before.get(name, 0) :]))
+            for name, bindings in attrs.items()
+            if len(bindings) > before.get(name, 0)
+        )
+        walked = _Walked(facts, tuple(self.imports[imports:]), tuple(self.nested[nested:]), added)
+        del self.imports[imports:], self.nested[nested:]
+        for name, bindings in added:
+            del attrs[name][len(attrs[name]) - len(bindings) :]
+            if not attrs[name]:
+                del attrs[name]
+        return walked
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> FunctionFacts:
         params = param_names(node.args)
         positional = [a.arg for a in [*node.args.posonlyargs, *node.args.args]]
         is_static = any(
@@ -197,6 +295,7 @@ class ModuleExtractor(ModuleScope):
             prune(merge(walker.returns)) if walker.returns else UNKNOWN,
             is_method and any(_decorator_name(d) in _PROPERTIES for d in node.decorator_list),
             _forwards(node, self_param, ordered),
+            (min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno),
         )
 
     def constants(self, stmts: list[ast.stmt]) -> list[Binding]:
@@ -373,9 +472,10 @@ def parse(source: bytes) -> ast.Module:
         return ast.parse(source, type_comments=False)
 
 
-def extract(path: str, source: bytes) -> ModuleFacts:
+def extract(path: str, source: bytes, functions: Functions | None = None) -> ModuleFacts:
     """Facts of one Python file. Raises FactsError, with a message for the SCA900 entry, for input
-    that cannot be analysed; never anything else, so one odd file cannot stop a scan."""
+    that cannot be analysed; never anything else, so one odd file cannot stop a scan.
+    `functions`: the file's functions as last extracted, reused where unchanged (and updated)."""
     if b"\0" in source:
         raise FactsError("binary file: it contains null bytes, so it is not Python source")
     try:
@@ -387,7 +487,7 @@ def extract(path: str, source: bytes) -> ModuleFacts:
     except (RecursionError, MemoryError):
         raise FactsError("too deeply nested to parse", "too_deep") from None
     try:
-        return ModuleExtractor(path, source).module(tree)
+        return ModuleExtractor(path, source, functions).module(tree)
     except (RecursionError, MemoryError):
         raise FactsError("too deeply nested to analyse", "too_deep") from None
     except Exception as exc:  # a bug of ours: this file is reported, the others are still analysed

@@ -59,22 +59,29 @@ class Hierarchy:
 
     def _through_aliases(self, path: str, base: Expr) -> list:
         """What a base expression names, a module-level alias (`AgentBase = mod.SimpleAgent`)
-        followed to the class it binds."""
+        followed to the class it binds, through at most `LIMITS.import_depth` aliases; where a
+        chain is cut, the index keeps the place, said as a chain of re-exports is. Breadth first,
+        each alias once: aliases naming each other (`A = A if c else B`) end at once."""
         found = []
-        pending = [(path, base, 0)]
+        seen = {(path, base)}
+        pending = deque([(path, base, 0)])
         while pending:
-            where, expr, depth = pending.pop()
+            where, expr, depth = pending.popleft()
             for symbol in self.index.candidates(where, expr):
-                if isinstance(symbol, ConstRef) and depth < LIMITS.import_depth:
-                    for option in (
-                        symbol.binding.expr.options
-                        if isinstance(symbol.binding.expr, Alt)
-                        else (symbol.binding.expr,)
-                    ):
-                        if isinstance(option, (Name, Attr)):
-                            pending.append((symbol.path, option, depth + 1))
-                elif symbol not in found:
-                    found.append(symbol)
+                if not isinstance(symbol, ConstRef):
+                    if symbol not in found:
+                        found.append(symbol)
+                    continue
+                value = symbol.binding.expr
+                options = value.options if isinstance(value, Alt) else (value,)
+                aliased = [(symbol.path, o) for o in options if isinstance(o, (Name, Attr))]
+                if aliased and depth >= LIMITS.import_depth:
+                    self.index.cut.setdefault(symbol.path, (symbol.binding.name, symbol.binding.line))
+                    continue
+                for alias in aliased:
+                    if alias not in seen:
+                        seen.add(alias)
+                        pending.append((*alias, depth + 1))
         return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:

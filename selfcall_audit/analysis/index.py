@@ -59,14 +59,28 @@ class ClassAttr:
 Symbol = ClassRef | FunctionRef | ConstRef | ModuleRef | External | ClassAttr
 
 
+Names = dict[str, tuple["ModuleFacts", dict[str, Symbol]]]  # path → the facts, and their names
+Paths = dict[tuple[str, str, int], "str | None"]  # (module, importing folder, level) → its file
+
+
 class Index:
-    def __init__(self, py_files: set[str], load: Callable[[str], ModuleFacts | None]):
+    def __init__(
+        self,
+        py_files: set[str],
+        load: Callable[[str], ModuleFacts | None],
+        names: Names | None = None,
+        paths: Paths | None = None,
+    ):
+        """`names`, `paths`: what a long-lived process's last runs worked out of the same facts
+        (each module's own names, checked against the very facts they come from) and of the same
+        listing (where an import leads: only while the files are those of `py_files`)."""
         self.py_files = py_files
         self._load = load
         self._modules: dict[str, ModuleFacts | None] = {}
         self._lookup_memo: dict[tuple[str, str], Symbol | None] = {}
-        self._names_memo: dict[str, dict[str, Symbol]] = {}
-        self._paths_memo: dict[tuple[str, str, int], str | None] = {}
+        self._names_memo: Names = names if names is not None else {}
+        self._paths_memo: Paths = paths if paths is not None else {}
+        self._importers_memo: dict[tuple[str, str, int], str | None] = {}
         # Where a chain of re-exports was cut at `LIMITS.import_depth`: path → the name not
         # followed and the line of its import there.
         self.cut: dict[str, tuple[str, int]] = {}
@@ -82,12 +96,15 @@ class Index:
 
     def module_path(self, name: str, importer: str, level: int = 0) -> str | None:
         """File of a dotted module name as seen from `importer` (relative, sibling, then root);
-        worked out once per importing folder (resolution asks again for every name imported)."""
-        folder = dirname(importer)
-        key = (name, folder, level)
-        if key not in self._paths_memo:
-            self._paths_memo[key] = self._module_path(name, folder, level)
-        return self._paths_memo[key]
+        worked out once per importing folder, and found once per importer (resolution asks again
+        for every name imported)."""
+        key = (name, importer, level)
+        if key not in self._importers_memo:
+            folder = (name, dirname(importer), level)
+            if folder not in self._paths_memo:
+                self._paths_memo[folder] = self._module_path(*folder)
+            self._importers_memo[key] = self._paths_memo[folder]
+        return self._importers_memo[key]
 
     def _module_path(self, name: str, folder: str, level: int) -> str | None:
         parts = name.split(".") if name else []
@@ -123,7 +140,8 @@ class Index:
 
     def _names(self, path: str, module: ModuleFacts) -> dict[str, Symbol]:
         """Module-level names defined in the module itself (imports are resolved separately)."""
-        if path not in self._names_memo:
+        kept = self._names_memo.get(path)
+        if kept is None or kept[0] is not module:
             table: dict[str, Symbol] = {}
             for binding in module.constants:
                 table[binding.name] = ConstRef(path, binding)
@@ -131,8 +149,8 @@ class Index:
                 table[function.name] = FunctionRef(path, None, function.name)
             for klass in module.classes:
                 table[klass.name] = ClassRef(path, klass.name)
-            self._names_memo[path] = table
-        return self._names_memo[path]
+            kept = self._names_memo[path] = (module, table)
+        return kept[1]
 
     # names ------------------------------------------------------------------------------
     def lookup(self, path: str, name: str, depth: int = 0) -> Symbol | None:

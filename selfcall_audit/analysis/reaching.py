@@ -112,6 +112,27 @@ def _binds_here(node: ast.AST, name: str) -> bool:
     return isinstance(node, getattr(ast, "TypeAlias", ())) and binds(node.name, name)  # type: ignore[attr-defined]
 
 
+def children(node: ast.AST) -> list[ast.AST]:
+    """`ast.iter_child_nodes` as a list, in its order: the walks below ask it of every node of a
+    method, and its two generators took most of their time."""
+    found: list[ast.AST] = []
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, ast.AST):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend([item for item in value if isinstance(item, ast.AST)])
+    return found
+
+
+def walk(root: ast.AST) -> list[ast.AST]:
+    """`ast.walk`'s nodes, in its order (breadth first)."""
+    found = [root]
+    for node in found:  # the list grows as it is read
+        found.extend(children(node))
+    return found
+
+
 def bindings(root: ast.AST | Sequence[ast.AST], name: str, own_scope: bool = False) -> list[ast.AST]:
     """The nodes in `root` that bind `name`, in source order (only in `root`'s own scope with
     `own_scope`: nested functions, lambdas and classes bind their name and nothing more, and a
@@ -125,7 +146,9 @@ def bindings(root: ast.AST | Sequence[ast.AST], name: str, own_scope: bool = Fal
             found.append(node)
         if own_scope and node is not first and isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
             continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+        inner = children(node)
+        inner.reverse()
+        stack.extend(inner)
     return found
 
 
@@ -239,6 +262,12 @@ class Flows:
         self._own: dict[tuple[ast.AST, str], list[ast.AST]] = {}
         self._flows: dict[tuple[ast.AST, str], tuple[dict[ast.AST, State], int | None]] = {}
         self._globals: dict[str, Reach] = {}
+        self._walked: dict[ast.AST, list[ast.AST]] = {}
+
+    @property
+    def globals_read(self) -> bool:
+        """Has an answer needed the module's own bindings of a name (see `global_reach`)?"""
+        return bool(self._globals)
 
     def own(self, scope: ast.AST, name: str) -> list[ast.AST]:
         """What binds `name` in a function's own scope (`global` and `nonlocal` statements included)."""
@@ -260,6 +289,20 @@ class Flows:
         """Every binding of `name` that can reach `call`. `scopes`: the method, then each function,
         lambda and comprehension between it and the call, outermost first; `ancestors`: the path
         from the module down to the call."""
+        return self.local_reach(scopes, ancestors, call, name) or self.global_reach(name)
+
+    def global_reach(self, name: str) -> Reach:
+        """The module's bindings of `name` (see `global_reach`), worked out once."""
+        name = ident(name)
+        if name not in self._globals:
+            self._globals[name] = global_reach(self.module, name)
+        return self._globals[name]
+
+    def local_reach(
+        self, scopes: Sequence[ast.AST], ancestors: Sequence[ast.AST], call: ast.Call, name: str
+    ) -> Reach | None:
+        """`reach` when the scopes around the call decide it; None when `name` is a global there:
+        the answer is then the module's, not the method's (see `around.Sites`)."""
         name = ident(name)
         owner = None
         for scope in reversed(scopes):
@@ -275,9 +318,7 @@ class Flows:
                 owner = scope
                 break
         if owner is None:
-            if name not in self._globals:
-                self._globals[name] = global_reach(self.module, name)
-            return self._globals[name]
+            return None
         states, writer = self._flow(owner, name)
         path = [*ancestors, call]
         inner = path[path.index(owner) + 1 :]
@@ -310,11 +351,18 @@ class Flows:
             params = [p for p in bindings(owner.args, name) if isinstance(p, ast.arg)]  # type: ignore[attr-defined]
             flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))  # type: ignore[attr-defined]
             nested = [
-                n for n in ast.walk(owner) if n is not owner and isinstance(n, (*FUNCTIONS, ast.Lambda))
+                n for n in self.walked(owner) if n is not owner and isinstance(n, (*FUNCTIONS, ast.Lambda))
             ]
             writer = next((line_of(n) for n in nested if self._rebinds(n, name)), None)
             self._flows[owner, name] = (flow.states, writer)
         return self._flows[owner, name]
+
+    def walked(self, function: ast.AST) -> list[ast.AST]:
+        """Every node of `function`, in `ast.walk`'s order: one walk for the questions that read
+        them all (its nested functions, its attribute reads)."""
+        if function not in self._walked:
+            self._walked[function] = walk(function)
+        return self._walked[function]
 
     def _rebinds(self, function: ast.AST, name: str) -> bool:
         """Does `function` declare `name` nonlocal and bind it?"""

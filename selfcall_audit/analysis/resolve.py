@@ -20,7 +20,7 @@ from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
 from .expr import NONE, UNKNOWN
-from .facts import FunctionFacts
+from .facts import FunctionFacts, Inlined
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef, FunctionRef
@@ -34,16 +34,23 @@ class Resolver:
         instances: list[AgentInstance] | Callable[[], list[AgentInstance]],
         read: Callable[[str], bytes | None] | None = None,
         mentions: Callable[[frozenset[str], str], bool] | None = None,
+        sites: dict[str, around.Sites] | None = None,
+        inlined: Inlined | None = None,
     ):
+        """`sites`: the method parts of each file's self-call sites, kept by a long-lived process
+        from one run to the next (see `around.Sites`); each file's are replaced by this run's;
+        `inlined`: this run's inlined calls, from the last run's (see `facts.Inlined`)."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
-        self.evaluator = Evaluator(hierarchy, settings)
+        self.evaluator = Evaluator(hierarchy, settings, inlined)
         self.deployment = Deployment(hierarchy, self.evaluator, settings, instances, read, mentions)
         self.expander = Expander(self.evaluator, read)
         self.classifier = Classifier(self.evaluator, self.deployment, settings)
         self.read = read
-        self._trees: dict[str, around.Tree | None] = {}  # the files with a self-call `fix` may rewrite
+        # the trees of the file with a self-call `fix` may rewrite: its own, its methods' (by their lines)
+        self._trees: dict[str, dict[tuple[int, int] | None, around.Tree | None]] = {}
+        self.sites = sites
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -85,6 +92,9 @@ class Resolver:
                             call=first.call if first.fix_blocker or not finding.fix_blocker else finding.call,
                         )
                     results[key] = finding
+        # No finding elsewhere is placed in this file: its tree goes now, not with the run (a cold
+        # scan of NeMo Gym held 24 agent modules' trees at once, a fifth of its peak memory).
+        self._trees.pop(path, None)
         return list(results.values())
 
     def _findings_for(
@@ -117,7 +127,7 @@ class Resolver:
                 or self._other_target_somewhere(verdict, agent)
                 or self._helper_overridden(call, agent)
             )
-            at_site = None if blocker else self._at_site(site_cls.path, call, description)
+            at_site = None if blocker else self._at_site(site_cls.path, call, description, method.span)
             description = replace(description, blocker=blocker, at_site=at_site)
         site = call.site
         return Finding(
@@ -158,18 +168,40 @@ class Resolver:
             pending.extend(self.hierarchy.children().get(current, []))
         return None
 
-    def _at_site(self, path: str, call: ClientCall, description: CallDescription) -> Blocker | None:
-        """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`)."""
-        if path not in self._trees:
-            source = self.read(path) if self.read is not None else None
-            try:
-                self._trees[path] = around.Tree(source) if source is not None else None
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._trees[path] = None
-        tree = self._trees[path]
+    def _at_site(
+        self, path: str, call: ClientCall, description: CallDescription, span: tuple[int, int]
+    ) -> Blocker | None:
+        """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`):
+        asked of the tree of the method's lines (`span`), and of the module's when that does not
+        hold the call or the answer depends on more of the module."""
+        line, column, helper = call.site.line, call.site.col, self.settings.helper
+        method = self._tree(path, span) if span != (0, 0) else None
+        if method is not None and method.call_at(line, column) is not None:
+            answer = around.site_blocker(method, line, column, description, helper, self._sites(path))
+            if not method.read_module:
+                return answer
+        tree = self._tree(path, None)
         if tree is None:
             return None
-        return around.site_blocker(tree, call.site.line, call.site.col, description, self.settings.helper)
+        return around.site_blocker(tree, line, column, description, helper, self._sites(path))
+
+    def _sites(self, path: str) -> around.Sites | None:
+        """This run's kept method parts of the file's sites (a long-lived process), once `_tree`
+        has started them from the last run's."""
+        return self.sites.get(path) if self.sites is not None else None
+
+    def _tree(self, path: str, span: tuple[int, int] | None) -> around.Tree | None:
+        """The file's tree (`span` None), or the tree of a method's lines; None if it cannot be had."""
+        if path not in self._trees and self.sites is not None:  # this run's entries, from the last's
+            self.sites[path] = around.Sites(self.sites.get(path))
+        trees = self._trees.setdefault(path, {})
+        if span not in trees:
+            source = self.read(path) if self.read is not None else None
+            try:
+                trees[span] = around.Tree(source, span) if source is not None else None
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                trees[span] = None
+        return trees[span]
 
     def _other_target_somewhere(self, verdict: Verdict, site_cls: ClassRef) -> Blocker | None:
         """Why an in-process rewrite would be wrong: a name from YAML (a literal instance name,

@@ -15,7 +15,7 @@ from lsprotocol import types as lsp
 from .. import api
 from ..config import load_settings
 from ..ftypes import Finding, InputError
-from ..migrate.vendor import VendorError, helper_source
+from ..migrate.vendor import VendorError, helper_placement, helper_source
 from ..report.messages import message, note, reason
 from ..rules import RULES
 from ..workspace.discovery import find_root
@@ -146,8 +146,10 @@ class Editor:
         """The edit `fix` would make to the document (its fixable self-calls rewritten, the helper
         imported), and the helper's copy created when `fix` would write one; None: nothing to do."""
         session = self.session(path)
+        rel = os.path.relpath(path, session.root).replace(os.sep, "/")
         try:
-            plan = session.plan_fix(path, self._sources(session.root))
+            placement = helper_placement(session.root, session.settings, [rel])
+            plan = session.plan_fix(path, placement.spec, self._sources(session.root))
         except (ValueError, VendorError):
             return None
         changed = [file for file in plan.files if file.changed]
@@ -163,7 +165,6 @@ class Editor:
                     lsp.OptionalVersionedTextDocumentIdentifier(uri, None), [self._edit(before, after)]
                 )
             )
-        placement = api.helper_placement(session.root, session.settings, [f.path for f in changed])
         if placement.write_to and not (session.root / placement.write_to).exists():
             uri = self.to_uri(os.fspath(session.root / placement.write_to))
             text = helper_source(placement.write_to).decode("utf-8")

@@ -192,8 +192,13 @@ def plan_rewrites(
             plan.files.append(FileFix(path, b"", b"", outcomes))
             continue
         # what only the tree around a call stops, fix decides again (with the helper it was given)
-        fixable = [f for f in findings if tried_by_fix(f)]
-        outcomes = [Outcome(f, _blocker(f, helper)) for f in findings if f not in fixable]
+        fixable: list[Finding] = []
+        outcomes = []
+        for finding in findings:  # one pass: a file may hold hundreds of them
+            if tried_by_fix(finding):
+                fixable.append(finding)
+            else:
+                outcomes.append(Outcome(finding, _blocker(finding, helper)))
         after, removed_aliases = source, []
         try:
             if fixable:

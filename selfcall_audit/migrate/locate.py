@@ -8,6 +8,7 @@ from the tree with the same rules), so that nothing is rewritten on a position a
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ def locate(
             by_lines.setdefault((where.start.line, where.end.line), []).append(node)
     lines = re.split(r"\r\n|\r|\n", module.code)  # as Python counts lines: not at form feeds
     sites = {}
-    children: dict[cst.CSTNode, Sequence[cst.CSTNode]] = {}  # a class's 800 methods, listed once
+    children: dict[cst.CSTNode, _Children] = {}  # a class's 800 methods, listed once
     for finding in findings:
         wanted = (finding.column - 1, finding.end_column - 1)
         candidates = by_lines.get((finding.line, finding.end_line), [])
@@ -108,7 +109,7 @@ def _ancestors(
     module: cst.Module,
     target: cst.CSTNode,
     positions: Mapping[cst.CSTNode, CodeRange],
-    children: dict[cst.CSTNode, Sequence[cst.CSTNode]],
+    children: dict[cst.CSTNode, _Children],
 ) -> tuple[cst.CSTNode, ...]:
     """The path from the module down to `target`, found by position rather than by a full walk
     (a decorator lies outside its function's range: there, the children are searched).
@@ -119,20 +120,44 @@ def _ancestors(
     while node is not target:
         path.append(node)
         if node not in children:
-            children[node] = node.children
-        for child in children[node]:
-            where = positions.get(child)
-            if child is target or (
-                where is not None and _point(where.start) <= start and end <= _point(where.end)
-            ):
-                node = child
-                break
-        else:
+            children[node] = _Children(node.children, positions)
+        found = children[node].holding(target, start, end)
+        if found is None:
             rest = _path_to(node, target)
             if rest is None:
                 raise LocateError("a located call is missing from its own syntax tree")
             return (*path, *rest[1:])
+        node = found
     return tuple(path)
+
+
+class _Children:
+    """A node's children, with where each starts: the one holding a range is found by halving
+    (a class's 800 methods are listed once, not read whole for each of its calls)."""
+
+    def __init__(self, nodes: Sequence[cst.CSTNode], positions: Mapping[cst.CSTNode, CodeRange]):
+        self.nodes = nodes
+        self.positions = positions
+        self.placed = [(i, positions[n]) for i, n in enumerate(nodes) if n in positions]
+        self.starts = [_point(where.start) for _, where in self.placed]
+
+    def holding(
+        self, target: cst.CSTNode, start: tuple[int, int], end: tuple[int, int]
+    ) -> cst.CSTNode | None:
+        """The first child that is `target` or whose range holds `start` to `end`."""
+        # children do not overlap: one holding the range is the last to start at or before it
+        index = bisect.bisect_right(self.starts, start) - 1
+        if index >= 0:
+            at, where = self.placed[index]
+            if end <= _point(where.end):
+                return self.nodes[at]
+        for child in self.nodes:  # none does (a decorator's call): as before, child by child
+            where = self.positions.get(child)
+            if child is target or (
+                where is not None and _point(where.start) <= start and end <= _point(where.end)
+            ):
+                return child
+        return None
 
 
 def _path_to(node: cst.CSTNode, target: cst.CSTNode) -> list[cst.CSTNode] | None:

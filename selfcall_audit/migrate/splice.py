@@ -11,6 +11,7 @@ import codecs
 import difflib
 from collections.abc import Iterable, Sequence
 
+from .linediff import Matcher
 from .region import Region, touches
 
 _BOM = codecs.BOM_UTF8
@@ -28,10 +29,8 @@ def spliced(
     change that reaches into one is refused."""
     prefix, body, codec = (_BOM, source[3:], "utf-8") if source.startswith(_BOM) else (b"", source, encoding)
     given = old if read is None else read.text
-    edits = [
-        (_map(start, given, parsed), _map(end, given, parsed), text)
-        for start, end, text in _edits(parsed, new)
-    ]
+    to_given = _Mapping(given, parsed)
+    edits = [(to_given(start), to_given(end), text) for start, end, text in _edits(parsed, new)]
     if read is not None:
         if touches([(start, end) for start, end, _ in edits], read.blanked):
             raise SpliceError("the rewrite reaches into a definition it was not meant to read")
@@ -64,9 +63,8 @@ def _edits(a: str, b: str) -> list[tuple[int, int, str]]:
     """(start, end, replacement) in `a` that make `b`: lines first, then characters within them.
 
     The lines both texts start and end with are set aside first (one rewrite in a 40,000-line file
-    compares a few lines), and lines that are common in the rest (blank lines, closing brackets)
-    do not anchor the comparison (difflib's `autojunk`), which keeps it near linear when a file's
-    hundreds of rewrites spread the changes over all of it."""
+    compares a few lines), and lines found once in each anchor the comparison (`linediff`), which
+    keeps it linear when a file's hundreds of rewrites spread the changes over all of it."""
     old_lines, new_lines = a.splitlines(keepends=True), b.splitlines(keepends=True)
     head = _common(old_lines, new_lines)
     tail = _common(old_lines[head:][::-1], new_lines[head:][::-1])
@@ -74,8 +72,7 @@ def _edits(a: str, b: str) -> list[tuple[int, int, str]]:
     start = sum(map(len, a.splitlines(keepends=True)[:head]))
     old_starts, new_starts = _starts(old_lines, start), _starts(new_lines, start)
     edits = []
-    lines = difflib.SequenceMatcher(None, old_lines, new_lines)
-    for tag, i1, i2, j1, j2 in lines.get_opcodes():
+    for tag, i1, i2, j1, j2 in Matcher(old_lines, new_lines).get_opcodes():
         if tag == "equal":
             continue
         base, old_block = old_starts[i1], a[old_starts[i1] : old_starts[i2]]
@@ -106,18 +103,24 @@ def _starts(lines: Sequence[str], start: int = 0) -> list[int]:
     return starts
 
 
-def _map(position: int, old: str, parsed: str) -> int:
-    """A position in libcst's text as a position in the file's text; they differ at most in one
-    place (libcst drops a leading form feed), and the rewrite must not touch it."""
-    if old == parsed:
-        return position
-    prefix = _common(old, parsed)
-    suffix = _common(old[prefix:][::-1], parsed[prefix:][::-1])
-    if position <= prefix:
-        return position
-    if position >= len(parsed) - suffix:
-        return position + len(old) - len(parsed)
-    raise SpliceError("the rewrite touches text libcst does not keep as it was")
+class _Mapping:
+    """Positions in libcst's text as positions in the file's text; they differ at most in one
+    place (libcst drops a leading form feed), and the rewrite must not touch it. The place is
+    found once, not for each edit."""
+
+    def __init__(self, old: str, parsed: str):
+        self.same = old == parsed
+        self.prefix = _common(old, parsed) if not self.same else len(old)
+        suffix = _common(old[self.prefix :][::-1], parsed[self.prefix :][::-1]) if not self.same else 0
+        self.suffix_start = len(parsed) - suffix
+        self.shift = len(old) - len(parsed)
+
+    def __call__(self, position: int) -> int:
+        if self.same or position <= self.prefix:
+            return position
+        if position >= self.suffix_start:
+            return position + self.shift
+        raise SpliceError("the rewrite touches text libcst does not keep as it was")
 
 
 def _common(a: Sequence, b: Sequence) -> int:

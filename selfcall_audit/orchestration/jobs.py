@@ -13,7 +13,7 @@ from ..workspace.prefilter import import_lines, mentions_any
 from .cache import facts_payload
 
 if TYPE_CHECKING:
-    from ..analysis.facts import ModuleFacts
+    from ..analysis.facts import Functions, ModuleFacts
     from ..analysis.gym_config import AgentInstance, Node
     from ..ftypes import InputError
 
@@ -21,14 +21,21 @@ if TYPE_CHECKING:
 _CONFIG_TOKENS = (b"responses_api_agents", b"config_paths")
 
 
-def extract_facts(item: tuple[str, bytes, bool]) -> tuple[ModuleFacts | InputError, bytes | None]:
+def extract_facts(
+    item: tuple[str, bytes, bool], functions: dict[str, Functions] | None = None
+) -> tuple[ModuleFacts | InputError, bytes | None]:
     """The facts of a file (`path`, `data`, `cached`), or why there are none; when `cached`, also
-    their cache entry, encoded here rather than by the parent, which is busy analysing."""
-    from ..analysis.facts import FactsError, extract
+    their cache entry, encoded here rather than by the parent, which is busy analysing.
+    `functions`: each file's functions as last extracted by this process, reused where their
+    lines are unchanged (see `facts.Functions`); this file's are replaced by this extraction's."""
+    from ..analysis.facts import FactsError, Functions, extract
 
     rel, data, cached = item
+    kept = None
+    if functions is not None:
+        kept = functions[rel] = Functions(functions.get(rel))
     try:
-        facts = extract(rel, data)
+        facts = extract(rel, data, kept)
     except FactsError as exc:
         return exc.entry(rel), None
     return facts, facts_payload(facts) if cached else None

@@ -157,6 +157,7 @@ class Project:
             from .store import FactsStore
 
             memory = self.warm.facts if self.warm else None
+            functions = self.warm.functions if self.warm else None
             self._store = FactsStore(
                 self.read,
                 self.key,
@@ -166,6 +167,7 @@ class Project:
                 self.failed,
                 self._parsed,
                 memory,
+                functions,
             )
         return self._store
 
@@ -295,6 +297,7 @@ class Project:
         inventory: bool,
         located: bool = False,
     ) -> Analysis:
+        from ..analysis.facts import Inlined
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
         from ..analysis.limits import LIMITS
@@ -305,7 +308,12 @@ class Project:
         settings = self.settings
         self.errors.update(files.errors)
         store = self._facts_store()
-        index = Index(set(files.modules), store.facts)
+        names, paths = None, None
+        if self.warm:  # what the last runs worked out of the same facts and listing
+            if self.warm.paths is None or self.warm.paths[0] is not files:
+                self.warm.paths = (files, {})
+            names, paths = self.warm.names, self.warm.paths[1]
+        index = Index(set(files.modules), store.facts, names, paths)
         bases = frozenset(settings.agent_bases)
         indexes = Indexes(
             self.root,
@@ -329,10 +337,15 @@ class Project:
         )
         targets = None
         indexed: Callable[[], None] | None = None
+        # kept by a long-lived process from one run to the next
+        sites = self.warm.sites if self.warm else None
+        inlined = Inlined(self.warm.inlined) if self.warm else None
+        if self.warm:
+            self.warm.inlined = inlined
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
             mentions = functools.partial(self.warm.mentions, read=self.read) if self.warm else None
-            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions)
+            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions, sites, inlined)
             if located:
                 targets = chosen.located(scopes)
             else:
@@ -340,7 +353,7 @@ class Project:
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             # the YAML instances are read when first needed: the prefilter runs meanwhile
-            resolver = Resolver(hierarchy, settings, instances, read=self.read)
+            resolver = Resolver(hierarchy, settings, instances, read=self.read, sites=sites, inlined=inlined)
             targets, rounds, searched = chosen.whole(hierarchy)
             # For the one-file runs to come, not this one: indexed by a worker while this process
             # analyses, when the workers would otherwise wait.

@@ -12,7 +12,7 @@ from .cache import FactsCache
 from .jobs import extract_facts
 
 if TYPE_CHECKING:
-    from ..analysis.facts import ModuleFacts
+    from ..analysis.facts import Functions, ModuleFacts
 
     Extracted = tuple[ModuleFacts | str, bytes | None]  # facts or why there are none; cache entry
 
@@ -33,12 +33,16 @@ class FactsStore:
         failed: set[str],
         progress: Progress | None = None,
         memory: dict[str, tuple[bytes | None, ModuleFacts | str]] | None = None,
+        functions: dict[str, Functions] | None = None,
     ):
         """`memory`: each file's last facts (or why there are none) with the bytes they are of, kept
-        by a long-lived process (one version a file: an editor's every keystroke is another)."""
+        by a long-lived process (one version a file: an editor's every keystroke is another);
+        `functions`: the functions of each file such a process extracted again (see
+        `facts.Functions`)."""
         self.read = read
         self.key = key
         self.memory = memory
+        self.functions = functions
         self.cache = cache
         self.workers = workers
         self.errors = errors
@@ -116,6 +120,10 @@ class FactsStore:
                 self._facts[rel] = cached
                 continue
             ahead = self._ahead.pop(rel, None)
+            if ahead is None and kept is not None and self.functions is not None:
+                # other bytes than last time (an edit): extracted here, reusing the functions
+                # whose lines are unchanged
+                ahead = extract_facts((rel, data, self.cache is not None), self.functions)
             wanted.append((rel, ahead))
             if ahead is None:
                 yield rel, data, self.cache is not None

@@ -18,8 +18,10 @@ from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
 
 if TYPE_CHECKING:
-    from ..analysis.facts import ModuleFacts
+    from ..analysis.around import Sites
+    from ..analysis.facts import Functions, Inlined, ModuleFacts
     from ..analysis.gym_config import AgentInstance
+    from ..analysis.index import Names, Paths
     from ..ftypes import InputError
 
 
@@ -39,6 +41,14 @@ class Warm:
     # answer otherwise with the disk unmoved (read from memory, or unreadable, then)
     version: int = 0
     named_at: dict[str, tuple[int, tuple[str, ...], set[str]]] = field(default_factory=dict)
+    # each file's self-call sites as the methods around them show them: checked against the
+    # methods' text, so kept whatever the disk does
+    sites: dict[str, Sites] = field(default_factory=dict)
+    # the functions of each file extracted again after an edit, likewise checked against their text
+    functions: dict[str, Functions] = field(default_factory=dict)
+    inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
+    names: Names = field(default_factory=dict)  # each module's own names, and the facts they are of
+    paths: tuple[FileSet, Paths] | None = None  # where imports lead, and the listing that says so
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stages import AGENT_IMPORT, Analysed
+from stages import AGENT_IMPORT, BASE_MODULE, Analysed
 
 from selfcall_audit.analysis.index import ClassRef
 
@@ -71,3 +71,24 @@ def test_an_inheritance_cycle_is_no_agent_and_ends() -> None:
 
     assert not analysis.hierarchy.is_agent(ClassRef(APP, "A"))
     assert analysis.hierarchy.mro(ClassRef(APP, "A")) == [ClassRef(APP, "A"), ClassRef(APP, "B")]
+
+
+def test_aliases_naming_each_other_are_each_followed_once() -> None:
+    """Two aliases, each either itself or the other: following every branch to the depth limit
+    would ask about 2**30 names; each alias is read once, and the real base behind one is found."""
+    source = AGENT_IMPORT + (
+        "FLAG = True\n"
+        "Base = Base if FLAG else Other\n"
+        "Other = Other if FLAG else SimpleResponsesAPIAgent\n\n"
+        "class Agent(Base):\n    pass\n"
+    )
+    analysis = Analysed({APP: source})
+    asked = []
+    candidates = analysis.index.candidates
+    analysis.index.candidates = lambda path, expr: asked.append(expr) or candidates(path, expr)
+
+    assert analysis.hierarchy.bases(ClassRef(APP, "Agent")) == [
+        ClassRef(BASE_MODULE, "SimpleResponsesAPIAgent")
+    ]
+    assert [expr.name for expr in asked] == ["Base", "Other", "SimpleResponsesAPIAgent"]
+    assert analysis.index.cut == {}

@@ -1,0 +1,132 @@
+"""`fix` does work in proportion to the file: doubling a file's self-calls, its lines or the
+prompt a call carries at most doubles what `fix` reads and compares, so a quadratic step fails
+here whatever the machine's speed (nothing is timed).
+
+The work is counted where a step that reads the whole file again for each rewrite, or compares
+two texts character by character, spends it:
+
+- `parsed`: characters libcst parses;
+- `compared`: pairs of equal lines or characters difflib's matcher visits (for each position of
+  one side searched, the places its line or character stands on the other side);
+- `walked`: children of `ast` nodes listed (every `ast.walk`, and any scan of a node's children);
+- `placed`: positions of libcst nodes compared while finding a reported call in the tree;
+- `matched`: findings compared with each other.
+
+The files are the benchmark's (`benchmarks/fix_cost.py`): a class of self-calling methods, a long
+module with four self-calls, one self-call carrying a long prompt string.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import libcst
+import pytest
+from cli_support import run_main
+
+from selfcall_audit.ftypes import Finding
+from selfcall_audit.migrate import locate
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+DOUBLING = 2.3  # at most this much more work for twice the input (2 when exactly linear)
+
+
+@pytest.fixture
+def fix_cost(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import fix_cost
+
+    return fix_cost
+
+
+def counted_work(monkeypatch: pytest.MonkeyPatch, work: Counter) -> None:
+    """Count the work (see the module's docstring) into `work` while the test runs."""
+    parse = libcst.parse_module
+
+    def parse_module(source: str, *args: object, **kwargs: object) -> libcst.Module:
+        work["parsed"] += len(source)
+        return parse(source, *args, **kwargs)
+
+    find = difflib.SequenceMatcher.find_longest_match
+
+    def find_longest_match(
+        self: difflib.SequenceMatcher,
+        alo: int = 0,
+        ahi: int | None = None,
+        blo: int = 0,
+        bhi: int | None = None,
+    ) -> difflib.Match:
+        high = len(self.a) if ahi is None else ahi
+        work["compared"] += (high - alo) + sum(len(self.b2j.get(x, ())) for x in self.a[alo:high])
+        return find(self, alo, ahi, blo, bhi)
+
+    children = ast.iter_child_nodes
+
+    def iter_child_nodes(node: ast.AST) -> Iterator[ast.AST]:
+        for child in children(node):
+            work["walked"] += 1
+            yield child
+
+    point = locate._point
+
+    def counted_point(position: object) -> tuple[int, int]:
+        work["placed"] += 1
+        return point(position)  # type: ignore[arg-type]
+
+    equal = Finding.__eq__
+
+    def finding_eq(self: Finding, other: object) -> bool:
+        work["matched"] += 1
+        return equal(self, other)
+
+    monkeypatch.setattr(libcst, "parse_module", parse_module)
+    monkeypatch.setattr(difflib.SequenceMatcher, "find_longest_match", find_longest_match)
+    monkeypatch.setattr(ast, "iter_child_nodes", iter_child_nodes)
+    monkeypatch.setattr(locate, "_point", counted_point)
+    monkeypatch.setattr(Finding, "__eq__", finding_eq)
+
+
+def fix_work(root: Path, source: str, project: Callable[[Path, str], None], calls: int) -> Counter:
+    """The work of `fix` on a project whose `app.py` is `source`, every self-call rewritten."""
+    project(root, source)
+    work: Counter = Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        counted_work(patch, work)
+        done = run_main(["fix", "--no-cache", "--jobs", "1", "-q", str(root)])
+    assert done.exit_code == 0, done.stdout + done.stderr
+    rewritten = (root / "app.py").read_text()
+    assert (rewritten.count("await responses_in_process("), rewritten.count("server_client")) == (calls, 0)
+    return work
+
+
+def assert_linear(small: Counter, large: Counter) -> None:
+    """Each kind of work at most `DOUBLING` times larger for twice the input."""
+    for kind in ("parsed", "compared", "walked", "placed", "matched"):
+        assert large[kind] <= DOUBLING * small[kind], (kind, small, large)
+
+
+@pytest.mark.slow  # fix on 600 self-calls, about 20 s
+def test_twice_the_self_calls_is_twice_the_work(fix_cost, tmp_path: Path) -> None:
+    small = fix_work(tmp_path / "200", fix_cost.many_calls(200), fix_cost.project, 200)
+    large = fix_work(tmp_path / "400", fix_cost.many_calls(400), fix_cost.project, 400)
+
+    assert_linear(small, large)
+
+
+@pytest.mark.slow  # fix on 45,000 lines, about 20 s
+def test_twice_the_lines_is_twice_the_work(fix_cost, tmp_path: Path) -> None:
+    small = fix_work(tmp_path / "15000", fix_cost.long_file(15_000), fix_cost.project, 4)
+    large = fix_work(tmp_path / "30000", fix_cost.long_file(30_000), fix_cost.project, 4)
+
+    assert_linear(small, large)
+
+
+def test_twice_the_prompt_is_twice_the_work(fix_cost, tmp_path: Path) -> None:
+    small = fix_work(tmp_path / "5", fix_cost.long_prompt(5), fix_cost.project, 1)
+    large = fix_work(tmp_path / "10", fix_cost.long_prompt(10), fix_cost.project, 1)
+
+    assert_linear(small, large)

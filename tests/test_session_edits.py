@@ -1,0 +1,236 @@
+"""What `api.Session` keeps of a file between two edits of its buffer (the language server's
+`didChange`) is reused only where what it was worked out from is unchanged: each edit below
+changes the answer, and the answer must change with it, whichever part the edit touches; and
+what is reused adds to the file's facts what walking it added (an import, a class, an attribute).
+
+A file's functions are kept from its second version on (its first is extracted as any file is):
+each sequence below has a version that reuses them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_sources import JUDGE_CONFIG
+
+from selfcall_audit import api
+from selfcall_audit.analysis import around
+from selfcall_audit.config import load_settings
+
+APP = "responses_api_agents/judge/app.py"
+AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+CRITIC = "judge"
+
+
+class JudgeAgent(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        response = await self.server_client.post(  # SCA001, fixable
+            server_name=CRITIC, url_path="/v1/responses", json=body
+        )
+        return await response.json()
+
+    async def other(self, body):
+        return body
+"""
+SELF_REBOUND = AGENT.replace("        response =", "        self = self\n        response =")  # line 8
+# after the call (line 11): a line the call's description does not carry
+SELF_REBOUND_LATER = AGENT.replace("        return await", "        self = response\n        return await")
+GLOBAL_REBOUND = AGENT + '\n\ndef reset():\n    global CRITIC  # line 18\n    CRITIC = "judge"\n'
+HELPER_NAME_TAKEN = AGENT + "\nresponses_in_process = None  # line 16\n"
+OTHER_METHOD_EDITED = AGENT.replace("return body", "return [body]")
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> api.Session:
+    for rel, text in {
+        "pyproject.toml": '[project]\nname = "fake-gym"\nversion = "0"\n',
+        "responses_api_agents/__init__.py": "",
+        "responses_api_agents/judge/__init__.py": "",
+        APP: AGENT,
+        "responses_api_agents/judge/configs/judge.yaml": JUDGE_CONFIG,
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    return api.Session(tmp_path, load_settings(tmp_path))
+
+
+def blockers(session: api.Session, text: str) -> list[tuple[int, str | None, int | None]]:
+    """Each self-call of the buffer: its line, and why `fix` leaves it (kind, line), if it does."""
+    report = session.analyze([session.root / APP], {APP: text.encode()}, located=True)
+    return [
+        (f.line, f.fix_blocker.kind if f.fix_blocker else None, f.fix_blocker.line if f.fix_blocker else None)
+        for f in report.findings
+    ]
+
+
+FIXABLE = [(8, None, None)]
+
+
+def test_an_edit_inside_the_method_is_seen_and_undone(session: api.Session) -> None:
+    answers = [blockers(session, text) for text in (AGENT, SELF_REBOUND, AGENT)]
+
+    assert answers == [FIXABLE, [(9, "self_rebound", 8)], FIXABLE]
+
+
+def test_an_edit_above_the_method_moves_the_lines_it_names(session: api.Session) -> None:
+    moved = "# moved\n" + SELF_REBOUND_LATER
+    answers = [blockers(session, text) for text in (SELF_REBOUND_LATER, moved)]
+
+    assert answers == [[(8, "self_rebound", 11)], [(9, "self_rebound", 12)]]
+
+
+@pytest.mark.parametrize(
+    ("edited", "blocker"),
+    [
+        pytest.param(GLOBAL_REBOUND, (8, "rebound_by_global", 18), id="a global it reads rebound elsewhere"),
+        pytest.param(HELPER_NAME_TAKEN, (8, "helper_name_taken", 16), id="the helper's name bound"),
+    ],
+)
+def test_an_edit_outside_the_method_that_changes_the_answer_is_seen(
+    session: api.Session, edited: str, blocker: tuple[int, str, int]
+) -> None:
+    """The method's text is the same in all three: what the module says is read again each time."""
+    answers = [blockers(session, text) for text in (AGENT, edited, AGENT)]
+
+    assert answers == [FIXABLE, [blocker], FIXABLE]
+
+
+def test_an_edit_to_another_method_reuses_the_call_sites_method_part(
+    session: api.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worked_out = []
+    method_site = around._method_site
+
+    def counted(*args: object) -> around.MethodSite:
+        worked_out.append(args[0])
+        return method_site(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(around, "_method_site", counted)
+
+    answers = [blockers(session, text) for text in (AGENT, OTHER_METHOD_EDITED, SELF_REBOUND)]
+
+    assert answers == [FIXABLE, FIXABLE, [(9, "self_rebound", 8)]]
+    assert len(worked_out) == 2  # the first run and the edit of its own method
+
+
+# facts of the file's functions ------------------------------------------------------------
+HEAD = "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\n\n"
+STORED = (
+    HEAD
+    + """\
+class JudgeAgent(SimpleResponsesAPIAgent):
+    def model_post_init(self, context):
+        self.critic = "judge"
+
+    async def run(self, body):
+        return await self.server_client.post(  # SCA001
+            server_name=self.critic, url_path="/v1/responses", json=body
+        )
+"""
+)
+IMPORTED = (
+    HEAD
+    + """\
+class JudgeAgent(SimpleResponsesAPIAgent):
+    def names(self):
+        from responses_api_agents.judge.names import CRITIC  # the module's import too
+
+        return CRITIC
+
+    async def run(self, body):
+        return await self.server_client.post(  # SCA001
+            server_name=CRITIC, url_path="/v1/responses", json=body
+        )
+"""
+)
+NESTED = (
+    HEAD
+    + """\
+def make_agent():
+    class JudgeAgent(SimpleResponsesAPIAgent):
+        async def run(self, body):
+            return await self.server_client.post(  # SCA001
+                server_name=self.config.critic.name, url_path="/v1/responses", json=body
+            )
+
+    return JudgeAgent
+"""
+)
+
+
+def found(session: api.Session, *texts: str) -> list[list[int]]:
+    return [[line for line, _, _ in blockers(session, text)] for text in texts]
+
+
+def test_a_function_above_an_edit_is_reused_below_one_it_moves(session: api.Session) -> None:
+    answers = found(session, STORED, STORED + "# below\n", "# above\n" + STORED, STORED)
+
+    assert answers == [[9], [9], [10], [9]]
+
+
+def test_an_edit_to_a_reused_functions_text_is_seen(session: api.Session) -> None:
+    other = STORED.replace('"judge"', '"model"')  # the attribute names another server
+
+    answers = found(session, STORED, STORED + "# below\n", other, STORED)
+
+    assert answers == [[9], [9], [], [9]]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        pytest.param(STORED, 9, id="an attribute another method stores on self"),
+        pytest.param(IMPORTED, 11, id="an import inside another method"),
+        pytest.param(NESTED, 7, id="a class a function defines"),
+    ],
+)
+def test_a_reused_function_adds_what_walking_it_added(session: api.Session, text: str, line: int) -> None:
+    """The edits leave the function that adds it alone: it is reused, and must add it all the same."""
+    (session.root / "responses_api_agents/judge/names.py").write_text('CRITIC = "judge"\n')
+    session.changed()
+    calls_edited = text.replace("json=body", "json=[body]")
+
+    answers = found(session, text, calls_edited, text + "\n\ndef later():\n    pass\n", text)
+
+    assert answers == [[line]] * 4
+
+
+def test_an_edit_to_a_binding_a_call_goes_through_is_seen(session: api.Session) -> None:
+    """Calls are read through the method's local bindings (`post = ...; await post(...)`): an edit
+    of the binding alone, the call's own line unchanged, changes what the call is."""
+    bound = AGENT.replace(
+        "        response = await self.server_client.post(",
+        "        post = self.server_client.post\n        response = await post(",
+    )
+    elsewhere = bound.replace("post = self.server_client.post", "post = self.other_client.post")
+
+    answers = found(session, bound, bound + "# below\n", elsewhere, bound)
+
+    assert answers == [[9], [9], [], [9]]
+
+
+def test_an_edit_to_a_module_constant_the_call_reads_is_seen(session: api.Session) -> None:
+    other = AGENT.replace('CRITIC = "judge"', 'CRITIC = "model"')
+
+    answers = found(session, AGENT, AGENT + "# below\n", other, AGENT)
+
+    assert answers == [[8], [8], [], [8]]
+
+
+def test_a_module_created_on_the_disk_is_where_an_import_leads_once_changed_says_files_came(
+    session: api.Session,
+) -> None:
+    imported = AGENT.replace('CRITIC = "judge"', "from responses_api_agents.judge.names import CRITIC")
+    names = session.root / "responses_api_agents/judge/names.py"
+
+    missing = found(session, imported, imported + "# below\n")
+    names.write_text('CRITIC = "judge"\n')
+    session.changed()
+    created = found(session, imported)
+    names.unlink()
+    session.changed()
+    deleted = found(session, imported)
+
+    assert (missing, created, deleted) == ([[], []], [[8]], [[]])
