@@ -34,6 +34,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from scan_vs_peers import Editor
+
 IMPORTED = re.compile(r"import time:\s+\d+ \|\s+\d+ \|\s*(\S+)")
 PHASES = r"""
 import gc, json, sys, time
@@ -83,27 +85,20 @@ def importing(modules: list[str]) -> list[str]:
 
 
 class Case:
-    """One file changed before each run, its bytes and times put back after."""
+    """One file changed before each run (as `scan_vs_peers.Editor` changes it), put back after;
+    no file: the warm case."""
 
     def __init__(self, root: Path, rel: str | None, first_line: bool):
-        self.path = root / rel if rel else None
         self.rel = rel or ""
-        self.first_line = first_line
-        self.original = self.path.read_bytes() if self.path else b""
-        self.count = 0
+        self.editor = Editor(root / rel, first_line) if rel else None
 
     def change(self) -> None:
-        if self.path is None:
-            return
-        self.count += 1
-        if self.first_line:
-            self.path.write_bytes(f"_EDITED_BY_THE_BENCHMARK = {self.count}\n".encode() + self.original)
-        else:
-            self.path.write_bytes(self.original + f"# touched by the benchmark ({self.count})\n".encode())
+        if self.editor is not None:
+            self.editor.edit()
 
     def restore(self) -> None:
-        if self.path is not None:
-            self.path.write_bytes(self.original)
+        if self.editor is not None:
+            self.editor.restore()
 
 
 def main() -> None:
