@@ -112,27 +112,6 @@ def _binds_here(node: ast.AST, name: str) -> bool:
     return isinstance(node, getattr(ast, "TypeAlias", ())) and binds(node.name, name)  # type: ignore[attr-defined]
 
 
-def children(node: ast.AST) -> list[ast.AST]:
-    """`ast.iter_child_nodes` as a list, in its order: the walks below ask it of every node of a
-    method, and its two generators took most of their time."""
-    found: list[ast.AST] = []
-    for field in node._fields:
-        value = getattr(node, field, None)
-        if isinstance(value, ast.AST):
-            found.append(value)
-        elif isinstance(value, list):
-            found.extend([item for item in value if isinstance(item, ast.AST)])
-    return found
-
-
-def walk(root: ast.AST) -> list[ast.AST]:
-    """`ast.walk`'s nodes, in its order (breadth first)."""
-    found = [root]
-    for node in found:  # the list grows as it is read
-        found.extend(children(node))
-    return found
-
-
 def bindings(root: ast.AST | Sequence[ast.AST], name: str, own_scope: bool = False) -> list[ast.AST]:
     """The nodes in `root` that bind `name`, in source order (only in `root`'s own scope with
     `own_scope`: nested functions, lambdas and classes bind their name and nothing more, and a
@@ -146,9 +125,7 @@ def bindings(root: ast.AST | Sequence[ast.AST], name: str, own_scope: bool = Fal
             found.append(node)
         if own_scope and node is not first and isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
             continue
-        inner = children(node)
-        inner.reverse()
-        stack.extend(inner)
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return found
 
 
@@ -361,7 +338,7 @@ class Flows:
         """Every node of `function`, in `ast.walk`'s order: one walk for the questions that read
         them all (its nested functions, its attribute reads)."""
         if function not in self._walked:
-            self._walked[function] = walk(function)
+            self._walked[function] = list(ast.walk(function))
         return self._walked[function]
 
     def _rebinds(self, function: ast.AST, name: str) -> bool:
