@@ -6,6 +6,7 @@ through a symbolic link.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import stat
@@ -14,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .discovery import UnreadableFile, read_file
+from .write import new_temporary
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -107,13 +109,14 @@ def is_folder(path: Path) -> bool:
 
 def dump(path: Path, key: bytes, data: bytes) -> None:
     """Written under a name of its own, then renamed over the entry: readers see all or nothing."""
-    temp = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    handle, temp = new_temporary(path)
     try:
-        with open(temp, "xb") as handle:
-            handle.write(_signature(key, data) + b"\n" + data)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(_signature(key, data) + b"\n" + data)
         os.replace(temp, path)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp)
         raise
 
 

@@ -121,7 +121,7 @@ _NEW = (
 )
 
 
-def _new_temporary(target: Path) -> tuple[int, str]:
+def new_temporary(target: Path) -> tuple[int, str]:
     """A new file beside `target`, open for writing, readable by its owner only, under a name no
     other run can have taken: what `tempfile.mkstemp` makes, without the modules it loads (a
     sixtieth of a warm scan)."""
@@ -135,7 +135,7 @@ def _new_temporary(target: Path) -> tuple[int, str]:
 
 def _temporary_copy(target: Path, data: bytes, status: os.stat_result) -> str:
     """`data` in a new file beside `target`, with the owner, group and mode of `status`."""
-    handle, temporary = _new_temporary(target)
+    handle, temporary = new_temporary(target)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
@@ -233,7 +233,7 @@ def atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | 
     SIGINT and SIGTERM act once the file is in place, so that no temporary file is left behind.
     `owner`: the user and group the file keeps."""
     with signals_held():
-        handle, temporary = _new_temporary(target)
+        handle, temporary = new_temporary(target)
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
