@@ -24,10 +24,8 @@ if __name__ == "__main__" and sys.path:
 import contextlib  # noqa: E402
 import gc  # noqa: E402
 
-from .frontends.ending import silence  # noqa: E402
-from .frontends.quick import quick_scan  # noqa: E402
 from .workspace.listing import GitListing, project_root  # noqa: E402
-from .workspace.signals import Terminated, terminate_as_interrupt  # noqa: E402
+from .workspace.signals import Terminated, silence, terminate_as_interrupt  # noqa: E402
 
 
 def run() -> None:
@@ -52,10 +50,14 @@ def run() -> None:
     try:
         with contextlib.suppress(OSError):  # the current folder is gone: `main` says so
             early = GitListing(project_root(os.getcwd()))
+        # The command line's modules load now, on this core, while git walks the tree on the
+        # other: loaded before git starts, a warm scan of NeMo Gym waited for git 20 to 30 ms
+        # longer (wall clock). click loads only for the command lines `quick` does not read
+        # (`benchmarks/scan_vs_peers.py` shows what a one-file scan pays for it).
+        from .frontends.quick import quick_scan
+
         code = quick_scan(sys.argv[1:], early, STARTED)
         if code is None:
-            # The one import this tool defers: click, for the command lines `quick` does not read
-            # (`benchmarks/scan_vs_peers.py` shows what a one-file scan pays for it).
             from .frontends.cli import main
 
             code = main(early=early, started=STARTED)

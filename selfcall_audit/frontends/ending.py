@@ -3,14 +3,12 @@ output that cannot be written, and an internal error, each in one short line."""
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import io
 import os
 import sys
 from collections.abc import Callable
 
-from ..workspace.signals import Terminated
+from ..workspace.signals import Terminated, silence
 from .commands import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_TERMINATED, OutputFailed, say
 
 _MAX_ERROR_TEXT = 300  # an internal error's message beyond this is cut (the whole of it under -v)
@@ -65,12 +63,6 @@ def internal_error(exc: BaseException, verbose: bool) -> int:
     say(f"selfcall-audit: internal error: {text}")
     say("Please report it with the command you ran (add -v for the traceback).")
     return EXIT_ERROR
-
-
-def silence(stream: io.TextIOBase) -> None:
-    """The stream cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
 
 
 def finish(run: Callable[[], int], verbose: Callable[[], bool]) -> int:

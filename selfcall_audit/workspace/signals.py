@@ -1,10 +1,12 @@
 """SIGTERM taken as an interrupt, and SIGINT and SIGTERM held off while files are swapped in whole:
 a write cut short by them would leave a temporary file behind, which no later run can tell for its
-own."""
+own. An output whose reader is gone is silenced, not reported at the interpreter's exit."""
 
 from __future__ import annotations
 
 import contextlib
+import io
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -57,3 +59,9 @@ def signals_held() -> Iterator[None]:
         yield
     for signum in received[:1]:
         signal.raise_signal(signum)
+
+
+def silence(stream: io.TextIOBase) -> None:
+    """The stream cannot take more: what is left in its buffer goes nowhere, not into a traceback at exit."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
