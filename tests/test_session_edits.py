@@ -115,6 +115,123 @@ def test_an_edit_to_another_method_reuses_the_call_sites_method_part(
     assert len(worked_out) == 2  # the first run and the edit of its own method
 
 
+def test_an_edit_inside_the_method_that_leaves_the_call_where_it_was_is_seen(session: api.Session) -> None:
+    answers = [blockers(session, text) for text in (AGENT, SELF_REBOUND_LATER, AGENT)]
+
+    assert answers == [FIXABLE, [(8, "self_rebound", 11)], FIXABLE]
+
+
+CLASS_HEAD = AGENT[: AGENT.index("    async def run")]
+# a name the removed part reads, bound again after the call in a loop (line 11)
+REBOUND_IN_LOOP = (
+    CLASS_HEAD
+    + """\
+    async def run(self, body):
+        name = CRITIC
+        for item in body:
+            await self.server_client.post(server_name=name, url_path="/v1/responses", json=item)  # SCA001
+            name = CRITIC
+"""
+)
+# ... and by a function inside the method (line 10)
+REBOUND_BY_NONLOCAL = (
+    CLASS_HEAD
+    + """\
+    async def run(self, body):
+        name = CRITIC
+
+        def rename():
+            nonlocal name
+            name = CRITIC
+
+        return await self.server_client.post(server_name=name, url_path="/v1/responses", json=body)  # SCA001
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "blocker"),
+    [
+        pytest.param(SELF_REBOUND_LATER, (8, "self_rebound", 11), id="self"),
+        pytest.param(REBOUND_IN_LOOP, (10, "rebound_in_loop", 11), id="a binding of a name"),
+        pytest.param(REBOUND_BY_NONLOCAL, (14, "rebound_by_nonlocal", 10), id="a nested function"),
+    ],
+)
+def test_an_edit_above_the_method_reuses_its_part_and_moves_each_line_it_names(
+    session: api.Session, monkeypatch: pytest.MonkeyPatch, text: str, blocker: tuple[int, str, int]
+) -> None:
+    worked_out = []
+    method_site = around._method_site
+    monkeypatch.setattr(around, "_method_site", lambda *args: worked_out.append(1) or method_site(*args))
+    line, kind, at = blocker
+
+    answers = [blockers(session, edit) for edit in (text, "# moved\n" + text, "# 1\n# 2\n" + text, text)]
+
+    assert answers == [[blocker], [(line + 1, kind, at + 1)], [(line + 2, kind, at + 2)], [blocker]]
+    assert len(worked_out) == 1
+
+
+TWO_CALLS = (
+    CLASS_HEAD
+    + """\
+    async def run(self, body):
+        await self.server_client.post(server_name=CRITIC, url_path="/v1/responses", json=body)  # SCA001, fixable
+        await self.server_client.post(server_name=(n := CRITIC), url_path="/v1/responses", json=n)  # SCA001
+"""
+)
+
+
+# two self-calls on one line (columns 23 and 111)
+ON_ONE_LINE = (
+    CLASS_HEAD
+    + """\
+    async def run(self, body):
+        return [await self.server_client.post(server_name=CRITIC, url_path="/v1/responses", json=body),
+                await self.server_client.post(server_name=(n := CRITIC), url_path="/v1/responses", json=n)]
+"""
+).replace(",\n                await", ", await")
+
+
+@pytest.mark.parametrize(
+    ("text", "answer"),
+    [
+        pytest.param(TWO_CALLS, [(8, None, None), (9, "walrus_in_removed_part", None)], id="lines"),
+        pytest.param(ON_ONE_LINE, [(8, None, None), (8, "walrus_in_removed_part", None)], id="columns"),
+    ],
+)
+def test_two_calls_of_a_method_keep_their_own_answers(
+    session: api.Session, text: str, answer: list[tuple[int, str | None, None]]
+) -> None:
+    """Their place tells them apart, before an edit above them and after."""
+    answers = [blockers(session, edit) for edit in (text, "# moved\n" + text)]
+
+    assert answers == [answer, [(line + 1, kind, at) for line, kind, at in answer]]
+
+
+# `run` passes its arguments to `ask` by name, and `ask` passes them on to the client: which of
+# them names the server is said by `ask` alone
+FORWARDED = (
+    CLASS_HEAD
+    + """\
+    async def run(self, body):
+        return await self.ask(a=CRITIC, b=(name := CRITIC), p="/v1/responses", c=body)  # SCA001
+
+    async def ask(self, a, b, p, c):
+        return await self.server_client.post(server_name=a, url_path=p, json=c, headers=b)
+"""
+)
+# the `:=` is now in the argument that names the server, which the rewrite removes
+FORWARDED_OTHERWISE = FORWARDED.replace("server_name=a", "server_name=b").replace("headers=b", "headers=a")
+
+
+def test_an_edit_to_the_helper_a_call_goes_through_is_seen_at_the_unchanged_call(
+    session: api.Session,
+) -> None:
+    answers = [blockers(session, text) for text in (FORWARDED, FORWARDED_OTHERWISE, FORWARDED)]
+
+    assert answers == [FIXABLE, [(8, "walrus_in_removed_part", None)], FIXABLE]
+
+
 # facts of the file's functions ------------------------------------------------------------
 HEAD = "from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent\n\n\n"
 STORED = (

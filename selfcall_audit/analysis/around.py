@@ -15,7 +15,7 @@ import re
 import tokenize
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
@@ -134,20 +134,48 @@ class MethodSite:
 
 class Sites:
     """The method part of the self-call sites of one file (`MethodSite`), kept between the runs
-    of a long-lived process by what it is worked out from: the text of the method's lines and
-    the line they start at (so its tree and every line it names), and the call's position and
-    description. An edit to another method, below it or to another file leaves it standing; an
-    edit to its own lines, or one above it, works it out again. Each run keeps the entries it
+    of a long-lived process by what it is worked out from: the text of the method's lines, the
+    call's place in them (its line counted from their first, its column), the method's `self` and
+    the role of each argument of the call's description. An edit to another method, below it,
+    above it (its lines move, and the lines the answer names move with them) or to another file
+    leaves it standing; an edit to its own lines works it out again. Each run keeps the entries it
     used, so one version of the file is kept, not every keystroke's."""
 
     def __init__(self, previous: Sites | None = None):
         self._previous = previous._entries if previous is not None else {}
-        self._entries: dict[tuple, MethodSite] = {}
+        self._entries: dict[tuple, tuple[MethodSite, int]] = {}  # and the line the method started at
 
-    def get(self, key: tuple, work_out: Callable[[], MethodSite]) -> MethodSite:
-        found = self._entries.get(key) or self._previous.get(key) or work_out()
-        self._entries[key] = found
-        return found
+    def get(self, key: tuple, first: int, work_out: Callable[[], MethodSite]) -> MethodSite:
+        """The answer for the method starting at line `first`."""
+        site, then = self._entries.get(key) or self._previous.get(key) or (work_out(), first)
+        if then != first:
+            site = _moved(site, first - then)
+        self._entries[key] = site, first
+        return site
+
+
+def _moved(site: MethodSite, lines: int) -> MethodSite:
+    """The answer for the same method `lines` further down the file: each line it names moves as
+    much (a definition without a line, 0, has none)."""
+
+    def move(line: int | None) -> int | None:
+        return line + lines if line else line
+
+    return replace(
+        site,
+        self_rebinding=move(site.self_rebinding),
+        reaches=tuple(
+            None
+            if reach is None
+            else replace(
+                reach,
+                definitions=tuple(replace(d, line=move(d.line)) for d in reach.definitions),
+                nonlocal_line=move(reach.nonlocal_line),
+                global_line=move(reach.global_line),
+            )
+            for reach in site.reaches
+        ),
+    )
 
 
 def site_blocker(
@@ -164,14 +192,16 @@ def site_blocker(
     method, self_name, at = _enclosing_method(ancestors)
     if method is None or self_name is None or self_name != call.self_name:
         return None  # `policy.blocker` said so already
+    roles = tuple((argument.role, argument.index) for argument in call.arguments)
     if sites is None:
-        local = _method_site(tree, node, ancestors, method, self_name, at, call)
+        local = _method_site(tree, node, ancestors, method, self_name, at, roles)
     else:
         first = min([method.lineno, *(d.lineno for d in method.decorator_list)])  # type: ignore[attr-defined]
         text = "\n".join(tree.lines[first - 1 : method.end_lineno])  # type: ignore[attr-defined]
         local = sites.get(
-            (text, first, line, column, call),
-            lambda: _method_site(tree, node, ancestors, method, self_name, at, call),
+            (text, line - first, column, self_name, roles),
+            first,
+            lambda: _method_site(tree, node, ancestors, method, self_name, at, roles),
         )
     callee, clash = tree.helper(helper)
     facts = policy.Site(
@@ -198,14 +228,15 @@ def _method_site(
     method: ast.AST,
     self_name: str,
     at: int,
-    call: CallDescription,
+    roles: tuple[tuple[str, int], ...],
 ) -> MethodSite:
-    """What the method around the call shows: read from the method's tree alone."""
+    """What the method around the call shows: read from the method's tree alone, and the role of
+    each argument of the call as written (`roles`: role and index, from its description)."""
     written = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
-    roles = {argument.role: argument.index for argument in call.arguments}
+    index = dict(roles)
     dropped = [
         node.func,
-        *(_value(written[roles[r]]) for r in policy.DROPPED_ROLES if r in roles and roles[r] < len(written)),
+        *(_value(written[index[r]]) for r in policy.DROPPED_ROLES if r in index and index[r] < len(written)),
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))

@@ -7,7 +7,7 @@ a finding, with a typed description of its call for `fix`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from ..config import Settings
@@ -36,10 +36,13 @@ class Resolver:
         mentions: Callable[[frozenset[str], str], bool] | None = None,
         sites: dict[str, around.Sites] | None = None,
         inlined: Inlined | None = None,
+        parsed: Collection[str] = (),
     ):
         """`sites`: the method parts of each file's self-call sites, kept by a long-lived process
         from one run to the next (see `around.Sites`); each file's are replaced by this run's;
-        `inlined`: this run's inlined calls, from the last run's (see `facts.Inlined`)."""
+        `inlined`: this run's inlined calls, from the last run's (see `facts.Inlined`); `parsed`:
+        the files this process has just parsed whole (an edited buffer), whose tree `facts.parse`
+        still holds: their sites are read on it rather than on their methods' lines parsed again."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index
         self.settings = settings
@@ -51,6 +54,7 @@ class Resolver:
         # the trees of the file with a self-call `fix` may rewrite: its own, its methods' (by their lines)
         self._trees: dict[str, dict[tuple[int, int] | None, around.Tree | None]] = {}
         self.sites = sites
+        self.parsed = parsed
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -173,9 +177,9 @@ class Resolver:
     ) -> Blocker | None:
         """Why the call cannot be rewritten where it stands, as `fix` would find it (see `around`):
         asked of the tree of the method's lines (`span`), and of the module's when that does not
-        hold the call or the answer depends on more of the module."""
+        hold the call, the answer depends on more of the module, or the module's is at hand."""
         line, column, helper = call.site.line, call.site.col, self.settings.helper
-        method = self._tree(path, span) if span != (0, 0) else None
+        method = self._tree(path, span) if span != (0, 0) and path not in self.parsed else None
         if method is not None and method.call_at(line, column) is not None:
             answer = around.site_blocker(method, line, column, description, helper, self._sites(path))
             if not method.read_module:

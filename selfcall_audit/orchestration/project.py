@@ -345,7 +345,9 @@ class Project:
         if not whole:
             hierarchy = Hierarchy(index, bases, chosen.naming)
             mentions = functools.partial(self.warm.mentions, read=self.read) if self.warm else None
-            resolver = Resolver(hierarchy, settings, instances(), self.read, mentions, sites, inlined)
+            resolver = Resolver(
+                hierarchy, settings, instances(), self.read, mentions, sites, inlined, store.edited
+            )
             if located:
                 targets = chosen.located(scopes)
             else:
@@ -353,7 +355,15 @@ class Project:
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             # the YAML instances are read when first needed: the prefilter runs meanwhile
-            resolver = Resolver(hierarchy, settings, instances, read=self.read, sites=sites, inlined=inlined)
+            resolver = Resolver(
+                hierarchy,
+                settings,
+                instances,
+                read=self.read,
+                sites=sites,
+                inlined=inlined,
+                parsed=store.edited,
+            )
             targets, rounds, searched = chosen.whole(hierarchy)
             # For the one-file runs to come, not this one: indexed by a worker while this process
             # analyses, when the workers would otherwise wait.

@@ -49,6 +49,9 @@ class FactsStore:
         self.failed = failed
         self.progress = progress
         self.parsed = 0  # files extracted by this run (not found in the cache)
+        # files extracted again here after an edit: their trees were parsed by this process (a
+        # question about their self-calls is asked of the module's, not of its methods' lines)
+        self.edited: set[str] = set()
         self._facts: dict[str, ModuleFacts | None] = {}
         self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
         self._ahead: dict[str, Extracted] = {}  # extracted before being asked for
@@ -124,6 +127,7 @@ class FactsStore:
                 # other bytes than last time (an edit): extracted here, reusing the functions
                 # whose lines are unchanged
                 ahead = extract_facts((rel, data, self.cache is not None), self.functions)
+                self.edited.add(rel)
             wanted.append((rel, ahead))
             if ahead is None:
                 yield rel, data, self.cache is not None
