@@ -14,7 +14,7 @@ import pytest
 from agent_sources import JUDGE_CONFIG
 
 from selfcall_audit import api
-from selfcall_audit.analysis import around
+from selfcall_audit.analysis import around, facts
 from selfcall_audit.config import load_settings
 
 APP = "responses_api_agents/judge/app.py"
@@ -351,3 +351,79 @@ def test_a_module_created_on_the_disk_is_where_an_import_leads_once_changed_says
     deleted = found(session, imported)
 
     assert (missing, created, deleted) == ([[], []], [[8]], [[]])
+
+
+# every line a function's facts name: its own and its decorators', its calls' (over several lines,
+# through a local binding), an import in it, an attribute it stores on `self`, and a class it
+# defines with its constants, attributes and methods
+EVERY_LINE = """\
+import functools
+
+ROUTE = "/v1/responses"
+
+
+class JudgeAgent(SimpleResponsesAPIAgent):
+    @functools.cache
+    def settings(self):
+        from responses_api_agents.judge.names import CRITIC
+
+        self.critic = CRITIC
+        return CRITIC
+
+    async def run(self, body):
+        post = self.server_client.post
+        return await post(
+            server_name=self.critic, url_path=ROUTE, json=body
+        )
+
+
+def make_agent(base):
+    class Made(base):
+        LIMIT = 3
+
+        def model_post_init(self, context):
+            self.name = "made"
+            self.helper(context)
+
+    return Made
+"""
+
+
+TWO_LINES = "# 1\n# 2\n"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "line"),
+    [
+        pytest.param(EVERY_LINE, TWO_LINES + EVERY_LINE, 27, id="down"),
+        pytest.param(TWO_LINES + EVERY_LINE, EVERY_LINE, 25, id="up"),
+    ],
+)
+def test_a_function_an_edit_moves_has_the_facts_it_would_have_if_walked_again(
+    monkeypatch: pytest.MonkeyPatch, before: str, after: str, line: int
+) -> None:
+    """`line`: where `model_post_init` stands after the edit."""
+    functions = facts.Functions()
+    facts.extract(APP, before.encode(), functions)
+    walked = []
+    walk = facts.ModuleExtractor._walked
+    monkeypatch.setattr(facts.ModuleExtractor, "_walked", lambda *args: walked.append(1) or walk(*args))
+
+    kept = facts.extract(APP, after.encode(), facts.Functions(functions))
+
+    assert walked == []  # all four functions reused
+    assert kept == facts.extract(APP, after.encode())
+    assert kept.classes[1].methods[0].line == line
+
+
+def test_a_method_and_a_function_of_the_same_text_are_walked_each() -> None:
+    """Its first parameter is `self` in a method only."""
+    method = CLASS_HEAD + "    async def run(self, body):\n        return body\n"
+    function = method.replace("    async def run", "    pass\n\nif True:\n    async def run")
+    functions = facts.Functions()
+    facts.extract(APP, method.encode(), functions)
+
+    kept = facts.extract(APP, function.encode(), facts.Functions(functions))
+
+    assert kept == facts.extract(APP, function.encode())
+    assert (kept.functions[0].name, kept.functions[0].self_param) == ("run", None)

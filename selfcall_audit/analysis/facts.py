@@ -164,22 +164,68 @@ class _Walked:
     nested: tuple[ClassFacts, ...]
     attrs: tuple[tuple[str, tuple[Binding, ...]], ...]
 
+    def moved(self, lines: int) -> _Walked:
+        """The same function `lines` further down the file: every line its facts name moves as
+        much (nothing else in them depends on where it stands)."""
+        return _Walked(
+            _moved_function(self.facts, lines),
+            tuple(replace(found, line=found.line + lines) for found in self.imports),
+            tuple(_moved_class(klass, lines) for klass in self.nested),
+            tuple((name, _moved_bindings(bindings, lines)) for name, bindings in self.attrs),
+        )
+
+
+def _moved_function(function: FunctionFacts, lines: int) -> FunctionFacts:
+    first, last = function.span
+    return replace(
+        function,
+        line=function.line + lines,
+        calls=tuple(
+            replace(
+                call,
+                line=call.line + lines,
+                end_line=call.end_line + lines,
+                aliases=tuple((name, line + lines, part) for name, line, part in call.aliases),
+            )
+            for call in function.calls
+        ),
+        span=(first + lines, last + lines),
+    )
+
+
+def _moved_class(klass: ClassFacts, lines: int) -> ClassFacts:
+    return replace(
+        klass,
+        line=klass.line + lines,
+        constants=_moved_bindings(klass.constants, lines),
+        instance_attrs=_moved_bindings(klass.instance_attrs, lines),
+        methods=tuple(_moved_function(method, lines) for method in klass.methods),
+    )
+
+
+def _moved_bindings(bindings: tuple[Binding, ...], lines: int) -> tuple[Binding, ...]:
+    return tuple(replace(binding, line=binding.line + lines) for binding in bindings)
+
 
 class Functions:
     """The functions of one file as last extracted, kept between the runs of a long-lived process
-    by what their facts are worked out from: the bytes of their lines (decorators included), the
-    line they start at, and whether they are methods. An edit to one function, or below it,
-    leaves the others as they were; one above it moves their lines, and they are walked again.
-    Each extraction keeps the entries it used: one version of the file, not every keystroke's."""
+    by what their facts are worked out from: the bytes of their lines (decorators included) and
+    whether they are methods. An edit to one function leaves the others as they were; one above
+    a function moves its lines, and the lines its facts name are moved with them. Each
+    extraction keeps the entries it used: one version of the file, not every keystroke's."""
 
     def __init__(self, previous: Functions | None = None):
         self._previous = previous._entries if previous is not None else {}
-        self._entries: dict[tuple[bytes, int, bool], _Walked] = {}
+        # and the line the function started at
+        self._entries: dict[tuple[bytes, bool], tuple[_Walked, int]] = {}
 
-    def get(self, key: tuple[bytes, int, bool], walk: Callable[[], _Walked]) -> _Walked:
-        found = self._entries.get(key) or self._previous.get(key) or walk()
-        self._entries[key] = found
-        return found
+    def get(self, key: tuple[bytes, bool], first: int, walk: Callable[[], _Walked]) -> _Walked:
+        """The function starting at line `first`."""
+        walked, then = self._entries.get(key) or self._previous.get(key) or (walk(), first)
+        if then != first:
+            walked = walked.moved(first - then)
+        self._entries[key] = walked, first
+        return walked
 
 
 class ModuleExtractor(ModuleScope):
@@ -239,8 +285,8 @@ class ModuleExtractor(ModuleScope):
         if self._lines is None:
             self._lines = self.source.splitlines()
         first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-        key = (b"\n".join(self._lines[first - 1 : node.end_lineno]), first, is_method)
-        walked = self.functions.get(key, lambda: self._walked(node, is_method))
+        key = (b"\n".join(self._lines[first - 1 : node.end_lineno]), is_method)
+        walked = self.functions.get(key, first, lambda: self._walked(node, is_method))
         self.imports.extend(walked.imports)
         self.nested.extend(walked.nested)
         for name, bindings in walked.attrs:
