@@ -115,29 +115,32 @@ def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Ex
 
 class Inlined:
     """`inlined_calls` and `inlined_arguments` of the functions one run reads, kept by the
-    identity of the facts they come from: a base class's methods are read again for each of its
-    agents (hashing facts would walk them whole), and a long-lived process's runs share the facts
-    of every file, and every function, an edit left as they were. `previous`: the last run's;
-    what this run does not read of them is dropped."""
+    identity of the facts they come from (a function's calls, a call's arguments, and the
+    function's local bindings): a base class's methods are read again for each of its agents
+    (hashing facts would walk them whole), and a long-lived process's runs share the facts of
+    every file, and every function, an edit left as they were (a function an edit moved keeps its
+    calls' arguments). `previous`: the last run's; what this run does not read of them is dropped."""
 
     def __init__(self, previous: Inlined | None = None):
         self._previous = previous._entries if previous is not None else {}
-        # each entry holds the facts its key is the id of: no other object can take that id
-        self._entries: dict[tuple[int, int], tuple[object, object, tuple]] = {}
+        # each entry holds the facts its key is the ids of: no other object can take those ids
+        self._entries: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
 
     def calls(self, function: FunctionFacts) -> tuple[CallFact, ...]:
-        return self._kept(function, function, lambda: inlined_calls(function))  # type: ignore[return-value]
+        return self._kept((function.calls, function.locals), lambda: inlined_calls(function))
 
     def arguments(self, call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
-        return self._kept(call, function, lambda: inlined_arguments(call, function))  # type: ignore[return-value]
+        return self._kept(
+            (call.args, call.kwargs, function.locals), lambda: inlined_arguments(call, function)
+        )
 
-    def _kept(self, part: object, function: FunctionFacts, work_out: Callable[[], tuple]) -> tuple:
-        key = (id(part), id(function))
+    def _kept(self, parts: tuple, work_out: Callable[[], tuple]) -> tuple:
+        key = tuple(map(id, parts))
         found = self._entries.get(key) or self._previous.get(key)
-        if found is None or found[0] is not part or found[1] is not function:
-            found = (part, function, work_out())
+        if found is None or any(then is not now for then, now in zip(found[0], parts)):
+            found = (parts, work_out())
         self._entries[key] = found
-        return found[2]
+        return found[1]
 
 
 class FactsError(Exception):
