@@ -429,40 +429,57 @@ def test_a_method_and_a_function_of_the_same_text_are_walked_each() -> None:
     assert (kept.functions[0].name, kept.functions[0].self_param) == ("run", None)
 
 
-def test_an_edit_above_a_function_keeps_its_calls_arguments_as_bindings_give_them(
+def test_an_edit_above_a_function_keeps_its_calls_as_bindings_give_them(
     session: api.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The callee and an argument of the call are local bindings: substituted once, kept when
+    the function moves, substituted again when it is edited."""
     bound = AGENT.replace(
         "        response = await self.server_client.post(",
-        "        critic = CRITIC\n        response = await self.server_client.post(",
+        "        critic = CRITIC\n        post = self.server_client.post\n        response = await post(",
     ).replace("server_name=CRITIC", "server_name=critic")
     found(session, bound, bound + "# below\n")  # the second version keeps the functions
     worked_out = []
-    inlined = facts.inlined_arguments
-    monkeypatch.setattr(facts, "inlined_arguments", lambda *args: worked_out.append(1) or inlined(*args))
+    inline = facts.inline
+    monkeypatch.setattr(facts, "inline", lambda *args: worked_out.append(1) or inline(*args))
 
     moved = found(session, "# moved\n" + bound)
     kept = len(worked_out)
     edited = found(session, "# moved\n" + bound.replace("critic = CRITIC", 'critic = "model"'))
 
-    assert (moved, edited) == ([[10]], [[]])
+    assert (moved, edited) == ([[11]], [[]])
     assert kept == 0
     assert len(worked_out) > 0  # the edited function's calls
 
 
-def test_two_calls_of_a_function_keep_their_own_arguments_through_an_edit_above(session: api.Session) -> None:
-    """Both read the function's local bindings; only the first names the agent itself."""
-    two = (
-        CLASS_HEAD
-        + """\
+TWO_BOUND_CALLS = (
+    CLASS_HEAD
+    + """\
     async def run(self, body):
         critic = CRITIC
         model = "model"
-        await self.server_client.post(server_name=critic, url_path="/v1/responses", json=body)  # SCA001
-        await self.server_client.post(server_name=model, url_path="/v1/responses", json=body)
+        post = self.server_client.post
+        send = self.other.post
+        await post(server_name=critic, url_path="/v1/responses")  # SCA001
+        await SECOND
 """
-    )
+)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        pytest.param('post(server_name=model, url_path="/v1/responses")', id="other arguments"),
+        pytest.param('send(server_name=critic, url_path="/v1/responses")', id="another callee"),
+    ],
+)
+def test_two_calls_of_a_function_keep_their_own_bindings_through_an_edit_above(
+    session: api.Session, second: str
+) -> None:
+    """Both calls read the function's local bindings; only the first is a self-call (the second
+    names another server, or posts through another object)."""
+    two = TWO_BOUND_CALLS.replace("SECOND", second)
 
     answers = found(session, two, two + "# below\n", "# moved\n" + two)
 
-    assert answers == [[10], [10], [11]]
+    assert answers == [[12], [12], [13]]

@@ -14,7 +14,7 @@ import tokenize
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..ftypes import InputError, OnFirstRead
 from .calls import CallFact
@@ -92,14 +92,6 @@ class ModuleFacts:
     noqa: tuple[tuple[int, tuple[str, ...] | None], ...]
 
 
-def inlined_calls(function: FunctionFacts) -> tuple[CallFact, ...]:
-    """The function's calls with the local bindings of their callee substituted."""
-    table = function.locals
-    if not table:
-        return function.calls
-    return tuple(_with_callee(call, inline(call.func, table)) for call in function.calls)
-
-
 def _with_callee(call: CallFact, func: Expr) -> CallFact:
     """The call with this callee: itself when it is the same (most callees bind no local)."""
     return call if func is call.func else replace(call, func=func)
@@ -114,27 +106,37 @@ def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Ex
 
 
 class Inlined:
-    """`inlined_calls` and `inlined_arguments` of the functions one run reads, kept by the
-    identity of the facts they come from (a function's calls, a call's arguments, and the
-    function's local bindings): a base class's methods are read again for each of its agents
-    (hashing facts would walk them whole), and a long-lived process's runs share the facts of
-    every file, and every function, an edit left as they were (a function an edit moved keeps its
-    calls' arguments). `previous`: the last run's; what this run does not read of them is dropped."""
+    """The calls of the functions one run reads with the local bindings of their callee
+    substituted, and their arguments (`inlined_arguments`), kept by the identity of the facts they
+    come from (a function's calls, a call's callee or arguments, and the function's local
+    bindings): a base class's methods are read again for each of its agents (hashing facts would
+    walk them whole), and a long-lived process's runs share the facts of every file, and every
+    function, an edit left as they were (a function an edit moved keeps its calls' callees and
+    arguments). `previous`: the last run's; what this run does not read of them is dropped."""
 
     def __init__(self, previous: Inlined | None = None):
         self._previous = previous._entries if previous is not None else {}
         # each entry holds the facts its key is the ids of: no other object can take those ids
-        self._entries: dict[tuple[int, ...], tuple[tuple, tuple]] = {}
+        self._entries: dict[tuple[int, ...], tuple[tuple, Any]] = {}
 
     def calls(self, function: FunctionFacts) -> tuple[CallFact, ...]:
-        return self._kept((function.calls, function.locals), lambda: inlined_calls(function))
+        table = function.locals
+        if not table:
+            return function.calls
+        return self._kept(
+            (function.calls, table),
+            lambda: tuple(_with_callee(call, self._callee(call.func, table)) for call in function.calls),
+        )
+
+    def _callee(self, func: Expr, table: tuple[Expr, ...]) -> Expr:
+        return self._kept((func, table), lambda: inline(func, table))
 
     def arguments(self, call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:
         return self._kept(
             (call.args, call.kwargs, function.locals), lambda: inlined_arguments(call, function)
         )
 
-    def _kept(self, parts: tuple, work_out: Callable[[], tuple]) -> tuple:
+    def _kept(self, parts: tuple, work_out: Callable[[], Any]) -> Any:
         key = tuple(map(id, parts))
         found = self._entries.get(key) or self._previous.get(key)
         if found is None or any(then is not now for then, now in zip(found[0], parts)):
