@@ -247,9 +247,19 @@ class Flows:
         return bool(self._globals)
 
     def own(self, scope: ast.AST, name: str) -> list[ast.AST]:
-        """What binds `name` in a function's own scope (`global` and `nonlocal` statements included)."""
+        """What binds `name` in a function's own scope (`global` and `nonlocal` statements
+        included). Its scope is searched only when something in the function other than a
+        parameter binds the name, as one look at each of its nodes tells: most names, a method's
+        `self` above all, are bound by a parameter or nowhere."""
         if (scope, name) not in self._own:
-            found = bindings(scope, name, own_scope=True)
+            parameters = _parameters(scope)
+            if any(
+                type(node) in _BINDERS and node not in parameters and _binds_here(node, name)
+                for node in self.walked(scope)
+            ):
+                found = bindings(scope, name, own_scope=True)
+            else:
+                found = [node for node in parameters if _binds_here(node, name)]
             self._own[scope, name] = [node for node in found if node is not scope]
         return self._own[scope, name]
 
@@ -345,6 +355,15 @@ class Flows:
         """Does `function` declare `name` nonlocal and bind it?"""
         own = self.own(function, name)
         return len(own) > 1 and any(isinstance(node, ast.Nonlocal) for node in own)
+
+
+def _parameters(scope: ast.AST) -> list[ast.arg]:
+    """A function's or lambda's parameters (none for another scope)."""
+    arguments = getattr(scope, "args", None)
+    if not isinstance(arguments, ast.arguments):
+        return []
+    extra = [p for p in (arguments.vararg, arguments.kwarg) if p is not None]
+    return [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, *extra]
 
 
 def _column(node: ast.AST) -> int:

@@ -9,7 +9,7 @@ import ast
 
 import pytest
 
-from selfcall_audit.analysis import around
+from selfcall_audit.analysis import around, reaching
 from selfcall_audit.analysis.facts import extract
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver
 
@@ -112,3 +112,27 @@ def test_the_helper_named_in_the_file_needs_the_module() -> None:
 def test_lines_that_are_no_method_are_refused() -> None:
     with pytest.raises(ValueError):
         around.Tree(SOURCE.encode(), (1, 3))
+
+
+SCOPES = """\
+async def run(self, body, *rest, key=None, **extra):
+    def inner(self):
+        return self
+
+    handle = lambda body: body
+    items = [body for body in rest]
+    return inner, handle, items, (key := 1), extra
+"""
+
+
+@pytest.mark.parametrize("name", ["self", "body", "rest", "key", "extra", "inner", "handle", "absent"])
+def test_a_functions_own_bindings_of_a_name_are_those_a_search_of_its_scope_finds(name: str) -> None:
+    """The search is skipped where only a parameter can bind the name: it must not change what
+    is found, whether nested scopes bind the name too (`self`, `body`) or not."""
+    function = ast.parse(SCOPES).body[0]
+    flows = reaching.Flows(ast.Module(body=[function], type_ignores=[]))
+
+    found = flows.own(function, name)
+
+    assert found == [n for n in reaching.bindings(function, name, own_scope=True) if n is not function]
+    assert found or name == "absent"
