@@ -133,7 +133,8 @@ def module_file(root: Path, module: str) -> str | None:
 def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Finding]:
     """SCA004 for each vendored copy in the project that was edited or is older than the tool's:
     files named like the default copy, and the module the `helper` setting names."""
-    candidates = {rel for rel in sources if rel.rsplit("/", 1)[-1] == FILE_NAME}
+    in_folder = f"/{FILE_NAME}"  # read on every edit of a language server's buffer: no list per path
+    candidates = {rel for rel in sources if rel == FILE_NAME or rel.endswith(in_folder)}
     if helper and ":" in helper and is_dotted(module := helper.partition(":")[0]):
         named = module_file(root, module)
         if named is not None:
