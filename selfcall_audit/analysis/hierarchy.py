@@ -4,8 +4,10 @@ the number of classes and no inheritance depth can exhaust the interpreter's rec
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import defaultdict, deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact
@@ -150,7 +152,9 @@ class Hierarchy:
         return self.is_agent(ref) and self.index.qualname(ref) not in self.agent_bases
 
     def children(self) -> dict[ClassRef, list[ClassRef]]:
-        """Direct subclasses among the modules parsed when it was last brought up to date. Modules
+        """Direct subclasses among the modules parsed when it was last brought up to date, by path
+        (in a file, in order): not in the order files happened to be parsed, which differs between
+        a whole run and a run on some files, and decides which agent a finding names first. Modules
         are only ever added, so bringing it up to date reads only the ones parsed since."""
         if self._children_stale:
             self._children_stale = False
@@ -159,7 +163,7 @@ class Hierarchy:
             for ref in (ClassRef(m.path, k.name) for m in modules[self._children_of :] for k in m.classes):
                 for base in self.bases(ref):
                     if isinstance(base, ClassRef):
-                        children[base].append(ref)
+                        insort(children[base], ref, key=_BY_PATH)
             self._children_of = len(modules)
         return self._children
 
@@ -293,6 +297,7 @@ class Hierarchy:
         return self.index.module_function(ref.path, ref.name)
 
 
+_BY_PATH = attrgetter("path")
 _DECLARATIONS = frozenset({"PrivateAttr", "Field", "field"})  # pydantic's and dataclasses'
 
 
