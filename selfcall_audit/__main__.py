@@ -77,6 +77,11 @@ def run() -> None:
     # collection walking all of it first cost an edited agent's one-file scan of NeMo Gym a fifth
     # of its CPU. Frozen, the objects are out of that collection's sight.
     gc.freeze()
+    # A KeyboardInterrupt raised in code run from a string (as `dataclasses` and `namedtuple`
+    # define methods while modules load) stays marked unhandled in CPython once caught: at exit
+    # the process would kill itself with SIGINT instead of returning `code`. Running a string
+    # clears the mark.
+    exec("")
     sys.exit(code)
 
 

@@ -18,7 +18,6 @@ import gc
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -84,7 +83,7 @@ def analyze_projects(
             and floor > sys.version_info[:2]
             and any(e.kind == "syntax" for e in report.errors)
         ):
-            report = replace(report, needs_python=floor)
+            report = report._replace(needs_python=floor)
         projects.found(report)
         parts.append(report)
     return merged(parts, root)
@@ -95,11 +94,11 @@ def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Rep
     each SCA900 entry judged by the project's strictness (`InputError.gated`)."""
     report = project.analyze(paths, **options)
     errors = [error.gated(project.settings.strict) for error in report.errors]
-    report = replace(report, errors=errors, inputs_failed=any(error.fails for error in errors))
+    report = report._replace(errors=errors, inputs_failed=any(error.fails for error in errors))
     if not project.settings.selects(STALE_HELPER):
         return report
     stale = stale_copies(project.root, project.listed_sources, project.settings.helper)
-    return replace(report, findings=sorted(report.findings + stale, key=lambda f: f.sort_key))
+    return report._replace(findings=sorted(report.findings + stale, key=lambda f: f.sort_key))
 
 
 def analyze(
@@ -169,7 +168,7 @@ class Session:
 
         report = self.analyze([path], sources, located=True)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-        mine = replace(report, findings=[f for f in report.findings if f.path == rel])
+        mine = report._replace(findings=[f for f in report.findings if f.path == rel])
         return plan_rewrites(self.root, mine, self._last.read, Helper.parse(helper))
 
     def changed(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> None:

@@ -1,11 +1,13 @@
-"""Value types of the analysis' results: findings, their evidence, agents and unreadable inputs."""
+"""Value types of the analysis' results: findings, their evidence, agents and unreadable inputs.
+
+Named tuples: every run loads this module, and a frozen dataclass costs about 1 ms to define
+against a tenth of that (`benchmarks/README.md`). Changed copies come from `_replace`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .rules import UNREADABLE
 
@@ -102,8 +104,7 @@ class Progress:
         batches one after the other, each from 1: they add up)."""
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(NamedTuple):
     """A line that shows why a finding holds: what it shows is `kind`, about `name` (and `key`),
     worded by `report.messages.note`."""
 
@@ -114,8 +115,7 @@ class Evidence:
     key: str = ""  # "routes_back": the config reference that names the instance itself
 
 
-@dataclass(frozen=True)
-class CallArgument:
+class CallArgument(NamedTuple):
     """One argument of a self-call as written, and what the server client does with it."""
 
     index: int  # place in the call's argument list as written, from 0
@@ -126,8 +126,7 @@ class CallArgument:
     keys: tuple[str, ...] | None = None  # what a `**` expansion passes, when the code shows it all
 
 
-@dataclass(frozen=True)
-class CallReceiver:
+class CallReceiver(NamedTuple):
     """What the call is made on: `self.server_client.post`, `client.post` (an alias of the
     client), `post` (a bound method kept in a local), a `functools.partial` of one, or an agent
     method or function that forwards to the client."""
@@ -142,8 +141,7 @@ class CallReceiver:
     unpassed: str = ""
 
 
-@dataclass(frozen=True)
-class LocalBinding:
+class LocalBinding(NamedTuple):
     """A statement of the enclosing function the call reads through: `config = self.config`,
     `client = self.server_client`, `post = client.post`. `feeds` is the part of the call that
     reads it ("receiver" or an argument role): a binding that feeds only parts the rewrite drops
@@ -154,8 +152,7 @@ class LocalBinding:
     feeds: str
 
 
-@dataclass(frozen=True)
-class Blocker:
+class Blocker(NamedTuple):
     """Why a self-call is left alone: a kind the code can test, and the name, names and line it
     is about (`report.messages.reason` words it)."""
 
@@ -165,8 +162,7 @@ class Blocker:
     names: tuple[str, ...] = ()  # "walrus_in_removed_part", "other_instances": each name it is about
 
 
-@dataclass(frozen=True)
-class CallDescription:
+class CallDescription(NamedTuple):
     """A self-call as the analysis resolved it, for the codemod: who receives it, the role of each
     argument, the local bindings it depends on, and whether it can be rewritten (`blocker` None)
     or why not."""
@@ -185,8 +181,7 @@ class CallDescription:
         return next((a for a in self.arguments if a.role == role), None)
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One reported call, as data: reporters word it from its rule's message template
     (`report.messages`), so that the same finding reads the same in every format."""
 
@@ -199,7 +194,7 @@ class Finding:
     agent: str
     method: str
     fixable: bool = False
-    evidence: tuple[Evidence, ...] = field(default_factory=tuple)
+    evidence: tuple[Evidence, ...] = ()
     fix_blocker: Blocker | None = None
     call: CallDescription | None = None  # filled for SCA001 findings; what `fix` rewrites from
     config: Evidence | None = None  # the YAML reference that makes the target the agent itself
@@ -221,16 +216,14 @@ class Finding:
     def moved(self, move: Callable[[str], str]) -> Finding:
         """The finding with every path it names seen from elsewhere (a monorepo's top, the
         current folder): its file, its evidence and its config reference."""
-        return replace(
-            self,
+        return self._replace(
             path=move(self.path),
-            evidence=tuple(replace(e, path=move(e.path)) for e in self.evidence),
-            config=replace(self.config, path=move(self.config.path)) if self.config else None,
+            evidence=tuple(e._replace(path=move(e.path)) for e in self.evidence),
+            config=self.config._replace(path=move(self.config.path)) if self.config else None,
         )
 
 
-@dataclass(frozen=True)
-class AgentInfo:
+class AgentInfo(NamedTuple):
     name: str
     path: str
     line: int
@@ -241,8 +234,7 @@ class AgentInfo:
     via_line: int = 0  # "route": the line that registers it
 
 
-@dataclass(frozen=True)
-class InputError:
+class InputError(NamedTuple):
     """A file or config the analysis could not use (SCA900), with where in it the problem is."""
 
     path: str
@@ -262,17 +254,16 @@ class InputError:
         """The entry as a run with this strictness judges it: a Python file that does not parse
         fails the gate (a self-call in it would go unseen, and ruff fails it too); any other entry
         fails it only under `strict`."""
-        return replace(self, fails=strict or self.kind == "syntax")
+        return self._replace(fails=strict or self.kind == "syntax")
 
     def joined(self, other: InputError) -> InputError:
         """One entry for two problems of the same file (a config with two bad `config_paths`)."""
         if other.message in self.message:
             return self
-        return replace(self, message=f"{self.message}; {other.message}")
+        return self._replace(message=f"{self.message}; {other.message}")
 
 
-@dataclass
-class Report:
+class Report(NamedTuple):
     """What an analysis of one or more projects found: the one result every front end reads."""
 
     root: Path
@@ -284,7 +275,7 @@ class Report:
     agents: list[AgentInfo]  # filled by `analyze(inventory=True)`
     seconds: float
     suppressed: int = 0
-    baseline_stale: list[dict] = field(default_factory=list)
+    baseline_stale: tuple[dict, ...] = ()
     projects: tuple[Path, ...] = ()  # roots of the nested projects in scope, analysed on their own
     inputs_failed: bool = False  # an SCA900 entry fails the gate (see `InputError.gated`)
     excluded: tuple[str, ...] = ()  # paths asked about that hold only excluded Python files

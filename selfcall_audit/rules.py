@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # The codes, for the code that emits or treats a rule specially; everything else about a rule is
 # in its entry of RULES below.
@@ -13,8 +13,7 @@ STALE_HELPER = "SCA004"
 UNREADABLE = "SCA900"
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str
     name: str
     message: str

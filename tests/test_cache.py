@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import marshal
 import pickle
@@ -131,6 +130,6 @@ def test_every_field_holding_a_cached_class_is_encoded_as_one() -> None:
     schema = codec._REPORT_SCHEMA
     names = set(schema.types)
     for cls in schema.types.values():
-        for item in dataclasses.fields(cls):
-            held = names & set(re.findall(r"\w+", str(item.type)))
-            assert not held or item.name in schema.nested.get(cls, {}), (cls.__name__, item.name, held)
+        for name in cls._fields:
+            held = names & set(re.findall(r"\w+", str(cls.__annotations__[name])))
+            assert not held or name in schema.nested.get(cls, {}), (cls.__name__, name, held)

@@ -511,6 +511,35 @@ def test_an_internal_error_is_short_and_its_traceback_comes_with_v(demo: Path) -
     assert verbose.returncode == 2 and "Traceback (most recent call last)" in verbose.stderr
 
 
+_INTERRUPT_IN_A_STRING = """\
+import sys
+
+
+class _Interrupt:
+    # Ctrl-C landing while a module defines a dataclass: inside code run from a string
+    def find_spec(self, name, path=None, target=None):
+        if name == "selfcall_audit.frontends.quick":
+            sys.meta_path.remove(self)
+            exec("raise KeyboardInterrupt")
+
+
+sys.meta_path.insert(0, _Interrupt())
+"""
+
+
+def test_ctrl_c_while_a_module_defines_its_classes_exits_130(demo: Path, tmp_path: Path) -> None:
+    """CPython kills a process with SIGINT at exit when a KeyboardInterrupt came from code run
+    from a string, even once caught: the run still ends as any interrupted one."""
+    (tmp_path / "sitecustomize.py").write_text(_INTERRUPT_IN_A_STRING)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+
+    done = subprocess.run(
+        [sys.executable, "-m", "selfcall_audit", "scan"], cwd=demo, env=env, capture_output=True, text=True
+    )
+
+    assert (done.returncode, done.stderr) == (130, "selfcall-audit: interrupted\n")
+
+
 def test_ctrl_c_during_a_scan_exits_130_with_one_line(demo: Path, tmp_path: Path) -> None:
     bin_folder = tmp_path / "bin"
     bin_folder.mkdir()

@@ -22,11 +22,10 @@ of `Limits` below; the others are named where they live):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     fact_alternatives: int = 8  # values one name may hold in a function before it is unknown
     fact_depth: int = 8  # nesting of an expression kept in the facts
     inlined_depth: int = 32  # nesting once local bindings are substituted

@@ -87,8 +87,7 @@ class Resolver:
                     key = (finding.line, finding.column, finding.code)
                     if key in results:
                         first = results[key]
-                        finding = replace(
-                            first,
+                        finding = first._replace(
                             evidence=tuple(dict.fromkeys(first.evidence + finding.evidence)),
                             fixable=first.fixable and finding.fixable,
                             fix_blocker=first.fix_blocker or finding.fix_blocker,
@@ -141,7 +140,7 @@ class Resolver:
                 or self._helper_overridden(call, agent)
             )
             at_site = None if blocker else self._at_site(site_cls.path, call, description, method.span)
-            description = replace(description, blocker=blocker, at_site=at_site)
+            description = description._replace(blocker=blocker, at_site=at_site)
         site = call.site
         return Finding(
             code=code,
@@ -245,7 +244,7 @@ def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:
         facts = call.helper_facts
         if facts is not None and facts.forwards is not None:
             forwarded = {param: keyword for keyword, param in facts.forwards}
-            receiver = replace(receiver, forwards=True, unpassed=_unpassed(facts, site.written))
+            receiver = receiver._replace(forwards=True, unpassed=_unpassed(facts, site.written))
     elif call.via_partial:
         receiver = CallReceiver("partial", client_method, callee)
     elif callee and "." not in callee:

@@ -7,9 +7,8 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import api
 from ..api import Projects, by_project
@@ -63,8 +62,7 @@ def use_color(when: str, terminal: bool) -> bool:
     return terminal
 
 
-@dataclass(frozen=True)
-class Output:
+class Output(NamedTuple):
     """Where the results go (stdout, or -o/--output-file) and whether they are coloured."""
 
     file: Path | None
@@ -99,10 +97,10 @@ class Output:
             raise OutputFailed(OSError(exc.errno, exc.strerror, str(self.file))) from exc
 
 
-@dataclass(frozen=True)
-class Common:
+class Common(NamedTuple):
     """The options every analysing command takes; the defaults are a bare command line's."""
 
+    started: float  # when the process started (`time.perf_counter`): a run's time counts its start-up
     paths: tuple[Path, ...] = ()
     config_file: Path | None = None
     exclude: tuple[str, ...] = ()
@@ -114,7 +112,6 @@ class Common:
     verbose: bool = False
     color: str = "auto"
     early: GitListing | None = None  # git's listing of the current folder's project, started first
-    started: float = field(default_factory=time.perf_counter, compare=False)  # when the process started
 
     @classmethod
     def split(
@@ -122,10 +119,8 @@ class Common:
     ) -> tuple[Common, dict[str, Any]]:
         """The common options out of a command's parameters, and the rest."""
         rest = dict(params)
-        options = {f.name: rest.pop(f.name) for f in fields(cls) if f.name not in ("early", "started")}
-        if started is not None:
-            options["started"] = started
-        return cls(**options, early=early), rest
+        options = {name: rest.pop(name) for name in cls._fields if name not in ("early", "started")}
+        return cls(time.perf_counter() if started is None else started, **options, early=early), rest
 
     def prepare(self, whole: bool = False, **overrides: Any) -> tuple[Path, Settings, Projects]:
         """The folder the report's paths are relative to (the project root, or the outermost of
@@ -226,8 +221,7 @@ def say_excluded(report: Report) -> None:
         )
 
 
-@dataclass(frozen=True)
-class ScanOptions:
+class ScanOptions(NamedTuple):
     """`scan`'s own options, beyond `Common`; the defaults are a bare `scan`'s."""
 
     output_format: str | None = None

@@ -14,7 +14,6 @@ import subprocess
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from .. import api
@@ -136,4 +135,4 @@ def new_findings(report: Report, known_then: list[str]) -> tuple[Report, int]:
     """The report without the findings known then (as many of each fingerprint as there were),
     and how many were left out."""
     kept = unmatched(report, Counter(known_then))
-    return replace(report, findings=kept), len(report.findings) - len(kept)
+    return report._replace(findings=kept), len(report.findings) - len(kept)

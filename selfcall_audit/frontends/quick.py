@@ -11,6 +11,7 @@ tests check that both read these command lines alike.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from ..report import FORMATS
@@ -47,7 +48,7 @@ def quick_scan(argv: list[str], early: GitListing | None, started: float | None 
     if arguments is None:
         return None
     paths, output_format = arguments
-    common = commands.Common(paths, early=early, **({} if started is None else {"started": started}))
+    common = commands.Common(time.perf_counter() if started is None else started, paths, early=early)
 
     def run() -> int:
         try:

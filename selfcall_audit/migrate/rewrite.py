@@ -93,7 +93,7 @@ class _Planner:
         if finding.call is not None and mismatch(finding.call, seen):
             return Blocker("not_described")
         if call.context == "expression":  # where the call stands, the tree tells for certain
-            call = replace(call, context=seen.context)
+            call = call._replace(context=seen.context)
         refused = policy.blocker(call)
         if refused is not None:
             return refused

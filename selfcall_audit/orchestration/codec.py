@@ -1,5 +1,5 @@
-"""Cached values as plain data: dataclasses become `(name, *fields)` tuples, expressions the
-analysis' own tuples, and back.
+"""Cached values as plain data: value types (the results' named tuples, the facts' dataclasses)
+become `(name, *fields)` tuples, expressions the analysis' own tuples, and back.
 
 The cache holds data only (marshal of tuples and strings, never pickle: a cache cannot run
 code); decoding checks each value against the type the schema expects.
@@ -31,13 +31,15 @@ if TYPE_CHECKING:
 
 
 class _Schema:
-    """Cached dataclasses by name, their fields, and the fields that hold cached dataclasses
+    """Cached value types by name, their fields, and the fields that hold cached value types
     (a "*" suffix: a tuple of them) or expressions ("Expr": the analysis' own codec); every
     other field is plain data, stored as it is."""
 
     def __init__(self, classes: tuple[type, ...], nested: dict[type, dict[str, str]]):
         self.types = {cls.__name__: cls for cls in classes}
-        self.fields = {cls: tuple(f.name for f in fields(cls)) for cls in classes}
+        self.fields = {
+            cls: getattr(cls, "_fields", None) or tuple(f.name for f in fields(cls)) for cls in classes
+        }
         self.nested = nested
 
 
@@ -167,7 +169,7 @@ def _many(encode_one: Callable[[Any], tuple]) -> Callable[[Iterable[Any]], tuple
 
 
 def encode(value: Any) -> tuple:
-    """A dataclass becomes (name, *fields), nested dataclasses likewise."""
+    """A value type becomes (name, *fields), nested ones likewise."""
     return _encoder(type(value).__name__)(value)
 
 
@@ -176,27 +178,31 @@ def encode_all(values: Iterable[Any]) -> tuple:
 
 
 def decode(value: tuple, expected: str) -> Any:
-    """The inverse of `encode` for one dataclass, checked against the type the schema expects.
+    """The inverse of `encode` for one value, checked against the type the schema expects.
 
-    Fields are set straight into the new instance: these classes' `__init__` only assigns them,
-    and a frozen dataclass's assignments cost four times as much (a one-file run decodes
-    thousands of instances)."""
+    A dataclass's fields are set straight into the new instance: these classes' `__init__` only
+    assigns them, and a frozen dataclass's assignments cost four times as much (a one-file run
+    decodes thousands of instances)."""
     if value[0] != expected:
         raise TypeError(f"{value[0]} where {expected} was expected")
     cls, names, steps = _plan(expected)
     if len(value) != len(names) + 1:
         raise ValueError(f"{expected} with {len(value) - 1} fields where {len(names)} were expected")
-    instance = object.__new__(cls)
-    fields_of = instance.__dict__
-    fields_of.update(zip(names, value[1:]))
+    values = list(value[1:])
     pending = {}
     for place, field_name, nested, many, later in steps:
-        item = value[place + 1]
+        item = values[place]
         if later:
-            del fields_of[field_name]
             pending[field_name] = (_field_decoder(nested, many), item)
         elif item is not None:
-            fields_of[field_name] = _field_decoder(nested, many)(item)
+            values[place] = _field_decoder(nested, many)(item)
+    if issubclass(cls, tuple):  # a named tuple (never one with fields decoded later)
+        return tuple.__new__(cls, values)
+    instance = object.__new__(cls)
+    fields_of = instance.__dict__
+    fields_of.update(zip(names, values))
+    for field_name in pending:
+        del fields_of[field_name]
     if pending:
         fields_of[OnFirstRead.PENDING] = pending
     return instance

@@ -10,9 +10,8 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
@@ -33,8 +32,7 @@ if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on 
     from .warm import Warm
 
 
-@dataclass
-class Analysis:
+class Analysis(NamedTuple):
     """What a run found before selection and scoping: the part a snapshot can keep."""
 
     findings: list[Finding]  # every rule, `noqa` already applied
@@ -43,7 +41,7 @@ class Analysis:
     files_scanned: int
     agent_count: int
     agents: list[AgentInfo] | None  # only when the inventory was asked for
-    outside: dict[str, str] = field(default_factory=dict)  # content keys of parsed non-source files
+    outside: dict[str, str]  # content keys of parsed non-source files
 
 
 def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
@@ -228,7 +226,7 @@ class Project:
                 self._workers.close()
         if analysed and self.cache:
             if whole and fingerprint and not self.failed:
-                self.cache.put_snapshot(fingerprint, vars(result), self._observed)
+                self.cache.put_snapshot(fingerprint, result._asdict(), self._observed)
             self.cache.save(prune=whole)
         shown = [
             f
@@ -283,8 +281,8 @@ class Project:
         if observed is None or self.failed:
             return None
         result = Analysis(**stored)
-        result.outside = {rel: observed["parsed"][rel][0] for rel in result.outside}
-        self.cache.put_snapshot(fingerprint, vars(result), observed)
+        result = result._replace(outside={rel: observed["parsed"][rel][0] for rel in result.outside})
+        self.cache.put_snapshot(fingerprint, result._asdict(), observed)
         self.cache.save(prune=False)
         return result
 

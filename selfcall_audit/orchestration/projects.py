@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings
@@ -87,8 +86,8 @@ def merged(reports: list[Report], root: Path) -> Report:
             return prefix if rel == "." else f"{prefix}/{rel}"
 
         findings += [f.moved(move) for f in report.findings]
-        errors += [replace(e, path=move(e.path)) for e in report.errors]
-        agents += [replace(a, path=move(a.path)) for a in report.agents]
+        errors += [e._replace(path=move(e.path)) for e in report.errors]
+        agents += [a._replace(path=move(a.path)) for a in report.agents]
         excluded += [move(rel) for rel in report.excluded]
     return Report(
         root=root,

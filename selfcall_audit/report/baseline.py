@@ -15,7 +15,6 @@ import os
 import tokenize
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 
 from ..config import Settings
@@ -164,7 +163,7 @@ def apply_baseline(
         ):
             stale.append(entry)
     hidden = len(report.findings) - len(kept)
-    return replace(report, findings=kept, baseline_stale=stale), hidden
+    return report._replace(findings=kept, baseline_stale=tuple(stale)), hidden
 
 
 def notes_for(report: Report, hidden: int, path: Path) -> list[str]:

@@ -7,7 +7,6 @@ the repository's top level (where CI resolves annotations), JSON relative to the
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 
 from ..ftypes import Report
@@ -46,5 +45,5 @@ def relocated(report: Report, base: Path) -> Report:
         return memo[rel]
 
     findings = [f.moved(move) for f in report.findings]
-    errors = [replace(e, path=move(e.path)) for e in report.errors]
-    return replace(report, root=base, findings=findings, errors=errors)
+    errors = [e._replace(path=move(e.path)) for e in report.errors]
+    return report._replace(root=base, findings=findings, errors=errors)

@@ -8,9 +8,8 @@ import re
 import stat
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..config import DEFAULT_TEST_PATTERNS, declares_settings
 from ..ftypes import InputError
@@ -275,16 +274,15 @@ def test_code_matcher() -> Callable[[str], object]:
     return _matcher(DEFAULT_TEST_PATTERNS)
 
 
-@dataclass(frozen=True)
-class FileSet:
+class FileSet(NamedTuple):
     root: Path
     sources: tuple[str, ...]  # Python files to analyse and report on
     configs: tuple[str, ...]  # YAML files that may define server instances
     modules: frozenset[str]  # every Python file, excluded ones too: imports may resolve to them
-    errors: dict[str, InputError] = field(default_factory=dict)  # folders that could not be listed
+    errors: dict[str, InputError]  # folders that could not be listed
     # The status of each listed file as it was before any was read, if it changed long enough before
     # to be compared with a later run's (`SETTLE_NS`): the same status, the same bytes.
-    statuses: dict[str, Status] = field(default_factory=dict)
+    statuses: dict[str, Status]
     projects: tuple[str, ...] = ()  # folders of nested projects, whose files are theirs, not ours
 
 

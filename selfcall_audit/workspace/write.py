@@ -17,9 +17,8 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..ftypes import Progress
 from .discovery import UnreadableFile, read_file
@@ -40,8 +39,7 @@ class Refused(Exception):
     """The file was left as it is, for the reason given."""
 
 
-@dataclass(frozen=True)
-class WriteResult:
+class WriteResult(NamedTuple):
     written: tuple[str, ...]  # in the order they were written
     refused: dict[str, str]  # path → why it was left as it is
     failed: dict[str, str]  # path → the I/O error that stopped its writing (left as it was)

@@ -6,7 +6,6 @@ checks the call it finds in the file against the description before trusting it.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -205,7 +204,7 @@ def test_a_call_that_no_longer_says_what_was_analysed_is_left_alone(index: int, 
         CallArgument(0, "server_name", text="self.config.name"),
         CallArgument(1, "url_path", text="'/v1/responses'"),
     ]
-    arguments[index] = replace(arguments[index], text=analysed)
+    arguments[index] = arguments[index]._replace(text=analysed)
 
     after, [outcome], _ = rewrite_source(
         SOURCE, [finding(described(BOUND, (*arguments, POSITIONAL[2])))], HELPER
@@ -226,7 +225,7 @@ def test_the_texts_the_analysis_records_are_those_the_tree_shows(tmp_path: Path)
 
     assert found.call is not None
     assert [a.text for a in found.call.arguments] == ["self.config.name", "'/v1/responses'", ""]
-    after, [outcome], _ = rewrite_source(SOURCE, [replace(found, **CALL)], HELPER)
+    after, [outcome], _ = rewrite_source(SOURCE, [found._replace(**CALL)], HELPER)
     assert outcome.reason is None and after != SOURCE
 
 
