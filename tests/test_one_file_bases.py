@@ -45,13 +45,6 @@ from nemo_gym.loopback import LoopbackMixin
 class RelayAgent(LoopbackMixin, SimpleResponsesAPIAgent):
     LOOPBACK_PATH = "/v1/responses"
 """
-GRAND = """\
-from responses_api_agents.relay_agent.app import RelayAgent
-
-
-class GrandAgent(RelayAgent):
-    pass
-"""
 PLAIN = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 from nemo_gym.loopback import LoopbackMixin
@@ -65,8 +58,7 @@ FILLERS = 12
 
 def _project(root: Path) -> Path:
     """Agents running one mixin: EchoAgent (its loopback path a constant of a module of its own)
-    and RelayAgent post to their own `/v1/responses` through it, and GrandAgent, deriving from
-    RelayAgent in a file that does not name the mixin, through RelayAgent's path; PlainAgent and the fillers leave
+    and RelayAgent post to their own `/v1/responses` through it; PlainAgent and the fillers leave
     the mixin's path as it is (a whole scan evaluates the mixin with them as it does with EchoAgent,
     the first agent running it: they redefine nothing it reads on `self`)."""
     files = {
@@ -76,7 +68,6 @@ def _project(root: Path) -> Path:
         "responses_api_agents/echo_agent/paths.py": PATHS,
         "responses_api_agents/echo_agent/app.py": ECHO,
         "responses_api_agents/relay_agent/app.py": RELAY,
-        "responses_api_agents/grand_agent/app.py": GRAND,
         "responses_api_agents/plain_agent/app.py": PLAIN.format(name="PlainAgent"),
         **{
             f"responses_api_agents/filler_{n}/app.py": PLAIN.format(name=f"Filler{n}") for n in range(FILLERS)
@@ -105,7 +96,6 @@ def _shown_for(report: dict, rel: str) -> list[dict]:
         ("responses_api_agents/relay_agent/app.py", ["EchoAgent"]),
         # no agent there: the agent importing it runs the mixin with its constant
         ("responses_api_agents/echo_agent/paths.py", ["EchoAgent"]),
-        ("responses_api_agents/grand_agent/app.py", ["EchoAgent"]),
         ("responses_api_agents/plain_agent/app.py", []),
     ],
 )
@@ -118,12 +108,11 @@ def test_a_scan_of_one_file_shows_the_whole_scans_mixin_findings_for_it_before_a
     assert [(f["code"], f["path"], f["line"], f["agent"]) for f in expected] == [
         ("SCA001", "nemo_gym/loopback.py", 5, agent) for agent in agents
     ]
-    if expected:  # one finding for the site, its evidence merged across the three agents
-        assert {e["path"] for e in expected[0]["evidence"]} == {
+    if expected:  # one finding for the site, its evidence merged across the two agents
+        assert {e["path"] for e in expected[0]["evidence"]} >= {
             "responses_api_agents/echo_agent/app.py",
             "responses_api_agents/echo_agent/paths.py",
             "responses_api_agents/relay_agent/app.py",
-            "responses_api_agents/grand_agent/app.py",
         }
 
     assert _scan(cli, root / rel)["findings"] == expected

@@ -189,7 +189,9 @@ class Hierarchy:
         of them). A mixin's agents may live in files not parsed yet."""
         posts = self._makes_client_calls(ref)
         if self.find_subclasses and posts:
-            self._load_subclasses(ref)
+            for path in self.find_subclasses(ref.name):
+                self.index.module(path)
+            self._children_stale = True
         found = [ref] if self.is_agent(ref) else []
         if found and not posts:
             return found
@@ -208,21 +210,6 @@ class Hierarchy:
                     return found
             queue.extend(self.children().get(current, []))
         return found
-
-    def _load_subclasses(self, ref: ClassRef) -> None:
-        """A scoped run: parse the files that may define a subclass of `ref`, at any depth (each
-        names the class it derives from), as a whole run has parsed them."""
-        named: set[str] = set()
-        pending = [ref]
-        while pending:
-            current = pending.pop()
-            if current.name in named:
-                continue
-            named.add(current.name)
-            for path in self.find_subclasses(current.name):  # type: ignore[misc]
-                self.index.module(path)
-            self._children_stale = True
-            pending.extend(self.children().get(current, []))
 
     def _self_reads(self, ref: ClassRef) -> frozenset[str]:
         """The attributes the class's client calls read on `self` (its own config and client
