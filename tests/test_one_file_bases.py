@@ -19,7 +19,7 @@ class LoopbackMixin:
     LOOPBACK_PATH = "/v1/health"
 
     async def ping(self, body: dict) -> dict:
-        response = await self.server_client.post(  # SCA001
+        response = await self.server_client.post(  # SCA001 SCA002
             server_name=self.config.name, url_path=self.LOOPBACK_PATH, json=body
         )
         return await response.json()
@@ -59,8 +59,8 @@ FILLERS = 12
 def _project(root: Path) -> Path:
     """Agents running one mixin: EchoAgent (its loopback path a constant of a module of its own)
     and RelayAgent post to their own `/v1/responses` through it; PlainAgent and the fillers leave
-    the mixin's path as it is (a whole scan evaluates the mixin with them as it does with EchoAgent,
-    the first agent running it: they redefine nothing it reads on `self`)."""
+    the mixin's path as it is, `/v1/health`, and run it alike: the first of them in path order,
+    Filler0, stands for the others."""
     files = {
         "pyproject.toml": "[project]\nname = 'p'\n",
         "nemo_gym/base_responses_api_agent.py": BASE,
@@ -86,6 +86,19 @@ def _scan(cli, *args: object) -> dict:
 def _shown_for(report: dict, rel: str) -> list[dict]:
     """The findings of a whole scan that a scan of `rel` shows: located there, or with evidence there."""
     return [f for f in report["findings"] if f["path"] == rel or any(e["path"] == rel for e in f["evidence"])]
+
+
+def test_a_mixin_is_reported_for_each_way_its_agents_run_it(cli, tmp_path: Path) -> None:
+    """The agents overriding its path post to their own `/v1/responses` (SCA001); those leaving it
+    post to their own `/v1/health` (SCA002), although the first agent running it overrides it."""
+    root = _project(tmp_path)
+
+    found = [(f["code"], f["path"], f["line"], f["agent"]) for f in _scan(cli, root)["findings"]]
+
+    assert found == [
+        ("SCA001", "nemo_gym/loopback.py", 5, "EchoAgent"),
+        ("SCA002", "nemo_gym/loopback.py", 5, "Filler0"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,9 @@ class Hierarchy:
         if found and not posts:
             return found
         reads = self._self_reads(ref) if posts else frozenset()
+        # agents whose `self` gives the class's reads the same definitions run it alike: the
+        # first of them stands for the others
+        runs = {self._definitions(ref, reads)} if found else set()
         seen = {ref}
         queue = deque(self.children().get(ref, []))
         while queue:
@@ -203,9 +206,9 @@ class Hierarchy:
             if current in seen:
                 continue
             seen.add(current)
-            # an agent that redefines nothing the class reads on `self` runs it as the first one does
-            if self.is_agent(current) and (not found or self._redefines(current, ref, reads)):
+            if self.is_agent(current) and (run := self._definitions(current, reads)) not in runs:
                 found.append(current)
+                runs.add(run)
                 if not posts:
                     return found
             queue.extend(self.children().get(current, []))
@@ -239,20 +242,21 @@ class Hierarchy:
                     pending.extend(children(expr))
         return frozenset(names)
 
-    def _redefines(self, current: ClassRef, ref: ClassRef, names: frozenset[str]) -> bool:
-        """Does a class between `current` and `ref` in `current`'s MRO define one of `names`?"""
-        for owner in self.mro(current):
-            if owner == ref:
-                return False
+    def _definitions(self, agent: ClassRef, names: frozenset[str]) -> tuple[tuple[str, ClassRef], ...]:
+        """The class each of `names` is found in along the agent's MRO (constants, attributes
+        and methods), the names no class defines left out."""
+        found: dict[str, ClassRef] = {}
+        for owner in self.mro(agent):
             klass = self.index.klass(owner)
             if klass is None:
                 continue
-            defined = [b.name for b in (*klass.constants, *klass.instance_attrs)] + [
-                m.name for m in klass.methods
-            ]
-            if names.intersection(defined):
-                return True
-        return False
+            for name in (
+                *(b.name for b in (*klass.constants, *klass.instance_attrs)),
+                *(m.name for m in klass.methods),
+            ):
+                if name in names:
+                    found.setdefault(name, owner)
+        return tuple(sorted(found.items()))
 
     def _makes_client_calls(self, ref: ClassRef) -> bool:
         """Does the class call a server client itself (a call naming a target or a route)?"""
