@@ -106,6 +106,21 @@ def _console(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Comp
     )
 
 
+def test_the_console_scripts_module_loads_only_what_starts_git() -> None:
+    """git walks the tree while the command line's modules load: `__main__` itself loads none."""
+    code = "import sys, selfcall_audit.__main__; print(sorted(m for m in sys.modules if m.startswith('selfcall_audit')))"
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert done.stdout.split() == [
+        "['selfcall_audit',",
+        "'selfcall_audit.__main__',",
+        "'selfcall_audit.workspace',",
+        "'selfcall_audit.workspace.listing',",
+        "'selfcall_audit.workspace.signals']",
+    ]
+
+
 @pytest.mark.slow
 def test_the_console_script_lists_the_checkout_once_git_started_before_the_modules_load(
     tmp_path: Path,

@@ -4,8 +4,10 @@ the number of classes and no inheritance depth can exhaust the interpreter's rec
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import defaultdict, deque
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact
@@ -150,7 +152,9 @@ class Hierarchy:
         return self.is_agent(ref) and self.index.qualname(ref) not in self.agent_bases
 
     def children(self) -> dict[ClassRef, list[ClassRef]]:
-        """Direct subclasses among the modules parsed when it was last brought up to date. Modules
+        """Direct subclasses among the modules parsed when it was last brought up to date, by path
+        (in a file, in order): not in the order files happened to be parsed, which differs between
+        a whole run and a run on some files, and decides which agent a finding names first. Modules
         are only ever added, so bringing it up to date reads only the ones parsed since."""
         if self._children_stale:
             self._children_stale = False
@@ -159,7 +163,7 @@ class Hierarchy:
             for ref in (ClassRef(m.path, k.name) for m in modules[self._children_of :] for k in m.classes):
                 for base in self.bases(ref):
                     if isinstance(base, ClassRef):
-                        children[base].append(ref)
+                        insort(children[base], ref, key=_BY_PATH)
             self._children_of = len(modules)
         return self._children
 
@@ -192,6 +196,9 @@ class Hierarchy:
         if found and not posts:
             return found
         reads = self._self_reads(ref) if posts else frozenset()
+        # agents whose `self` gives the class's reads the same definitions run it alike: the
+        # first of them stands for the others
+        runs = {self._definitions(ref, reads)} if found else set()
         seen = {ref}
         queue = deque(self.children().get(ref, []))
         while queue:
@@ -199,9 +206,9 @@ class Hierarchy:
             if current in seen:
                 continue
             seen.add(current)
-            # an agent that redefines nothing the class reads on `self` runs it as the first one does
-            if self.is_agent(current) and (not found or self._redefines(current, ref, reads)):
+            if self.is_agent(current) and (run := self._definitions(current, reads)) not in runs:
                 found.append(current)
+                runs.add(run)
                 if not posts:
                     return found
             queue.extend(self.children().get(current, []))
@@ -235,20 +242,21 @@ class Hierarchy:
                     pending.extend(children(expr))
         return frozenset(names)
 
-    def _redefines(self, current: ClassRef, ref: ClassRef, names: frozenset[str]) -> bool:
-        """Does a class between `current` and `ref` in `current`'s MRO define one of `names`?"""
-        for owner in self.mro(current):
-            if owner == ref:
-                return False
+    def _definitions(self, agent: ClassRef, names: frozenset[str]) -> tuple[tuple[str, ClassRef], ...]:
+        """The class each of `names` is found in along the agent's MRO (constants, attributes
+        and methods), the names no class defines left out."""
+        found: dict[str, ClassRef] = {}
+        for owner in self.mro(agent):
             klass = self.index.klass(owner)
             if klass is None:
                 continue
-            defined = [b.name for b in (*klass.constants, *klass.instance_attrs)] + [
-                m.name for m in klass.methods
-            ]
-            if names.intersection(defined):
-                return True
-        return False
+            for name in (
+                *(b.name for b in (*klass.constants, *klass.instance_attrs)),
+                *(m.name for m in klass.methods),
+            ):
+                if name in names:
+                    found.setdefault(name, owner)
+        return tuple(sorted(found.items()))
 
     def _makes_client_calls(self, ref: ClassRef) -> bool:
         """Does the class call a server client itself (a call naming a target or a route)?"""
@@ -293,6 +301,7 @@ class Hierarchy:
         return self.index.module_function(ref.path, ref.name)
 
 
+_BY_PATH = attrgetter("path")
 _DECLARATIONS = frozenset({"PrivateAttr", "Field", "field"})  # pydantic's and dataclasses'
 
 

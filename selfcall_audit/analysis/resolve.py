@@ -20,7 +20,7 @@ from .deployment import Deployment
 from .evaluate import ConfigRef, Evaluator, NamedServer
 from .expand import ClientCall, Expander
 from .expr import NONE, UNKNOWN
-from .facts import FunctionFacts, Inlined
+from .facts import ClassFacts, FunctionFacts, Inlined
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef, FunctionRef
@@ -71,9 +71,13 @@ class Resolver:
     def served_classes(self, instance: AgentInstance) -> list[ClassRef]:
         return self.deployment.served_classes(instance)
 
-    def findings_in(self, path: str) -> list[Finding]:
+    def findings_in(self, path: str, only: tuple[ClassRef, ...] | None = None) -> list[Finding]:
+        """The module's findings, as a whole run reports them. `only`: agents whose evaluation
+        alone can make a finding there matter (a run on some files, for a base of their agents);
+        when none of them finds one, none is looked for with the project's other agents."""
         module = self.index.module(path)
-        if module is None:
+        if module is None or (only is not None and not self._found_with(path, module.classes, only)):
+            self._trees.pop(path, None)
             return []
         # One finding per call site and code, even when the site reaches the client along
         # several routes (a helper posting twice, a callee chosen by a flag): their evidence merges.
@@ -99,6 +103,15 @@ class Resolver:
         # scan of NeMo Gym held 24 agent modules' trees at once, a fifth of its peak memory).
         self._trees.pop(path, None)
         return list(results.values())
+
+    def _found_with(self, path: str, classes: tuple[ClassFacts, ...], agents: tuple[ClassRef, ...]) -> bool:
+        """Does a class of the module hold a finding when `self` is one of `agents` running it?"""
+        refs = [ClassRef(path, klass.name) for klass in classes]
+        return any(
+            ref in self.hierarchy.mro(agent) and self._findings_for(klass.methods, ref, agent)
+            for agent in agents
+            for klass, ref in zip(classes, refs, strict=True)
+        )
 
     def _findings_for(
         self, methods: tuple[FunctionFacts, ...], ref: ClassRef, agent: ClassRef

@@ -334,6 +334,7 @@ class Project:
             files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
         )
         targets = None
+        only: dict[str, tuple[ClassRef, ...]] = {}  # modules evaluated with these agents first
         indexed: Callable[[], None] | None = None
         # kept by a long-lived process from one run to the next
         sites = self.warm.sites if self.warm else None
@@ -348,8 +349,8 @@ class Project:
             )
             if located:
                 targets = chosen.located(scopes)
-            else:
-                targets = chosen.scoped(scopes, instances(), resolver, indexes.import_lines)
+            elif (scoped := chosen.scoped(scopes, instances(), resolver, indexes.import_lines)) is not None:
+                targets, only = scoped
         if targets is None:
             hierarchy = Hierarchy(index, bases)
             # the YAML instances are read when first needed: the prefilter runs meanwhile
@@ -378,7 +379,7 @@ class Project:
             module = index.module(rel)
             if module is None or rel not in source_set:
                 continue
-            for finding in resolver.findings_in(rel):
+            for finding in resolver.findings_in(rel, only.get(rel)):
                 if _noqa(module, finding):
                     suppressed += 1
                 else:

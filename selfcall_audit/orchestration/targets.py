@@ -91,11 +91,12 @@ class Targets:
         instances: list[AgentInstance],
         resolver: Resolver,
         import_lines: Callable[[Iterable[str]], list[tuple[str, bytes]]],
-    ) -> list[str] | None:
+    ) -> tuple[list[str], dict[str, tuple[ClassRef, ...]]] | None:
         """What a whole run would report on for `scopes`: the files in scope, the modules whose
-        classes run in the instances that YAML files in scope configure, and the modules importing
-        (transitively) a module in scope. None when that grows so large that the whole-project
-        prefilter is cheaper."""
+        classes run in the instances that YAML files in scope configure, the modules importing
+        (transitively) a module in scope, and the bases and mixins of the agents of all these,
+        each with the agents it is to be evaluated with (see `Resolver.findings_in`). None when
+        that grows so large that the whole-project prefilter is cheaper."""
         targets = [rel for rel in self.sources if in_scope(rel, scopes)]
         for instance in instances:
             if in_scope(instance.where.path, scopes):
@@ -111,21 +112,24 @@ class Targets:
             targets += frontier
             if len(targets) > _MAX_SCOPED_FILES:
                 return None
-        # the bases and mixins of the agents in scope run with `self` as those agents: an edit in
-        # scope (an overridden constant) changes their findings (not their importers': the base
-        # every agent imports would make every scoped run a whole one)
-        hierarchy = resolver.hierarchy
-        for rel in [t for t in targets if t.endswith(".py") and in_scope(t, scopes)]:
-            module = hierarchy.index.module(rel)
-            for klass in module.classes if module else ():
-                ref = ClassRef(rel, klass.name)
-                if hierarchy.is_agent(ref):
-                    targets += [
-                        o.path for o in hierarchy.mro(ref)[1:] if o.path in listed and o.path not in seen
-                    ]
-                    seen.update(o.path for o in hierarchy.mro(ref))
         self.store.preload(targets)
-        return targets
+        # Only an agent of these modules can read a file in scope: its module imports it or a YAML
+        # file in scope runs it. So a base or mixin of theirs holds a finding shown here only if
+        # evaluating it with `self` as one of them finds one, asked before the agents of the whole
+        # project are (not their importers: the base every agent imports would make every scoped
+        # run a whole one).
+        hierarchy = resolver.hierarchy
+        agents = tuple(
+            ref
+            for rel in targets
+            if (module := hierarchy.index.module(rel)) is not None
+            for ref in (ClassRef(rel, klass.name) for klass in module.classes)
+            if hierarchy.is_agent(ref)
+        )
+        outside = listed - seen
+        bases = list(dict.fromkeys(o.path for a in agents for o in hierarchy.mro(a)[1:] if o.path in outside))
+        self.store.preload(bases)
+        return targets + bases, dict.fromkeys(bases, agents)
 
     def located(self, scopes: tuple[str, ...]) -> list[str]:
         """The files in scope alone: what a run reporting only the findings located there reads
