@@ -1,16 +1,22 @@
 """A one-shot run turns the garbage collector off (`__main__`); the language server, which lives as
-long as the editor, must turn it back on before it serves."""
+long as the editor, must turn it back on before it serves, and what its session keeps frozen out
+of the collector's sight must not grow with each edit."""
 
 from __future__ import annotations
 
 import gc
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
 from pygls.lsp.server import LanguageServer
 
+from selfcall_audit import api
+from selfcall_audit.config import load_settings
 from selfcall_audit.frontends import lsp
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_the_language_server_collects_garbage_while_it_serves(
@@ -31,3 +37,20 @@ def test_the_language_server_collects_garbage_while_it_serves(
         else:
             gc.disable()
     assert seen == [True]
+
+
+def test_a_session_frees_what_each_edit_built(tmp_path: Path) -> None:
+    """Each analysis freezes what the session keeps; cycles an edit's run built (its project and
+    facts store, its hierarchy) are gone first, or frozen they would never be freed."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "fixtures" / "demo-gym", root)
+    app = next(p for p in sorted(root.rglob("app.py")) if b"server_client" in p.read_bytes())
+    rel = app.relative_to(root).as_posix()
+    session = api.Session(root, load_settings(root))
+    frozen = []
+    for edit in range(25):
+        text = f"_EDITED = {edit}\n".encode() + app.read_bytes()
+        session.analyze([app], {rel: text}, located=True)
+        frozen.append(gc.get_freeze_count())
+
+    assert frozen[-1] - frozen[4] < 20  # 59 or 219 more per edit when runs leaked their cycles

@@ -150,6 +150,12 @@ class Project:
         """Facts for many files at once: from the cache, else parsed (in parallel when it pays)."""
         self._facts_store().preload(rels)
 
+    def release(self) -> None:
+        """Drop the facts store and the workers: they call back into the project, a cycle that
+        a long-lived caller which freezes what it keeps (`api.Session`) would never see freed."""
+        self._store = None
+        self._workers = None
+
     def _facts_store(self) -> FactsStore:
         if self._store is None:
             from .store import FactsStore
