@@ -39,9 +39,10 @@ def test_the_language_server_collects_garbage_while_it_serves(
     assert seen == [True]
 
 
-def test_a_session_frees_what_each_edit_built(tmp_path: Path) -> None:
-    """Each analysis freezes what the session keeps; cycles an edit's run built (its project and
-    facts store, its hierarchy) are gone first, or frozen they would never be freed."""
+def test_a_server_settling_after_each_edit_frees_what_the_edit_built(tmp_path: Path) -> None:
+    """The server freezes what its session keeps once each edit's diagnostics are sent; cycles
+    the edit's run built (its project and facts store, its hierarchy) are gone first, or frozen
+    they would never be freed."""
     root = tmp_path / "repo"
     shutil.copytree(REPO / "fixtures" / "demo-gym", root)
     app = next(p for p in sorted(root.rglob("app.py")) if b"server_client" in p.read_bytes())
@@ -51,6 +52,19 @@ def test_a_session_frees_what_each_edit_built(tmp_path: Path) -> None:
     for edit in range(25):
         text = f"_EDITED = {edit}\n".encode() + app.read_bytes()
         session.analyze([app], {rel: text}, located=True)
+        api.settle()
         frozen.append(gc.get_freeze_count())
 
     assert frozen[-1] - frozen[4] < 20  # 59 or 219 more per edit when runs leaked their cycles
+
+
+def test_the_server_settles_once_it_has_sent_the_diagnostics(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = lsp.make_server()
+    calls = []
+    monkeypatch.setattr(server.editor, "diagnostics", lambda path: calls.append("diagnostics") or [])
+    monkeypatch.setattr(server, "text_document_publish_diagnostics", lambda params: calls.append("published"))
+    monkeypatch.setattr(api, "settle", lambda: calls.append("settled"))
+
+    server.publish(Path("/nowhere/app.py"))
+
+    assert calls == ["diagnostics", "published", "settled"]

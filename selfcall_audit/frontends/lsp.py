@@ -15,7 +15,7 @@ from lsprotocol import types as lsp
 from pygls import uris
 from pygls.lsp.server import LanguageServer
 
-from .. import __version__
+from .. import __version__, api
 from ..config import ConfigError
 from ..rules import SELF_CALL
 from .editor import FIX_TITLE, SOURCE, Document, Editor
@@ -46,6 +46,7 @@ class SelfCallServer(LanguageServer):
             diagnostics = []
         uri = uris.from_fs_path(str(path))
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri, diagnostics))
+        api.settle()  # once the diagnostics are sent: the next edit's answer does not wait for it
 
     def remember(self, uri: str) -> Path | None:
         """Keep the document's current text (as pygls synchronised it); its path, None if not a file."""
