@@ -13,7 +13,7 @@ from pathlib import Path
 
 from fixture_annotations import NOT_COPIED, annotated_findings
 
-from selfcall_audit.analysis.facts import extract
+from selfcall_audit.analysis.extract import extract
 from selfcall_audit.orchestration import codec
 from selfcall_audit.orchestration.codec import decode, encode
 

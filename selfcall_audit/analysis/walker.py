@@ -51,7 +51,7 @@ Env = dict[str, tuple[Expr, int]]
 
 
 class ModuleScope:
-    """What walking a function body asks of its module's extraction (`facts.ModuleExtractor`):
+    """What walking a function body asks of its module's extraction (`extract.ModuleExtractor`):
     classes a function defines and its imports are the module's too, and attributes stored on
     `self` are the class's."""
 

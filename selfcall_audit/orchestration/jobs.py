@@ -13,7 +13,8 @@ from ..workspace.prefilter import import_lines, mentions_any
 from .cache import facts_payload
 
 if TYPE_CHECKING:
-    from ..analysis.facts import Functions, ModuleFacts
+    from ..analysis.extract import Functions
+    from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance, Node
     from ..ftypes import InputError
 
@@ -27,8 +28,9 @@ def extract_facts(
     """The facts of a file (`path`, `data`, `cached`), or why there are none; when `cached`, also
     their cache entry, encoded here rather than by the parent, which is busy analysing.
     `functions`: each file's functions as last extracted by this process, reused where their
-    lines are unchanged (see `facts.Functions`); this file's are replaced by this extraction's."""
-    from ..analysis.facts import FactsError, Functions, extract
+    lines are unchanged (see `extract.Functions`); this file's are replaced by this extraction's."""
+    from ..analysis.extract import Functions, extract
+    from ..analysis.facts import FactsError
 
     rel, data, cached = item
     kept = None

@@ -12,7 +12,8 @@ from .cache import FactsCache
 from .jobs import extract_facts
 
 if TYPE_CHECKING:
-    from ..analysis.facts import Functions, ModuleFacts
+    from ..analysis.extract import Functions
+    from ..analysis.facts import ModuleFacts
 
     Extracted = tuple[ModuleFacts | str, bytes | None]  # facts or why there are none; cache entry
 
@@ -38,7 +39,7 @@ class FactsStore:
         """`memory`: each file's last facts (or why there are none) with the bytes they are of, kept
         by a long-lived process (one version a file: an editor's every keystroke is another);
         `functions`: the functions of each file such a process extracted again (see
-        `facts.Functions`)."""
+        `extract.Functions`)."""
         self.read = read
         self.key = key
         self.memory = memory

@@ -19,7 +19,8 @@ from ..workspace.prefilter import import_lines, word_matcher
 
 if TYPE_CHECKING:
     from ..analysis.around import Sites
-    from ..analysis.facts import Functions, Inlined, ModuleFacts
+    from ..analysis.extract import Functions
+    from ..analysis.facts import Inlined, ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..analysis.index import Names, Paths
     from ..ftypes import InputError

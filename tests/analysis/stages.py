@@ -6,7 +6,7 @@ from textwrap import dedent
 
 from selfcall_audit.analysis.classify import path_text
 from selfcall_audit.analysis.evaluate import Ctx
-from selfcall_audit.analysis.facts import extract
+from selfcall_audit.analysis.extract import extract
 from selfcall_audit.analysis.gym_config import AgentInstance
 from selfcall_audit.analysis.hierarchy import Hierarchy
 from selfcall_audit.analysis.index import ClassRef, FunctionRef, Index

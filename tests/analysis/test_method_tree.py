@@ -10,7 +10,7 @@ import ast
 import pytest
 
 from selfcall_audit.analysis import around, reaching
-from selfcall_audit.analysis.facts import extract
+from selfcall_audit.analysis.extract import extract
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver
 
 SOURCE = '''\
