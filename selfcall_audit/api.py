@@ -6,6 +6,7 @@ and the stage specs all call these, so that a run means the same whatever starts
     plan = plan_fix(root, settings, [root], helper)       # the rewrites `fix` would write
     session = Session(root, settings)                     # a long-lived process (the language
     report = session.analyze([path], {rel: b"..."})       # server): the project's facts kept warm
+    settle()                                              # once the answer is sent
 
 Each project under the paths (a monorepo's nested ones included) is analysed on its own, with its
 own root and settings, and the results merged into one `Report` whose paths are relative to the
