@@ -173,3 +173,39 @@ def test_a_scan_of_an_agent_file_whose_base_finds_nothing_for_it_loads_no_other_
 
     assert report["findings"] == [] == _scan(cli, tmp_path, "--no-cache")["findings"]
     assert report["summary"]["files_parsed"] == 2
+
+
+SUBCLASS = """\
+from responses_api_agents.{parent_folder}.app import {parent}
+
+
+class {name}({parent}):
+{body}
+"""
+
+
+@pytest.mark.parametrize("rel", ["nemo_gym/loopback.py", "responses_api_agents/echo_agent/app.py"])
+def test_a_scan_of_one_file_follows_agents_subclasses_in_files_that_name_only_their_parent(
+    cli, tmp_path: Path, rel: str
+) -> None:
+    """GrandAgent subclasses PlainAgent and GreatAgent GrandAgent, each in a file naming only its
+    parent (a subclass's file names its direct base, not the mixin two or three levels up), and
+    GreatAgent points the mixin's path at its own `/v1/responses`: the scan of the mixin's file
+    shows the whole scan's finding, GreatAgent's file in its evidence; so does the scan of another
+    agent's file, whose finding the mixin's agents share."""
+    root = _project(tmp_path)
+    for name, parent, body in (
+        ("GrandAgent", "PlainAgent", "    pass"),
+        ("GreatAgent", "GrandAgent", '    LOOPBACK_PATH = "/v1/responses"'),
+    ):
+        folder = root / "responses_api_agents" / name.replace("Agent", "_agent").lower()
+        folder.mkdir()
+        parent_folder = parent.replace("Agent", "_agent").lower()
+        (folder / "app.py").write_text(
+            SUBCLASS.format(name=name, parent=parent, parent_folder=parent_folder, body=body)
+        )
+
+    expected = _shown_for(_scan(cli, root), rel)
+    assert "responses_api_agents/great_agent/app.py" in {e["path"] for f in expected for e in f["evidence"]}
+
+    assert _scan(cli, root / rel, "--no-cache")["findings"] == expected

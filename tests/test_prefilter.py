@@ -11,7 +11,7 @@ from fixture_annotations import fixture_projects
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from selfcall_audit.workspace.prefilter import import_lines, importers, word_matcher
+from selfcall_audit.workspace.prefilter import import_lines, importers, names_found, word_matcher
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -104,6 +104,37 @@ def test_word_matcher_agrees_with_a_plain_word_search_when_names_share_a_part(
     expected = any(re.search(rf"\b{re.escape(name)}\b", text) for name in names)
 
     assert word_matcher(names)(text.encode()) is expected
+
+
+words_and_others = st.lists(
+    st.one_of(sharing.map("".join), st.sampled_from([" ", ".", "_", "é", "ß", "1", "Agen", "\n"])),
+    max_size=24,
+).map("".join)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(names=sharing, text=words_and_others)
+def test_names_found_are_the_names_the_word_matcher_finds(names: list[str], text: str) -> None:
+    data = text.encode()
+
+    assert names_found(names)(data) == {name for name in names if word_matcher([name])(data)}
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("x.Agent(", {"Agent"}),
+        ("Agent_ SimpleAgent Agent1", set()),
+        ("éAgent; Agents", {"Agent", "Agents"}),  # a non-ASCII letter is no word character here
+        ("# Agen Agentt", set()),
+    ],
+)
+def test_names_found_are_whole_words(text: str, found: set[str]) -> None:
+    data = text.encode()
+    names = ["Agent", "Agents", "Wrapper"]
+
+    assert names_found(names)(data) == found == {name for name in names if word_matcher([name])(data)}
 
 
 source_lines = st.lists(

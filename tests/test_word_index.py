@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 from fixture_annotations import NOT_COPIED
 
+from selfcall_audit.config import Settings
 from selfcall_audit.orchestration.cache import FactsCache, content_key
 from selfcall_audit.orchestration.indexes import _MAX_NAMES, Indexes
 from selfcall_audit.workspace.discovery import discover, read_file
 from selfcall_audit.workspace.workers import Workers
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+CACHE_DIR = Settings().cache_dir
 FILES = {
     "pkg/mixins.py": "class Mixin:\n    pass\n",
     "pkg/agent.py": "from pkg.mixins import Mixin\n\nclass Agent(Mixin):\n    pass\n",
@@ -28,7 +30,14 @@ FILES = {
 class Run:
     """One run's index over the project as it is now, with the files it read to search them."""
 
-    def __init__(self, root: Path, cached: bool = True, unreadable: frozenset[str] = frozenset()):
+    def __init__(
+        self,
+        root: Path,
+        cached: bool = True,
+        unreadable: frozenset[str] = frozenset(),
+        cache_dir: str = ".cache",
+        include_tests: bool = True,
+    ):
         self.read_files: list[str] = []
 
         def read(rel: str) -> bytes | None:
@@ -38,12 +47,12 @@ class Run:
         def key(rel: str) -> str | None:
             return None if rel in unreadable else content_key(rel, read_file(root / rel, 1 << 20))
 
-        files = discover(root, (), True, ())
-        self.cache = FactsCache.open(root, ".cache") if cached else None
+        files = discover(root, (), include_tests, ())
+        self.cache = FactsCache.open(root, cache_dir) if cached else None
         self.indexes = Indexes(root, 1 << 20, files, self.cache, Workers(1), read, key, {}, set())
 
-    def naming(self, name: str) -> list[str]:
-        found = self.indexes.naming(name)
+    def naming(self, *names: str) -> list[str]:
+        found = self.indexes.naming(names)
         if self.cache:
             self.cache.save(prune=False)
         return found
@@ -57,8 +66,8 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _uncached(root: Path, name: str) -> list[str]:
-    return Run(root, cached=False).naming(name)
+def _uncached(root: Path, name: str, include_tests: bool = True) -> list[str]:
+    return Run(root, cached=False, include_tests=include_tests).naming(name)
 
 
 def test_a_name_asked_again_is_answered_without_reading_unchanged_files(project: Path) -> None:
@@ -105,6 +114,22 @@ def test_a_new_name_reads_every_file_once_and_old_answers_stay_right(project: Pa
     assert old.read_files == []
 
 
+def test_files_naming_any_of_several_names_are_found_in_one_look(project: Path) -> None:
+    Run(project).naming("Mixin")
+
+    run = Run(project)
+    assert run.naming("Agent", "MixinTwo") == ["pkg/agent.py", "pkg/other.py"]
+    assert sorted(run.read_files) == sorted(FILES)  # two new names: every file read once
+    again = Run(project)
+    assert again.naming("MixinTwo", "Mixin") == [
+        "pkg/agent.py",
+        "pkg/mixins.py",
+        "pkg/notes.py",
+        "pkg/other.py",
+    ]
+    assert again.read_files == []
+
+
 def test_a_file_that_could_not_be_read_is_read_again_next_time(project: Path) -> None:
     blocked = Run(project, unreadable=frozenset({"pkg/agent.py"}))
     assert blocked.naming("Mixin") == ["pkg/mixins.py", "pkg/notes.py"]
@@ -115,15 +140,44 @@ def test_a_file_that_could_not_be_read_is_read_again_next_time(project: Path) ->
 
 
 def test_the_index_keeps_a_bounded_number_of_names(project: Path) -> None:
-    Run(project).naming("Mixin")
-    for n in range(_MAX_NAMES):
-        Run(project).naming(f"Name{n}")
+    full = Run(project)
+    full.indexes.keep_names([f"Name{n}" for n in range(_MAX_NAMES)], {})
+    full.cache.save(prune=False)
 
     forgotten = Run(project)
     assert forgotten.naming("Mixin") == _uncached(project, "Mixin")
     assert sorted(forgotten.read_files) == sorted(FILES)
     asked, _ = forgotten.cache.names()
-    assert len(asked) <= _MAX_NAMES
+    assert asked == ["Mixin"]
+
+
+def test_a_whole_scan_answers_for_every_agent_it_found(cli, tmp_path: Path) -> None:
+    """The whole scan searched every file for each agent name it found: a one-file run asking
+    which files name an agent (its subclasses' files) then reads none, and the answers are
+    those of a search."""
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    cli("scan", root, "--format", "json")
+
+    asked, _ = Run(root, cache_dir=CACHE_DIR, include_tests=False).cache.names()
+    assert {"RemoteAgent", "MultiTurnAgent", "SWEAgent", "JudgeAgent", "MathTutorAgent"} <= set(asked)
+    for name in asked:
+        run = Run(root, cache_dir=CACHE_DIR, include_tests=False)
+        assert run.naming(name) == _uncached(root, name, include_tests=False)
+        assert run.read_files == []
+
+
+def test_an_edit_after_a_whole_scan_reads_only_the_edited_file(cli, tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    cli("scan", root, "--format", "json")
+    edited = "responses_api_agents/judge_agent/later.py"
+    (root / edited).write_text("from .app import JudgeAgent\n\n\nclass Later(JudgeAgent):\n    pass\n")
+
+    run = Run(root, cache_dir=CACHE_DIR, include_tests=False)
+    found = run.naming("JudgeAgent")
+    assert edited in found and found == _uncached(root, "JudgeAgent", include_tests=False)
+    assert run.read_files == [edited]
 
 
 MIXIN_USER = """\

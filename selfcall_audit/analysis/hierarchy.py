@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -28,12 +28,12 @@ class Hierarchy:
         self,
         index: Index,
         agent_bases: frozenset[str],
-        find_subclasses: Callable[[str], list[str]] | None = None,
+        find_subclasses: Callable[[Collection[str]], list[str]] | None = None,
         serves: Serves | None = None,
     ):
         self.index = index
         self.agent_bases = agent_bases
-        self.find_subclasses = find_subclasses  # a scoped run: the files that may subclass a name
+        self.find_subclasses = find_subclasses  # a scoped run: the files that may subclass these names
         # An agent is known by what it serves: a class whose own server setup registers the agent
         # route (and is no model server) is an agent base whatever its name.
         self.serves = serves
@@ -183,15 +183,30 @@ class Hierarchy:
         found = self.agents_using(ref)
         return found[0] if found else None
 
+    def _parse_subclasses(self, ref: ClassRef, find: Callable[[Collection[str]], list[str]]) -> None:
+        """Parse the files that may define subclasses of `ref` (`find`: the files naming one of
+        some names), level by level: a subclass's file names its direct base, not necessarily the
+        classes above it."""
+        asked: set[str] = set()
+        seen = {ref}
+        level = [ref]
+        while level:
+            if names := {klass.name for klass in level} - asked:
+                asked |= names
+                for path in find(names):
+                    self.index.module(path)
+                self._children_stale = True
+            children = self.children()
+            level = [child for klass in level for child in children.get(klass, ()) if child not in seen]
+            seen.update(level)
+
     def agents_using(self, ref: ClassRef) -> list[ClassRef]:
         """The agent classes whose code includes `ref`'s methods, nearest first: itself when it is
         one, and, when the class posts, each agent subclass (its methods run with `self` as each
         of them). A mixin's agents may live in files not parsed yet."""
         posts = self._makes_client_calls(ref)
         if self.find_subclasses and posts:
-            for path in self.find_subclasses(ref.name):
-                self.index.module(path)
-            self._children_stale = True
+            self._parse_subclasses(ref, self.find_subclasses)
         found = [ref] if self.is_agent(ref) else []
         if found and not posts:
             return found

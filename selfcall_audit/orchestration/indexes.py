@@ -6,12 +6,12 @@ and which files name the classes that one-file runs searched for."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
-from ..workspace.prefilter import import_lines, word_matcher
+from ..workspace.prefilter import as_words, import_lines, names_found, word_matcher
 from ..workspace.workers import Workers
 from .cache import FactsCache
 from .jobs import import_lines_of, instances_of
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from ..ftypes import InputError
     from .warm import Warm
 
-_MAX_NAMES = 32  # names the word index answers for; one more starts it again
+# names the word index answers for (a whole run's agent names, then those one-file runs asked);
+# one more starts it again
+_MAX_NAMES = 1024
 
 
 class Indexes:
@@ -123,39 +125,66 @@ class Indexes:
 
         return store
 
-    def naming(self, name: str) -> list[str]:
-        """The source files that name `name` as a whole word. Each file's answers for the names
-        asked before are kept under its content key, so a one-file run searches only the files
-        changed since."""
+    def naming(self, names: Collection[str]) -> list[str]:
+        """The source files that name one of `names` as a whole word. Each file's answers for the
+        names asked before are kept under its content key, so a one-file run searches only the
+        files changed since."""
         if self.warm is not None:
-            return self.warm.naming(name, self.files.sources, self.read, self.memory)
+            sources = self.files.sources
+            named_in = {
+                rel for name in names for rel in self.warm.naming(name, sources, self.read, self.memory)
+            }
+            return [rel for rel in sources if rel in named_in]
         if self.cache is None:
-            named = word_matcher([name])
+            named = word_matcher(names)
             return [rel for rel in self.files.sources if named(self.read(rel))]
+        wanted_names = frozenset(names)
         asked, held = self.cache.names()
-        fresh = name not in asked
-        if fresh:  # every file is read once for a new name: every entry answers for all `asked`
-            asked, held = ([], {}) if len(asked) >= _MAX_NAMES else (asked, held)
-            asked = [*asked, name]
-        matcher = functools.cache(lambda n: word_matcher([n]))
+        new = tuple(sorted(wanted_names.difference(asked)))
+        if new:  # every file is read once for new names: every entry answers for all `asked`
+            asked, held = ([], {}) if len(asked) + len(new) > _MAX_NAMES else (asked, held)
+            asked = [*asked, *new]
+        finder = functools.cache(_finder)
         updated: dict[str, list] = {}
         found = []
         for rel in self.files.sources:
             entry, key = held.get(rel), self.key(rel)
             kept = _current(entry, key)
-            if kept and not fresh:
-                names = entry[1]
+            if kept and not new:
+                holds = entry[1]
             else:
-                data = self.read(rel)
-                known, wanted = (entry[1], [name]) if kept else ([], asked)
-                names = known + [n for n in wanted if matcher(n)(data)]
+                known, wanted = (entry[1], new) if kept else ([], tuple(asked))
+                holds = known + finder(wanted)(self.read(rel))
             if key is not None:  # one that cannot be read is read again next time
-                updated[rel] = [key, names]
-            if name in names:
+                updated[rel] = [key, holds]
+            if not wanted_names.isdisjoint(holds):
                 found.append(rel)
-        if fresh or updated != held:
+        if new or updated != held:
             self.cache.put_names(asked, updated)
         return found
+
+    def keep_names(self, asked: Collection[str], named_in: Mapping[str, Collection[str]]) -> None:
+        """A whole run searched every source file for the agent names in `asked`: keep its
+        answers (`named_in`: which of them each file names) as the word index, so that the next
+        one-file run looking for an agent's subclasses reads no file."""
+        if self.cache is None or not asked or not as_words(asked):
+            return
+        files = {
+            rel: [key, sorted(named_in.get(rel, ()))]
+            for rel in self.files.sources
+            if (key := self.key(rel)) is not None
+        }
+        self.cache.put_names(sorted(asked), files)
+
+
+def _finder(names: tuple[str, ...]) -> Callable[[bytes | None], list[str]]:
+    """Which of `names` a text names as whole words: the text's words looked up for ASCII
+    identifiers (class names nearly always are), the others searched for one by one."""
+    if as_words(names):
+        found = names_found(names)
+        return lambda data: sorted(found(data))
+    matchers = [(name, word_matcher([name])) for name in names]
+    return lambda data: [name for name, named in matchers if named(data)]
 
 
 def _current(entry: list | None, key: str | None) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ..workspace.prefilter import POSTER_TOKENS, mentions_any, names_found
+from ..workspace.prefilter import POSTER_TOKENS, as_words, mentions_any, names_found
 
 if TYPE_CHECKING:
     from typing import Any
@@ -42,8 +42,8 @@ def observe(
     files each prefilter round parsed (the first: those naming an agent base), `searched` the
     agent names each later round searched for, `posters` the files asked whether they could post.
     None when it cannot be trusted later."""
-    if not all(name.isascii() for names in searched for name in names):
-        return None  # `names_found` answers for word_matcher only with ASCII names
+    if not as_words(name for names in searched for name in names):
+        return None  # the names are searched for as `names_found` does
     first_round = {rel: number for number, files in enumerate(rounds) for rel in files}
     return {
         "setup": setup,

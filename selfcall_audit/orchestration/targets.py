@@ -8,12 +8,12 @@ run, and the modules importing them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from ..analysis.index import ClassRef, Index
 from ..workspace.discovery import in_scope
-from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
+from ..workspace.prefilter import base_tokens, importers, mentions_any, names_found, word_matcher
 
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
@@ -35,7 +35,7 @@ class Targets:
         sources: tuple[str, ...],
         read: Callable[[str], bytes | None],
         peek: Callable[[str], bytes | None],
-        named: Callable[[str], list[str]],
+        named: Callable[[Collection[str]], list[str]],
         store: FactsStore,
         agent_bases: Iterable[str],
         route: str,
@@ -47,11 +47,16 @@ class Targets:
         self.store = store
         self.tokens = base_tokens(agent_bases, route)
 
-    def whole(self, hierarchy: Hierarchy) -> tuple[list[str], list[list[str]], list[set[str]]]:
+    def whole(
+        self, hierarchy: Hierarchy
+    ) -> tuple[list[str], list[list[str]], list[set[str]], dict[str, set[str]]]:
         """Prefilter to a fixpoint. The modules to report on, the files each round parsed (the
-        first: those naming a base) and the agent names each later round searched for."""
+        first: those naming a base), the agent names each later round searched for, and which of
+        them each file names (every file is searched for every name: the word index's answers for
+        the one-file runs to come, which look for an agent's subclasses by its name)."""
         index = hierarchy.index
         first: list[str] = []
+        named_in: dict[str, set[str]] = {}
 
         def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
             for rel in self.sources:
@@ -80,10 +85,14 @@ class Targets:
             known |= names
             searched.append(names)
             done = set(parsed)
-            named = word_matcher(names)
-            pending = [rel for rel in self.sources if rel not in done and named(self.peek(rel))]
+            named, which = word_matcher(names), names_found(names)
+            holding = [rel for rel in self.sources if named(self.peek(rel))]
+            for rel in holding:
+                named_in.setdefault(rel, set()).update(which(self.peek(rel)))
+            pending = [rel for rel in holding if rel not in done]
         # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
-        return parsed + [m.path for m in index.parsed() if m.path not in set(parsed)], rounds, searched
+        pulled = [m.path for m in index.parsed() if m.path not in set(parsed)]
+        return parsed + pulled, rounds, searched, named_in
 
     def scoped(
         self,
@@ -142,9 +151,9 @@ class Targets:
         self.store.preload(targets)
         return targets
 
-    def naming(self, name: str) -> list[str]:
-        """The files that name a class (subclasses of it may be defined there), parsed."""
-        found = self.named(name)
+    def naming(self, names: Collection[str]) -> list[str]:
+        """The files that name one of these classes (subclasses of them may be defined there), parsed."""
+        found = self.named(names)
         self.store.preload(found)
         return found
 

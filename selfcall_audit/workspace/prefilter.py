@@ -94,14 +94,28 @@ def _shared_parts(names: set[str]) -> list[tuple[bytes, set[str]]]:
     return [*groups, (b"", left)] if left else groups
 
 
+# In a bytes pattern word characters are ASCII letters, digits and the underscore only.
+_WORDS = re.compile(rb"\w+")
+
+
+def as_words(names: Iterable[str]) -> bool:
+    """Does `names_found` answer for these names as `word_matcher` does (ASCII identifiers)?"""
+    return all(name.isascii() and name.isidentifier() for name in names)
+
+
 def names_found(names: Iterable[str]) -> Callable[[bytes | None], frozenset[str]]:
-    """Which of `names` the text holds as whole words: for ASCII names, `word_matcher(some)`
-    answers True exactly when this set meets `some`."""
-    alternatives = _trie(n.encode() for n in set(names) if n)
-    if not alternatives:
-        return lambda data: frozenset()
-    as_word = re.compile(rb"\b(?:" + alternatives + rb")\b")
-    return lambda data: frozenset(m.decode() for m in as_word.findall(data or b""))
+    """Which of `names` the text holds as whole words: for ASCII identifiers, `word_matcher(some)`
+    answers True exactly when this set meets `some`. Such a name is a whole word where it is a
+    whole run of word characters, so the text's words are looked up (once a plain search found one
+    of the names at all: most texts hold none), not searched for name by name."""
+    wanted = {name.encode(): name for name in names if name}
+
+    def found(data: bytes | None) -> frozenset[str]:
+        if not data or not any(raw in data for raw in wanted):
+            return frozenset()
+        return frozenset(wanted[word] for word in _WORDS.findall(data) if word in wanted)
+
+    return found
 
 
 def import_lines(data: bytes | None) -> bytes:
