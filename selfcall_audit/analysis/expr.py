@@ -1,5 +1,8 @@
-"""Expressions as the analysis keeps them: typed frozen nodes, with each function's local
+"""Expressions as the analysis keeps them: typed immutable nodes, with each function's local
 bindings already resolved, so that resolution across modules never needs the syntax tree.
+
+Nodes are named tuples (a frozen dataclass costs ten times as much to define, and every run that
+analyses defines them all), equal only to nodes of their own type: `Seq((x,))` is no `Alt((x,))`.
 
 The facts cache stores them as plain tuples (`encode_value` / `decode_value`): a cache entry
 holds data only, never objects to rebuild by name.
@@ -9,88 +12,70 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Iterable
 from operator import attrgetter
+from typing import NamedTuple, get_args
 
 from .limits import LIMITS
 
 
-class _Node:
-    """Pickled as a call of its class, as worker processes send facts back: the frozen dataclass
-    default (state set back field by field through `object.__setattr__`) cost a cold scan twice
-    as much."""
-
-    __slots__ = ()
-
-    def __reduce__(self) -> tuple[type, tuple]:
-        return type(self), tuple([getattr(self, name) for name in self.__match_args__])  # type: ignore[attr-defined]
-
-
-@dataclass(frozen=True, slots=True)
-class Unknown(_Node):
+class Unknown(NamedTuple):
     """A value the analysis does not follow; `limit` names the bound of `LIMITS` that stopped it,
     if one did (equal to any other unknown: only reports read it)."""
 
-    limit: str = field(default="", compare=False)
+    limit: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Str(_Node):
+class Str(NamedTuple):
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Const(_Node):
+class Const(NamedTuple):
     """Another constant (number, None, bool), by its `repr`."""
 
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class Join(_Node):
+class Join(NamedTuple):
     """Concatenation: `+`, f-strings, `%` and `str.format` templates, `str.join` of a literal list."""
 
     parts: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Name(_Node):
+class Name(NamedTuple):
     """A free name: a module global, an import or a builtin."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Global(_Node):
+class Global(NamedTuple):
     """A free name of the module at `path`: a callee's name carried into its caller's terms."""
 
     path: str
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Param(_Node):
+class Param(NamedTuple):
     """A parameter of the enclosing function."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class SelfRef(_Node):
+class SelfRef(NamedTuple):
     """The method's `self`."""
 
+    def __bool__(self) -> bool:  # a node is a value, never false (this one has no fields)
+        return True
 
-@dataclass(frozen=True, slots=True)
-class Attr(_Node):
+
+class Attr(NamedTuple):
     """Attribute access (`getattr(x, "attr")` too)."""
 
     base: Expr
     attr: str
 
 
-@dataclass(frozen=True, slots=True)
-class Call(_Node):
+class Call(NamedTuple):
     """A call; a keyword named None is a `**expr` expansion."""
 
     func: Expr
@@ -98,44 +83,38 @@ class Call(_Node):
     kwargs: tuple[tuple[str | None, Expr], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class DictOf(_Node):
+class DictOf(NamedTuple):
     """A dict built in place; a key None is a `**expr` expansion."""
 
     items: tuple[tuple[str | None, Expr], ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Seq(_Node):
+class Seq(NamedTuple):
     """A list or tuple written in place."""
 
     items: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Alt(_Node):
+class Alt(NamedTuple):
     """One of several values (branches, rebinding, `or`, several `return`s)."""
 
     options: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Item(_Node):
+class Item(NamedTuple):
     """A subscript with a string key: `ROUTES["answer"]`, `self.config.participants["proposer"]`."""
 
     base: Expr
     key: str
 
 
-@dataclass(frozen=True, slots=True)
-class Or(_Node):
+class Or(NamedTuple):
     """`a or b`: the first value that is set, the last one when none before it is."""
 
     options: tuple[Expr, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Named(_Node):
+class Named(NamedTuple):
     """A replacement field of an f-string and the expression written there (`{rollout_id}`):
     how a part the analysis cannot tell is shown."""
 
@@ -143,8 +122,7 @@ class Named(_Node):
     value: Expr
 
 
-@dataclass(frozen=True, slots=True)
-class Local(_Node):
+class Local(NamedTuple):
     """The value bound to a local variable: `FunctionFacts.locals[index]`."""
 
     index: int
@@ -169,6 +147,31 @@ Expr = (
     | Or
     | Named
 )
+
+# in this order, each class's place is its tag in the cache
+_NODES: tuple[type, ...] = get_args(Expr)
+
+
+def _equal_nodes(node: tuple, other: object) -> bool:
+    return type(node) is type(other) and tuple.__eq__(node, other)
+
+
+def _unequal_nodes(node: tuple, other: object) -> bool:
+    return not (type(node) is type(other) and tuple.__eq__(node, other))
+
+
+def compare_by_type(classes: Iterable[type]) -> None:
+    """Named tuples of these classes equal only one of their own type with equal fields: as
+    tuples, `Seq((x,))` would equal `Alt((x,))` and `("x",)`."""
+    for cls in classes:
+        cls.__eq__, cls.__ne__ = _equal_nodes, _unequal_nodes
+
+
+compare_by_type(_NODES)
+# any unknown equals any other, whatever limit stopped it
+Unknown.__eq__ = lambda node, other: type(other) is Unknown  # type: ignore[assignment,method-assign]
+Unknown.__ne__ = lambda node, other: type(other) is not Unknown  # type: ignore[assignment,method-assign]
+Unknown.__hash__ = lambda node: hash(Unknown)  # type: ignore[assignment,method-assign]
 
 _LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
 UNKNOWN = Unknown()
@@ -394,27 +397,8 @@ def str_join(separator: str, items: Seq) -> Expr:
 
 # cache codec -------------------------------------------------------------------------------
 
-_NODES: tuple[type, ...] = (
-    Unknown,
-    Str,
-    Const,
-    Join,
-    Name,
-    Global,
-    Param,
-    SelfRef,
-    Attr,
-    Call,
-    DictOf,
-    Seq,
-    Alt,
-    Local,
-    Item,
-    Or,
-    Named,
-)
 _TAGS = {cls: tag for tag, cls in enumerate(_NODES)}
-_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES}
+_FIELDS = {cls: cls._fields for cls in _NODES}
 
 
 def _node_encoder(cls: type) -> Callable[[object], object]:

@@ -7,49 +7,43 @@ so the prefilter only has to pick the files where a self-call can start.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from posixpath import dirname
+from typing import NamedTuple, get_args
 
-from .expr import Attr, Expr, Global, Name
+from .expr import Attr, Expr, Global, Name, compare_by_type
 from .facts import Binding, ClassFacts, FunctionFacts, Import, ModuleFacts
 from .limits import LIMITS
 
 
-@dataclass(frozen=True)
-class ClassRef:
+class ClassRef(NamedTuple):
     path: str
     name: str
 
 
-@dataclass(frozen=True)
-class FunctionRef:
+class FunctionRef(NamedTuple):
     path: str
     owner: str | None  # class name, None for a module-level function
     name: str
 
 
-@dataclass(frozen=True)
-class ConstRef:
+class ConstRef(NamedTuple):
     """A module-level constant."""
 
     path: str
     binding: Binding
 
 
-@dataclass(frozen=True)
-class ModuleRef:
+class ModuleRef(NamedTuple):
     path: str
 
 
-@dataclass(frozen=True)
-class External:
+class External(NamedTuple):
     """Something outside the project, by dotted name (`functools.partial`)."""
 
     dotted: str
 
 
-@dataclass(frozen=True)
-class ClassAttr:
+class ClassAttr(NamedTuple):
     """`Class.attr` where the class is in the project."""
 
     cls: ClassRef
@@ -57,6 +51,7 @@ class ClassAttr:
 
 
 Symbol = ClassRef | FunctionRef | ConstRef | ModuleRef | External | ClassAttr
+compare_by_type(get_args(Symbol))
 
 
 Names = dict[str, tuple["ModuleFacts", dict[str, Symbol]]]  # path → the facts, and their names
