@@ -66,8 +66,8 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _uncached(root: Path, name: str, include_tests: bool = True) -> list[str]:
-    return Run(root, cached=False, include_tests=include_tests).naming(name)
+def _uncached(root: Path, *names: str, include_tests: bool = True) -> list[str]:
+    return Run(root, cached=False, include_tests=include_tests).naming(*names)
 
 
 def test_a_name_asked_again_is_answered_without_reading_unchanged_files(project: Path) -> None:
@@ -151,33 +151,41 @@ def test_the_index_keeps_a_bounded_number_of_names(project: Path) -> None:
     assert asked == ["Mixin"]
 
 
-def test_a_whole_scan_answers_for_every_agent_it_found(cli, tmp_path: Path) -> None:
-    """The whole scan searched every file for each agent name it found: a one-file run asking
-    which files name an agent (its subclasses' files) then reads none, and the answers are
-    those of a search."""
+def _scanned_demo(cli, tmp_path: Path) -> tuple[Path, list[str], list[str]]:
+    """The demo project after a whole scan: its root, the agent names the scan searched every
+    file for, and the files naming one of them."""
     root = tmp_path / "repo"
     shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
     cli("scan", root, "--format", "json")
-
     asked, _ = Run(root, cache_dir=CACHE_DIR, include_tests=False).cache.names()
+    return root, asked, _uncached(root, *asked, include_tests=False)
+
+
+def test_a_whole_scan_answers_for_every_agent_it_found(cli, tmp_path: Path) -> None:
+    """The whole scan searched every file for each agent name it found: a one-file run asking
+    which files name an agent (its subclasses' files) reads only the few naming an agent, and
+    the answers are those of a search."""
+    root, asked, naming_agents = _scanned_demo(cli, tmp_path)
     assert {"RemoteAgent", "MultiTurnAgent", "SWEAgent", "JudgeAgent", "MathTutorAgent"} <= set(asked)
+    assert "resources_servers/math_verify/app.py" not in naming_agents  # names no agent: not read
+
     for name in asked:
         run = Run(root, cache_dir=CACHE_DIR, include_tests=False)
         assert run.naming(name) == _uncached(root, name, include_tests=False)
-        assert run.read_files == []
+        assert sorted(run.read_files) == naming_agents
 
 
-def test_an_edit_after_a_whole_scan_reads_only_the_edited_file(cli, tmp_path: Path) -> None:
-    root = tmp_path / "repo"
-    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
-    cli("scan", root, "--format", "json")
+def test_an_edit_after_a_whole_scan_reads_the_edited_file_and_those_naming_agents(
+    cli, tmp_path: Path
+) -> None:
+    root, _, naming_agents = _scanned_demo(cli, tmp_path)
     edited = "responses_api_agents/judge_agent/later.py"
     (root / edited).write_text("from .app import JudgeAgent\n\n\nclass Later(JudgeAgent):\n    pass\n")
 
     run = Run(root, cache_dir=CACHE_DIR, include_tests=False)
     found = run.naming("JudgeAgent")
     assert edited in found and found == _uncached(root, "JudgeAgent", include_tests=False)
-    assert run.read_files == [edited]
+    assert sorted(run.read_files) == sorted([*naming_agents, edited])
 
 
 MIXIN_USER = """\

@@ -6,7 +6,7 @@ and which files name the classes that one-file runs searched for."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -145,32 +145,38 @@ class Indexes:
             asked, held = ([], {}) if len(asked) + len(new) > _MAX_NAMES else (asked, held)
             asked = [*asked, *new]
         finder = functools.cache(_finder)
+        query = functools.cache(lambda: word_matcher(wanted_names))
         updated: dict[str, list] = {}
         found = []
         for rel in self.files.sources:
             entry, key = held.get(rel), self.key(rel)
             kept = _current(entry, key)
-            if kept and not new:
-                holds = entry[1]
+            if kept and entry[1] is None:  # it names some of `asked`, not known which: read to tell
+                holds, hit = None, query()(self.read(rel))
             else:
-                known, wanted = (entry[1], new) if kept else ([], tuple(asked))
-                holds = known + finder(wanted)(self.read(rel))
+                if kept and not new:
+                    holds = entry[1]
+                else:
+                    known, wanted = (entry[1], new) if kept else ([], tuple(asked))
+                    holds = known + finder(wanted)(self.read(rel))
+                hit = not wanted_names.isdisjoint(holds)
             if key is not None:  # one that cannot be read is read again next time
                 updated[rel] = [key, holds]
-            if not wanted_names.isdisjoint(holds):
+            if hit:
                 found.append(rel)
         if new or updated != held:
             self.cache.put_names(asked, updated)
         return found
 
-    def keep_names(self, asked: Collection[str], named_in: Mapping[str, Collection[str]]) -> None:
+    def keep_names(self, asked: Collection[str], naming: Collection[str]) -> None:
         """A whole run searched every source file for the agent names in `asked`: keep its
-        answers (`named_in`: which of them each file names) as the word index, so that the next
-        one-file run looking for an agent's subclasses reads no file."""
-        if self.cache is None or not asked or not as_words(asked):
+        answers as the word index, so that a one-file run looking for an agent's subclasses
+        reads only the files `naming` one of them (which ones it names is worked out no further:
+        each agent's own file names it)."""
+        if self.cache is None or not asked:
             return
         files = {
-            rel: [key, sorted(named_in.get(rel, ()))]
+            rel: [key, None if rel in naming else []]
             for rel in self.files.sources
             if (key := self.key(rel)) is not None
         }

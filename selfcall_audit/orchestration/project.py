@@ -369,8 +369,8 @@ class Project:
                 inlined=inlined,
                 parsed=store.edited,
             )
-            targets, rounds, searched, named_in = chosen.whole(hierarchy)
-            indexes.keep_names(set().union(*searched), named_in)
+            targets, rounds, searched, naming_agents = chosen.whole(hierarchy)
+            indexes.keep_names(set().union(*searched), naming_agents)
             # For the one-file runs to come, not this one: indexed by a worker while this process
             # analyses, when the workers would otherwise wait.
             indexed = indexes.index_imports(files.sources)

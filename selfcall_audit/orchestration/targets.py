@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.index import ClassRef, Index
 from ..workspace.discovery import in_scope
-from ..workspace.prefilter import base_tokens, importers, mentions_any, names_found, word_matcher
+from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
 
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
@@ -47,16 +47,14 @@ class Targets:
         self.store = store
         self.tokens = base_tokens(agent_bases, route)
 
-    def whole(
-        self, hierarchy: Hierarchy
-    ) -> tuple[list[str], list[list[str]], list[set[str]], dict[str, set[str]]]:
+    def whole(self, hierarchy: Hierarchy) -> tuple[list[str], list[list[str]], list[set[str]], set[str]]:
         """Prefilter to a fixpoint. The modules to report on, the files each round parsed (the
-        first: those naming a base), the agent names each later round searched for, and which of
-        them each file names (every file is searched for every name: the word index's answers for
-        the one-file runs to come, which look for an agent's subclasses by its name)."""
+        first: those naming a base), the agent names each later round searched for, and the files
+        naming one of those names (every file is searched for every name: the word index's
+        answers for the one-file runs to come, which look for an agent's subclasses by name)."""
         index = hierarchy.index
         first: list[str] = []
-        named_in: dict[str, set[str]] = {}
+        naming_agents: set[str] = set()
 
         def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
             for rel in self.sources:
@@ -85,14 +83,13 @@ class Targets:
             known |= names
             searched.append(names)
             done = set(parsed)
-            named, which = word_matcher(names), names_found(names)
+            named = word_matcher(names)
             holding = [rel for rel in self.sources if named(self.peek(rel))]
-            for rel in holding:
-                named_in.setdefault(rel, set()).update(which(self.peek(rel)))
+            naming_agents.update(holding)
             pending = [rel for rel in holding if rel not in done]
         # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
         pulled = [m.path for m in index.parsed() if m.path not in set(parsed)]
-        return parsed + pulled, rounds, searched, named_in
+        return parsed + pulled, rounds, searched, naming_agents
 
     def scoped(
         self,
