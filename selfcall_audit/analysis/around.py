@@ -15,7 +15,7 @@ import re
 import tokenize
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
@@ -117,8 +117,7 @@ def _first_line(statement: ast.stmt) -> int:
     return statement.lineno
 
 
-@dataclass(frozen=True)
-class MethodSite:
+class MethodSite(NamedTuple):
     """What `site_blocker` reads of the method around a call: `policy.Site` but for the module's
     part (the helper's name and what binds it, the globals' bindings), which is read again every
     run. `reaches`: for `self` and each name in `names`, None for a global."""
@@ -161,15 +160,13 @@ def _moved(site: MethodSite, lines: int) -> MethodSite:
     def move(line: int | None) -> int | None:
         return line + lines if line else line
 
-    return replace(
-        site,
+    return site._replace(
         self_rebinding=move(site.self_rebinding),
         reaches=tuple(
             None
             if reach is None
-            else replace(
-                reach,
-                definitions=tuple(replace(d, line=move(d.line)) for d in reach.definitions),
+            else reach._replace(
+                definitions=tuple(d._replace(line=move(d.line)) for d in reach.definitions),
                 nonlocal_line=move(reach.nonlocal_line),
                 global_line=move(reach.global_line),
             )

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from posixpath import normpath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..ftypes import InputError
 
@@ -59,8 +59,7 @@ class ConfigFileError(Exception):
         self.column = column
 
 
-@dataclass(frozen=True)
-class Where:
+class Where(NamedTuple):
     path: str
     line: int
 
@@ -75,8 +74,7 @@ class Node(dict):
         self.where = {}
 
 
-@dataclass(frozen=True)
-class ServerRef:
+class ServerRef(NamedTuple):
     key: str
     type: str | None
     name: str | None

@@ -11,8 +11,7 @@ This module imports nothing but the value types: a scan can use it without libcs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver
 from .calls import CLIENT_SIGNATURES
@@ -116,8 +115,7 @@ def _argument_blocker(argument: CallArgument, receiver: CallReceiver) -> Blocker
     return Blocker("keyword", argument.keyword)
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):
     """A binding of a name that can reach a call: how it binds, its line, and whether it stands
     after the call in the file (reaching it on a later pass of a loop, or later in a closure's life)."""
 
@@ -126,8 +124,7 @@ class Definition:
     after_call: bool = False
 
 
-@dataclass(frozen=True)
-class Reach:
+class Reach(NamedTuple):
     """What can be bound to `name` when the call runs (see `flow`).
 
     `scope`: "function" (a local of the method or of a function in it), "module" (a global) or
@@ -179,8 +176,7 @@ _FORM_BLOCKERS: tuple[tuple[DefinitionForm, BlockerKind], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     """What the syntax tree around one call shows that the description does not.
 
     `self_rebinding` / `helper_binding`: the line of a statement that rebinds the method's `self`
