@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .expr import UNKNOWN, Alt, Attr, Call, Expr, Name, Param, SelfRef, prune
 
@@ -55,8 +55,7 @@ _NOT_HELPERS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class CallFact:
+class CallFact(NamedTuple):
     line: int
     col: int
     end_line: int

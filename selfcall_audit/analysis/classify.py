@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -42,8 +41,7 @@ if TYPE_CHECKING:
     from ..ftypes import Doubt
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The rule a call breaks, with the finding's subject as data (see `Finding`)."""
 
     code: str

@@ -10,8 +10,8 @@ with what its construction gave the object's attributes counting as parameters t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 from math import inf
+from typing import NamedTuple
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
@@ -49,8 +49,7 @@ from .limits import LIMITS
 _PARTIAL = External("functools.partial")
 
 
-@dataclass(frozen=True)
-class ClientCall:
+class ClientCall(NamedTuple):
     """A server-client call as seen from one call site, after helpers and partials are expanded."""
 
     site: CallFact
@@ -345,4 +344,4 @@ def _on_fields(call: ClientCall, fields: dict[str, Expr]) -> ClientCall | None:
         return map_children(expr, swap)
 
     swapped = {key: swap(getattr(call, key)) for key in ("http_method", "server", "path", "receiver")}
-    return None if any(contains(e, SelfRef) for e in swapped.values()) else replace(call, **swapped)
+    return None if any(contains(e, SelfRef) for e in swapped.values()) else call._replace(**swapped)

@@ -10,7 +10,8 @@ import re
 import tokenize
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from .expr import UNKNOWN, merge, prune
 from .facts import Binding, ClassFacts, FactsError, FunctionFacts, Import, ModuleFacts
@@ -21,8 +22,7 @@ _CODING = re.compile(rb"(?:[^\n]*\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*(?!utf-?8\b
 _LINE_BREAK = re.compile("\r\n|\r|\n")
 
 
-@dataclass(frozen=True)
-class _Walked:
+class _Walked(NamedTuple):
     """A function's facts and what walking it added to its module's and class's (imports and
     classes it defines, attributes it stores on `self`), to add again where it is reused."""
 
@@ -48,8 +48,7 @@ def _moved_function(function: FunctionFacts, lines: int) -> FunctionFacts:
         function,
         line=function.line + lines,
         calls=tuple(
-            replace(
-                call,
+            call._replace(
                 line=call.line + lines,
                 end_line=call.end_line + lines,
                 aliases=tuple((name, line + lines, part) for name, line, part in call.aliases),
@@ -71,7 +70,7 @@ def _moved_class(klass: ClassFacts, lines: int) -> ClassFacts:
 
 
 def _moved_bindings(bindings: tuple[Binding, ...], lines: int) -> tuple[Binding, ...]:
-    return tuple(replace(binding, line=binding.line + lines) for binding in bindings)
+    return tuple(binding._replace(line=binding.line + lines) for binding in bindings)
 
 
 class Functions:

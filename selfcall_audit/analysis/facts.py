@@ -8,7 +8,7 @@ so that resolution across modules never needs the syntax tree.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..ftypes import InputError, OnFirstRead
@@ -84,7 +84,7 @@ class ModuleFacts:
 
 def _with_callee(call: CallFact, func: Expr) -> CallFact:
     """The call with this callee: itself when it is the same (most callees bind no local)."""
-    return call if func is call.func else replace(call, func=func)
+    return call if func is call.func else call._replace(func=func)
 
 
 def inlined_arguments(call: CallFact, function: FunctionFacts) -> tuple[tuple[Expr, ...], tuple]:

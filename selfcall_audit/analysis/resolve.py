@@ -8,7 +8,6 @@ a finding, with a typed description of its call for `fix`.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import replace
 
 from ..config import Settings
 from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver, Evidence, Finding, LocalBinding
@@ -127,7 +126,7 @@ class Resolver:
                 if agent != ref:
                     klass = self.index.klass(agent)
                     runs_in = Evidence(agent.path, klass.line if klass else 1, "runs_in", agent.name)
-                    verdict = replace(verdict, evidence=(*verdict.evidence, runs_in))
+                    verdict = verdict._replace(evidence=(*verdict.evidence, runs_in))
                 found.append(self._finding(verdict, call, method, ref, agent))
         return found
 

@@ -4,7 +4,7 @@ and the calls resolution can use recorded as facts."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact, call_fact, worth_recording
 from .expr import (
@@ -40,8 +40,7 @@ _SCALARS = (bool, int, float)
 _OPAQUE = frozenset({ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(NamedTuple):
     name: str
     expr: Expr
     line: int
@@ -451,7 +450,7 @@ class FunctionWalker:
         if worth_recording(callee, args, kwargs):
             context = "with" if in_with else self.context
             fact = call_fact(node, self.m.position, func, args, kwargs, client, feeds, context)
-            self.calls.append(replace(fact, not_own=tuple(sorted(self.not_own))) if self.not_own else fact)
+            self.calls.append(fact._replace(not_own=tuple(sorted(self.not_own))) if self.not_own else fact)
         return Call(func, tuple(args), kwargs)
 
 
