@@ -7,9 +7,9 @@ followed; what cannot be told becomes an unknown part, which route matching trea
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import product
 from math import inf
+from typing import NamedTuple, get_args
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -33,6 +33,7 @@ from .expr import (
     Seq,
     Str,
     Unknown,
+    compare_by_type,
     inline,
     qualify,
     str_format,
@@ -44,15 +45,14 @@ from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
 
 
-@dataclass(frozen=True)
-class Marker:
+class Marker(NamedTuple):
     """A part of an evaluated path that is not text; `label` is the expression written there,
     shown to users, and `limit` the bound of `LIMITS` that made it unknown, if one did (markers of
     one kind are equal whatever their label and limit)."""
 
     name: str
-    label: str = field(default="", compare=False)
-    limit: str = field(default="", compare=False)
+    label: str = ""
+    limit: str = ""
 
 
 HOLE = Marker("unknown")  # any text
@@ -72,48 +72,62 @@ _DUMPS = frozenset({"model_dump", "dict"})  # a pydantic config as a dict
 _CONFIG = Attr(SELF, "config")
 
 
-@dataclass(frozen=True)
-class OwnName:
+class OwnName(NamedTuple):
     """`self.config.name`: the agent's own instance name."""
 
+    def __bool__(self) -> bool:  # a value, never false (it has no fields)
+        return True
 
-@dataclass(frozen=True)
-class ConfigRef:
+
+class ConfigRef(NamedTuple):
     """`self.config.<key>.name`: a server reference from the YAML config."""
 
     key: str
 
 
-@dataclass(frozen=True)
-class NamedServer:
+class NamedServer(NamedTuple):
     """A server named by a string: the agent itself when a YAML instance of it has that name."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class FromParam:
+class FromParam(NamedTuple):
     """A parameter of the enclosing function: its callers decide."""
 
+    def __bool__(self) -> bool:  # a value, never false (it has no fields)
+        return True
 
-@dataclass(frozen=True)
-class Unresolved:
+
+class Unresolved(NamedTuple):
     """A name the analysis cannot tell; `limit`: the bound of `LIMITS` that stopped it, if one did."""
 
-    limit: str = field(default="", compare=False)
+    limit: str = ""
 
 
 Server = OwnName | ConfigRef | NamedServer | FromParam | Unresolved
+compare_by_type(get_args(Server))
 
 
-@dataclass
+# Markers of one kind are equal whatever their label and limit, and so are all unresolved names:
+# only reports read those.
+Marker.__eq__ = lambda one, other: type(other) is Marker and one.name == other.name  # type: ignore[assignment,method-assign]
+Marker.__ne__ = lambda one, other: not (type(other) is Marker and one.name == other.name)  # type: ignore[assignment,method-assign]
+Marker.__hash__ = lambda one: hash((Marker, one.name))  # type: ignore[assignment,method-assign]
+Unresolved.__eq__ = lambda one, other: type(other) is Unresolved  # type: ignore[assignment,method-assign]
+Unresolved.__ne__ = lambda one, other: type(other) is not Unresolved  # type: ignore[assignment,method-assign]
+Unresolved.__hash__ = lambda one: hash(Unresolved)  # type: ignore[assignment,method-assign]
+
+
 class Ctx:
     """Where an expression is read: its module, the agent class `self` is, and the evidence
     gathered while following names."""
 
-    path: str
-    cls: ClassRef | None
-    evidence: list[Evidence] = field(default_factory=list)
+    __slots__ = ("cls", "evidence", "path")
+
+    def __init__(self, path: str, cls: ClassRef | None, evidence: list[Evidence] | None = None):
+        self.path = path
+        self.cls = cls
+        self.evidence = [] if evidence is None else evidence
 
     def inside(self, path: str, cls: ClassRef | None) -> Ctx:
         return Ctx(path, cls, self.evidence)

@@ -8,6 +8,16 @@ import pickle
 
 import pytest
 
+from selfcall_audit.analysis.evaluate import (
+    HOLE,
+    PARAM,
+    ConfigRef,
+    FromParam,
+    Marker,
+    NamedServer,
+    OwnName,
+    Unresolved,
+)
 from selfcall_audit.analysis.expr import SELF, Alt, Attr, Global, Or, SelfRef, Seq, Str, Unknown
 from selfcall_audit.analysis.index import ClassRef, External, FunctionRef, ModuleRef
 
@@ -42,3 +52,17 @@ def test_the_node_without_fields_is_true_and_values_survive_pickling() -> None:
     assert bool(SELF)
     value = Attr(Seq((SELF, Unknown("helper_depth"))), "x")
     assert pickle.loads(pickle.dumps(value)) == value
+
+
+def test_markers_of_one_kind_are_equal_whatever_their_label_and_no_text_equals_one() -> None:
+    assert Marker(HOLE.name, "rollout_id") == HOLE and hash(
+        Marker(HOLE.name, "x", "evaluation_depth")
+    ) == hash(HOLE)
+    assert HOLE != PARAM and HOLE != "unknown" and HOLE != ("unknown",)
+    assert PARAM in ("/v1/", Marker(PARAM.name, "prefix")) and PARAM not in ("parameter",)
+
+
+def test_servers_of_two_kinds_differ_and_every_one_is_true() -> None:
+    assert ConfigRef("x") != NamedServer("x") and len({ConfigRef("x"), NamedServer("x")}) == 2
+    assert Unresolved("evaluation_depth") == Unresolved()
+    assert all([OwnName(), FromParam(), Unresolved()])
