@@ -157,7 +157,7 @@ def _equal_nodes(node: tuple, other: object) -> bool:
 
 
 def _unequal_nodes(node: tuple, other: object) -> bool:
-    return not (type(node) is type(other) and tuple.__eq__(node, other))
+    return not _equal_nodes(node, other)
 
 
 def compare_by_type(classes: Iterable[type]) -> None:
