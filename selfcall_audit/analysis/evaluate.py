@@ -33,6 +33,7 @@ from .expr import (
     Seq,
     Str,
     Unknown,
+    all_equal,
     compare_by_type,
     inline,
     qualify,
@@ -113,9 +114,7 @@ compare_by_type(get_args(Server))
 Marker.__eq__ = lambda one, other: type(other) is Marker and one.name == other.name  # type: ignore[assignment,method-assign]
 Marker.__ne__ = lambda one, other: not (type(other) is Marker and one.name == other.name)  # type: ignore[assignment,method-assign]
 Marker.__hash__ = lambda one: hash((Marker, one.name))  # type: ignore[assignment,method-assign]
-Unresolved.__eq__ = lambda one, other: type(other) is Unresolved  # type: ignore[assignment,method-assign]
-Unresolved.__ne__ = lambda one, other: type(other) is not Unresolved  # type: ignore[assignment,method-assign]
-Unresolved.__hash__ = lambda one: hash(Unresolved)  # type: ignore[assignment,method-assign]
+all_equal(Unresolved)
 
 
 class Ctx:

@@ -167,11 +167,16 @@ def compare_by_type(classes: Iterable[type]) -> None:
         cls.__eq__, cls.__ne__ = _equal_nodes, _unequal_nodes
 
 
+def all_equal(cls: type) -> None:
+    """Every value of `cls` equals every other: its fields are for reports only (the limit that
+    stopped an evaluation)."""
+    cls.__eq__ = lambda one, other: type(other) is cls  # type: ignore[method-assign]
+    cls.__ne__ = lambda one, other: type(other) is not cls  # type: ignore[method-assign]
+    cls.__hash__ = lambda one: hash(cls)  # type: ignore[method-assign]
+
+
 compare_by_type(_NODES)
-# any unknown equals any other, whatever limit stopped it
-Unknown.__eq__ = lambda node, other: type(other) is Unknown  # type: ignore[assignment,method-assign]
-Unknown.__ne__ = lambda node, other: type(other) is not Unknown  # type: ignore[assignment,method-assign]
-Unknown.__hash__ = lambda node: hash(Unknown)  # type: ignore[assignment,method-assign]
+all_equal(Unknown)  # whatever limit stopped it
 
 _LEAVES = frozenset({Unknown, Str, Const, Name, Global, Param, SelfRef, Local})
 UNKNOWN = Unknown()

@@ -153,12 +153,11 @@ class Indexes:
             kept = _current(entry, key)
             if kept and entry[1] is None:  # it names some of `asked`, not known which: read to tell
                 holds, hit = None, query()(self.read(rel))
+            elif kept and not new:
+                holds, hit = entry[1], not wanted_names.isdisjoint(entry[1])
             else:
-                if kept and not new:
-                    holds = entry[1]
-                else:
-                    known, wanted = (entry[1], new) if kept else ([], tuple(asked))
-                    holds = known + finder(wanted)(self.read(rel))
+                known, wanted = (entry[1], new) if kept else ([], tuple(asked))
+                holds = known + finder(wanted)(self.read(rel))
                 hit = not wanted_names.isdisjoint(holds)
             if key is not None:  # one that cannot be read is read again next time
                 updated[rel] = [key, holds]
