@@ -131,7 +131,7 @@ def plan_fix(
 
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths)
-    return plan_rewrites(root, report, project.read, helper, progress)
+    return plan_rewrites(root, report, project.read, helper, progress, settings.jobs)
 
 
 def settle() -> None:

@@ -263,3 +263,33 @@ def test_a_second_fix_has_nothing_to_name(repo: Path, command) -> None:
     again = command("fix", "--no-cache", repo)
 
     assert "modelled the HTTP self-call" not in again.stdout
+
+
+TWO_AGENTS = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class EchoAgent(SimpleResponsesAPIAgent):
+    async def run(self, request, body):
+        return await self._run_once(body)
+
+    async def _run_once(self, body):
+        response = await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        return await response.json()
+
+
+class QuietAgent(SimpleResponsesAPIAgent):
+    async def run(self, request, body):
+        return await self.score(body)
+"""
+
+
+def test_a_method_name_two_classes_share_reaches_the_rewritten_method_through_either(repo: Path) -> None:
+    (repo / "responses_api_agents" / "echo" / "app.py").write_text(TWO_AGENTS)
+
+    found = impacted_tests(
+        repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
+    )
+
+    # EchoAgent.run reaches the self-call, though the module's last `run` (QuietAgent's) does not
+    assert f"{ECHO_TESTS}::test_run_posts_seed_then_self_call" in [t.node_id for t in found]

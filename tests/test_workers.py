@@ -4,9 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from selfcall_audit.migrate import codemod, test_update
 
 AGENTS = 30  # enough files for the workers to start
 AGENT = """\
@@ -32,8 +37,18 @@ class SharedBase(SimpleResponsesAPIAgent):
 SHARED_BROKEN = "def unused_helper(:\n"
 
 
-def _project(root: Path) -> Path:
-    files = {f"responses_api_agents/agent_{n}/app.py": AGENT.format(n=n) for n in range(AGENTS)}
+SELF_CALLING = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class Agent{n}(SimpleResponsesAPIAgent):
+    async def run(self, body):
+        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+"""
+
+
+def _project(root: Path, agent: str = AGENT) -> Path:
+    files = {f"responses_api_agents/agent_{n}/app.py": agent.format(n=n) for n in range(AGENTS)}
     files |= {"shared/__init__.py": "", "shared/base.py": SHARED_BASE, "shared/broken.py": SHARED_BROKEN}
     (root / "pyproject.toml").parent.mkdir(parents=True)
     (root / "pyproject.toml").write_text('[project]\nname = "workers"\n')
@@ -66,3 +81,47 @@ def test_parallel_and_serial_scans_report_the_same(command, tmp_path: Path) -> N
     assert serial["findings"][0]["path"] == "shared/base.py"
     assert serial["errors"] == []
     assert serial["summary"]["files_parsed"] == AGENTS + 1  # the agents and shared/base.py
+
+
+AGENT_TEST = """\
+async def test_run_posts_to_itself(agent):
+    await agent.run(request, body)
+    agent.server_client.post.assert_called_once_with(server_name="a", url_path="/v1/responses", json=body)
+"""
+
+
+def test_fix_rewrites_files_and_updates_tests_in_worker_processes_as_one_process_would(
+    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path / "repo", SELF_CALLING)
+    for n in range(AGENTS):
+        (root / f"responses_api_agents/agent_{n}/tests").mkdir()
+        (root / f"responses_api_agents/agent_{n}/tests/test_app.py").write_text(AGENT_TEST)
+    pids = tmp_path / "pids"
+
+    def recorded(job: Callable[..., object]) -> Callable[..., object]:
+        def run(*args: object, **kwargs: object) -> object:  # in whichever process does the job
+            with pids.open("a") as out:
+                out.write(f"{job.__name__} {os.getpid()}\n")
+            return job(*args, **kwargs)
+
+        return run
+
+    monkeypatch.setattr(codemod, "rewrite_source", recorded(codemod.rewrite_source))
+    monkeypatch.setattr(test_update, "_update_file", recorded(test_update._update_file))
+    diffs = {}
+    for jobs in ("1", "2"):
+        pids.write_text("")
+        done = cli(
+            "fix", "--no-cache", "--diff", "--jobs", jobs, "--helper", "pkg.helper:responses_in_process", root
+        )
+        assert done.exit_code == 1, done.stderr
+        diffs[jobs] = done.stdout
+        ran = [line.split() for line in pids.read_text().splitlines()]
+        assert Counter(job for job, _ in ran) == {"rewrite_source": AGENTS + 1, "_update_file": AGENTS}
+        in_this_process = {pid for _, pid in ran} == {str(os.getpid())}
+        assert in_this_process == (jobs == "1"), ran
+
+    assert diffs["1"] == diffs["2"]
+    assert diffs["1"].count("+        return await responses_in_process(") == AGENTS + 1  # and shared/base.py
+    assert diffs["1"].count("+@patch(") == AGENTS

@@ -81,7 +81,10 @@ def _common_options(func: Callable[..., Any]) -> Callable[..., Any]:
         ),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache."),
         click.option(
-            "--jobs", type=click.IntRange(min=0), metavar="N", help="Parse in N processes (0: one per core)."
+            "--jobs",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Parse (and `fix` rewrites) in N processes (0: one per core).",
         ),
         click.option(
             "--color",

@@ -4,6 +4,7 @@ the helper, write, update the tests that modelled the HTTP self-call, and say wh
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -257,7 +258,8 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
     files = {file.path: file for file, _ in rewritten}
     made = {path: target_of(path, file.after, fixing.helper) for path, file in files.items()}  # once a file
     targets = {o.finding.path: made[file.path] for file, o in rewritten}
-    updates = update_tests(root, tests, targets, line_length(root), lambda name: is_first_party(root, name))
+    first_party = functools.partial(is_first_party, root)
+    updates = update_tests(root, tests, targets, line_length(root), first_party, fixing.settings.jobs)
     return tests, updates
 
 

@@ -8,16 +8,20 @@ are still the ones that were analysed. It also vendors the helper into a project
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from ..config import DEFAULT_HELPER
 from ..ftypes import Finding, Progress, Report
 from ..report.escape import git_quoted
 from ..report.messages import message, reason
 from ..rules import SELF_CALL
+from ..workspace.workers import Workers
 from ..workspace.write import resolved_inside, write_all
+from .house_style import is_first_party
 from .imports import Helper
 from .rewrite import CodemodError, Outcome, rewrite_source
 
@@ -154,13 +158,9 @@ def _written_as(root: Path, path: str) -> str:
 
 
 def first_party_of(root: Path) -> Callable[[str], bool]:
-    """Is a top-level module the project's own (a package or module at its root or under `src/`)?
-    It decides the section of the imports the helper's import joins."""
-
-    def first_party(name: str) -> bool:
-        return any((base / name).is_dir() or (base / f"{name}.py").is_file() for base in (root, root / "src"))
-
-    return first_party
+    """Is a top-level module the project's own? It decides the section of the imports the helper's
+    import joins. (A partial of a module-level function: it is sent to the worker processes.)"""
+    return functools.partial(is_first_party, root)
 
 
 def plan_rewrites(
@@ -169,9 +169,12 @@ def plan_rewrites(
     read: Callable[[str], bytes | None],
     helper: Helper,
     progress: Progress | None = None,
+    jobs: int = 0,
 ) -> FixPlan:
     """The new text of every file with fixable self-calls in `report`, from the bytes `read` gives
-    (those the analysis read); `progress` is told of each file planned."""
+    (those the analysis read); `progress` is told of each file planned. Files are rewritten in
+    `jobs` worker processes (0: one per CPU) when there are two or more: each costs libcst's parse
+    and metadata, tens to hundreds of milliseconds."""
     by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
         if finding.code == SELF_CALL:
@@ -179,34 +182,65 @@ def plan_rewrites(
                 (finding.path, finding.line, finding.column), finding
             )
 
-    first_party = first_party_of(root)
     plan = FixPlan(root, report, [])
     progress = progress or Progress()
     progress.phase("planning rewrites")
-    for done, (path, sites) in enumerate(sorted(by_path.items()), 1):
-        progress(path, done, len(by_path))
-        findings = list(sites.values())
+    planned: list[tuple[str, bytes | None, list[Outcome], list[Finding]]] = []
+    for path, sites in sorted(by_path.items()):
         source = read(path)
-        if source is None:
-            outcomes = [Outcome(f, "the file could not be read again") for f in findings]
-            plan.files.append(FileFix(path, b"", b"", outcomes))
-            continue
         # what only the tree around a call stops, fix decides again (with the helper it was given)
         fixable: list[Finding] = []
         outcomes = []
-        for finding in findings:  # one pass: a file may hold hundreds of them
-            if tried_by_fix(finding):
+        for finding in sites.values():  # one pass: a file may hold hundreds of them
+            if source is None:
+                outcomes.append(Outcome(finding, "the file could not be read again"))
+            elif tried_by_fix(finding):
                 fixable.append(finding)
             else:
                 outcomes.append(Outcome(finding, _blocker(finding, helper)))
-        after, removed_aliases = source, []
-        try:
+        planned.append((path, source, outcomes, fixable))
+    first_party = first_party_of(root)
+    jobs_of = {
+        path: _Rewrite(source, fixable, helper, first_party)
+        for path, source, _, fixable in planned
+        if fixable
+    }
+    largest_first = sorted(jobs_of, key=lambda path: -len(jobs_of[path].source))  # none left to the end
+    workers = Workers(jobs, min_batch=2)
+    try:
+        done = dict(
+            zip(largest_first, workers.map(_rewritten, [jobs_of[p] for p in largest_first], chunksize=1))
+        )
+        for count, (path, source, outcomes, fixable) in enumerate(planned, 1):
+            progress(path, count, len(planned))
+            after, removed_aliases = source or b"", []
             if fixable:
-                after, done, removed_aliases = rewrite_source(source, fixable, helper, first_party)
-                outcomes += done
-        except CodemodError as exc:
-            plan.errors.append(f"{path}: {exc}")
-            outcomes += [Outcome(f, "internal error: the rewrite would not parse") for f in fixable]
-        outcomes.sort(key=lambda o: o.finding.sort_key)
-        plan.files.append(FileFix(path, source, after, outcomes, removed_aliases))
+                result = done[path]
+                if isinstance(result, CodemodError):
+                    plan.errors.append(f"{path}: {result}")
+                    outcomes += [Outcome(f, "internal error: the rewrite would not parse") for f in fixable]
+                else:
+                    after, rewritten, removed_aliases = result
+                    outcomes += rewritten
+            outcomes.sort(key=lambda o: o.finding.sort_key)
+            plan.files.append(FileFix(path, source or b"", after, outcomes, removed_aliases))
+    finally:
+        workers.close()
     return plan
+
+
+class _Rewrite(NamedTuple):
+    """One file's rewrite, as a worker process is handed it."""
+
+    source: bytes
+    findings: list[Finding]
+    helper: Helper
+    first_party: Callable[[str], bool]
+
+
+def _rewritten(job: _Rewrite) -> tuple[bytes, list[Outcome], list[tuple[int, str]]] | CodemodError:
+    """`rewrite_source` of one file, its error returned: the other files' rewrites stand."""
+    try:
+        return rewrite_source(*job)
+    except CodemodError as exc:
+        return exc

@@ -79,8 +79,7 @@ def impacted_tests(
             source = (root / rel).read_bytes()
         except OSError:
             continue
-        test = PurePosixPath(rel)
-        tested = {path: reaching(path) for path in by_file if _tests_module(test, source, marks[path])}
+        tested = {path: reaching(path) for path in by_file if _tests_module(rel, source, marks[path])}
         if not tested:
             continue
         try:
@@ -98,15 +97,20 @@ def _callers(path: Path, methods: set[str]) -> set[str]:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
         return methods
-    calls = {
-        node.name: {
-            n.func.attr
-            for n in ast.walk(node)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _is_self(n.func.value)
-        }
-        for node in ast.walk(tree)
-        if isinstance(node, _FUNCTIONS)
-    }
+    calls: dict[str, set[str]] = {}  # by name, what functions call through `self.`, nested ones' too
+
+    def visit(node: ast.AST, enclosing: tuple[set[str], ...]) -> None:
+        if isinstance(node, _FUNCTIONS):
+            enclosing = (*enclosing, calls.setdefault(node.name, set()))
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and _is_self(node.func.value)
+        ):
+            for names in enclosing:
+                names.add(node.func.attr)
+        for child in ast.iter_child_nodes(node):
+            visit(child, enclosing)
+
+    visit(tree, ())  # one walk: a walk of each function would walk its nested functions again
     reaching = set(methods)
     while grown := {name for name, called in calls.items() if name not in reaching and called & reaching}:
         reaching |= grown
@@ -122,16 +126,18 @@ def _module_name(rel: str) -> str:
     return ".".join(parts[1:] if parts[0] == "src" else parts)
 
 
-def _marks(rewritten: str) -> tuple[PurePosixPath | None, bytes]:
-    """What `_tests_module` looks for of a rewritten module: its folder, and its dotted name."""
+def _marks(rewritten: str) -> tuple[str, bytes]:
+    """What `_tests_module` looks for of a rewritten module: its folder (as the start of a path
+    below it; empty at the root), and its dotted name."""
     folder = PurePosixPath(rewritten).parent
-    return (folder if folder.parts else None), _module_name(rewritten).encode("utf-8", "surrogateescape")
+    return (f"{folder}/" if folder.parts else ""), _module_name(rewritten).encode("utf-8", "surrogateescape")
 
 
-def _tests_module(test: PurePosixPath, source: bytes, marks: tuple[PurePosixPath | None, bytes]) -> bool:
-    """Does the test sit in the rewritten module's folder (NeMo Gym: `<agent>/tests/`), or name it?"""
+def _tests_module(test: str, source: bytes, marks: tuple[str, bytes]) -> bool:
+    """Does the test sit in the rewritten module's folder (NeMo Gym: `<agent>/tests/`), or name it?
+    (Every test file is asked for every rewritten module: plain string tests.)"""
     folder, dotted = marks
-    if folder is not None and test.is_relative_to(folder):
+    if folder and test.startswith(folder):
         return True
     return dotted in source
 
@@ -139,14 +145,15 @@ def _tests_module(test: PurePosixPath, source: bytes, marks: tuple[PurePosixPath
 def _impacted_in(
     rel: str, tree: ast.Module, tested: dict[str, set[str]], route: str
 ) -> Iterator[ImpactedTest]:
-    helpers = _Helpers(tree, {m for names in tested.values() for m in names})
-    per_file = {path: _Helpers(tree, names) for path, names in tested.items()}
+    module = _Module(tree)
+    helpers = _Helpers(module, {m for names in tested.values() for m in names})
+    per_file = {path: _Helpers(module, names) for path, names in tested.items()}
     for node_id, function in _test_functions(rel, tree):
         models = None
         if helpers.exercises(function):
-            models = _models_self_call(function, route) or _fakes_post(helpers.reached(function))
+            models = _models_self_call(function, route) or _fakes_post(module, function)
         if models is None:
-            models = _relies_on_emulated_middleware(function, helpers.reached(function), route)
+            models = _relies_on_emulated_middleware(module, function, route)
         if models is not None:
             exercised = tuple(path for path, file in per_file.items() if file.exercises(function))
             yield ImpactedTest(node_id, function.lineno, models, route, exercised or tuple(tested))
@@ -162,13 +169,11 @@ def _test_functions(rel: str, tree: ast.Module) -> Iterator[tuple[str, _Function
                     yield f"{rel}::{node.name}::{item.name}", item
 
 
-class _Helpers:
-    """Does a test exercise a rewritten method: call it (`agent.run(...)`), post to its route
-    (`client.post("/run")`), or call a function or method of the test module that does?"""
+class _Module:
+    """A test module's functions, each walked once however many tests reach it (a test file's
+    hundred tests share a few fixtures and helpers)."""
 
-    def __init__(self, tree: ast.Module, methods: set[str]):
-        self.methods = methods
-        self.routes = {f"/{method}" for method in methods}
+    def __init__(self, tree: ast.Module):
         self.defined: dict[str, list[_Function]] = {}
         for node in ast.walk(tree):
             if isinstance(node, _FUNCTIONS):
@@ -180,37 +185,56 @@ class _Helpers:
             for item in node.body if isinstance(node, ast.ClassDef) else [node]:
                 if isinstance(item, _FUNCTIONS):
                     self.callable.setdefault(item.name, []).append(item)
+        self._nodes: dict[_Function, list[ast.AST]] = {}
+        self._reached: dict[_Function, list[_Function]] = {}
+
+    def nodes(self, function: _Function) -> list[ast.AST]:
+        if function not in self._nodes:
+            self._nodes[function] = list(ast.walk(function))
+        return self._nodes[function]
+
+    def calls(self, function: _Function) -> Iterator[ast.Call]:
+        return (node for node in self.nodes(function) if isinstance(node, ast.Call))
+
+    def reached(self, function: _Function) -> list[_Function]:
+        """The test and the functions and methods of its module it calls, transitively."""
+        if function not in self._reached:
+            seen, todo = [function], [function]
+            while todo:
+                for node in self.calls(todo.pop()):
+                    for callee in self.callable.get(_called_name(node) or "", ()):
+                        if all(callee is not known for known in seen):
+                            seen.append(callee)
+                            todo.append(callee)
+            self._reached[function] = seen
+        return self._reached[function]
+
+
+class _Helpers:
+    """Does a test exercise a rewritten method: call it (`agent.run(...)`), post to its route
+    (`client.post("/run")`), or call a function or method of the test module that does?"""
+
+    def __init__(self, module: _Module, methods: set[str]):
+        self.module = module
+        self.methods = methods
+        self.routes = {f"/{method}" for method in methods}
         self.memo: dict[str, bool] = {}
 
     def exercises(self, function: _Function) -> bool:
-        for node in ast.walk(function):
-            if not isinstance(node, ast.Call):
-                continue
+        for node in self.module.calls(function):
             name = _called_name(node)
             if name in self.methods or any(
                 isinstance(a, ast.Constant) and a.value in self.routes for a in node.args
             ):
                 return True
-            if name in self.defined and name != function.name and self._helper_exercises(name):
+            if name in self.module.defined and name != function.name and self._helper_exercises(name):
                 return True
         return False
-
-    def reached(self, function: _Function) -> list[_Function]:
-        """The test and the functions and methods of its module it calls, transitively."""
-        seen, todo = [function], [function]
-        while todo:
-            for node in ast.walk(todo.pop()):
-                if isinstance(node, ast.Call) and (name := _called_name(node)) in self.callable:
-                    for callee in self.callable[name]:
-                        if all(callee is not known for known in seen):
-                            seen.append(callee)
-                            todo.append(callee)
-        return seen
 
     def _helper_exercises(self, name: str) -> bool:
         if name not in self.memo:
             self.memo[name] = False  # a recursive helper does not exercise through itself
-            self.memo[name] = any(self.exercises(f) for f in self.defined[name])
+            self.memo[name] = any(self.exercises(f) for f in self.module.defined[name])
         return self.memo[name]
 
 
@@ -233,12 +257,12 @@ def _models_self_call(function: ast.AST, route: str) -> Modelling | None:
     return None
 
 
-def _fakes_post(reached: list[_Function]) -> Modelling | None:
+def _fakes_post(module: _Module, test: _Function) -> Modelling | None:
     """Does the test, or a function of its module it calls, replace the client's `post`
     (`client.post = AsyncMock(...)`, `patch.object(client, "post", ...)`)? Then the fake answered
     the self-call too, in its turn, whatever route it was for."""
-    for function in reached:
-        for node in ast.walk(function):
+    for function in module.reached(test):
+        for node in module.nodes(function):
             if isinstance(node, ast.Assign) and any(
                 isinstance(target, ast.Attribute) and target.attr == "post" for target in node.targets
             ):
@@ -252,7 +276,7 @@ def _fakes_post(reached: list[_Function]) -> Modelling | None:
     return None
 
 
-def _relies_on_emulated_middleware(test: _Function, reached: list[_Function], route: str) -> Modelling | None:
+def _relies_on_emulated_middleware(module: _Module, test: _Function, route: str) -> Modelling | None:
     """Does the test serve the agent's app as `setup_webserver()` builds it, without the exception
     middleware that its fake of the self-call emulated, and check the error text?
 
@@ -260,7 +284,8 @@ def _relies_on_emulated_middleware(test: _Function, reached: list[_Function], ro
     and answers 500 with its text); the self-call now goes through the app the test serves, which
     answers the same failure with a plain 500 that carries no exception text.
     """
-    calls = {_called_name(n) for f in reached for n in ast.walk(f) if isinstance(n, ast.Call)}
+    reached = module.reached(test)
+    calls = {_called_name(n) for f in reached for n in module.calls(f)}
     if "setup_webserver" not in calls or "setup_exception_middleware" in calls:
         return None
     if not any(_answers_500_on_error(f, route) for f in reached) or not _asserts_text(test):

@@ -16,9 +16,11 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 import libcst as cst
 
+from ..workspace.workers import Workers
 from .imports import Helper, add_import, imported_name
 from .region import region
 from .test_impact import ImpactedTest
@@ -85,12 +87,16 @@ def update_tests(
     targets: dict[str, Target],
     line_length: int,
     first_party: Callable[[str], bool],
+    jobs: int = 0,
 ) -> list[TestUpdate]:
-    """The update of every test file that holds a named test, in path order."""
+    """The update of every test file that holds a named test, in path order; files are updated in
+    `jobs` worker processes (0: one per CPU) when there are two or more (`first_party` is sent
+    to them: a module-level function or a partial of one)."""
     by_file: dict[str, list[ImpactedTest]] = {}
     for test in impacted:
         by_file.setdefault(test.node_id.partition("::")[0], []).append(test)
-    updates = []
+    updates: list[TestUpdate | None] = []
+    read: list[_Update] = []
     for path, tests in sorted(by_file.items()):
         try:
             before = (root / path).read_bytes()
@@ -99,8 +105,29 @@ def update_tests(
                 TestUpdate(path, b"", b"", left=[(t, f"cannot read it: {exc.strerror}") for t in tests])
             )
             continue
-        updates.append(_update_file(path, before, tests, targets, line_length, first_party))
-    return updates
+        updates.append(None)
+        read.append(_Update(path, before, tests, targets, line_length, first_party))
+    workers = Workers(jobs, min_batch=2)
+    try:
+        done = workers.map(_updated, read)
+        return [update or next(done) for update in updates]
+    finally:
+        workers.close()
+
+
+class _Update(NamedTuple):
+    """One test file's update, as a worker process is handed it."""
+
+    path: str
+    before: bytes
+    tests: list[ImpactedTest]
+    targets: dict[str, Target]
+    line_length: int
+    first_party: Callable[[str], bool]
+
+
+def _updated(job: _Update) -> TestUpdate:
+    return _update_file(*job)
 
 
 def _update_file(
@@ -115,16 +142,16 @@ def _update_file(
     try:
         text = before.decode("utf-8")
         module = cst.parse_module(text)
-        ast.parse(text)  # what the name checks below read
+        tree = ast.parse(text)  # what the name checks below read
     except (UnicodeDecodeError, cst.ParserSyntaxError, SyntaxError, ValueError):
         update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
         return update
     patch = imported_name(module, _PATCH)
-    reason = _clash(module, patch)
+    reason = _clash(module, tree, patch)
     if reason is not None:
         update.left = [(t, reason) for t in tests]
         return update
-    imported = _imported_modules(module)
+    imported = _imported_modules(tree)
     wanted: dict[tuple[str, ...], list[Target]] = {}
     for test in tests:
         chosen = [_as_imported(targets[m], imported) for m in test.modules if m in targets]
@@ -151,10 +178,10 @@ def _update_file(
     return update
 
 
-def _imported_modules(module: cst.Module) -> set[str]:
+def _imported_modules(tree: ast.Module) -> set[str]:
     """The modules the test module imports, as it names them."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(module.code)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
         elif isinstance(node, ast.Import):
@@ -171,9 +198,9 @@ def _as_imported(target: Target, imported: set[str]) -> Target:
     return replace(target, module=max(suffixes, key=len)) if suffixes else target
 
 
-def _clash(module: cst.Module, patch: str | None) -> str | None:
+def _clash(module: cst.Module, tree: ast.Module, patch: str | None) -> str | None:
     """Why the names the update adds cannot be added to this module."""
-    bound = _module_bindings(module)
+    bound = _module_bindings(tree)
     if patch is None and "patch" in bound:
         return "`patch` already names something else in this module"
     if SHIM in bound and not _defines_shim(module):
@@ -181,9 +208,9 @@ def _clash(module: cst.Module, patch: str | None) -> str | None:
     return None
 
 
-def _module_bindings(module: cst.Module) -> set[str]:
+def _module_bindings(tree: ast.Module) -> set[str]:
     names: set[str] = set()
-    for node in ast.parse(module.code).body:
+    for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):

@@ -47,8 +47,11 @@ class Workers:
     threads (a test suite calling `assert_no_self_calls`), which a fork can deadlock. Once
     started, every batch of two or more items is shared out."""
 
-    def __init__(self, jobs: int):
+    def __init__(self, jobs: int, min_batch: int = _PARALLEL_MIN_FILES):
+        """`min_batch`: the fewest items worth starting workers for (fewer files than 24 to parse;
+        two files to rewrite, each costing many times a worker's start)."""
         self.jobs = jobs or os.cpu_count() or 1
+        self.min_batch = min_batch
         self._pool: Executor | None = None
         self._size = 0
         self._restore_sigterm: Callable[[], None] = lambda: None
@@ -61,7 +64,7 @@ class Workers:
         """The pool, if a batch of this size is worth sharing out (started on first need)."""
         if self._pool is not None:
             return self._pool if batch >= 2 else None
-        if self.jobs < 2 or batch < _PARALLEL_MIN_FILES:
+        if self.jobs < 2 or batch < self.min_batch:
             return None
         import multiprocessing  # only now: it costs a warm run more than the rest of its imports
         from concurrent.futures import ProcessPoolExecutor
@@ -72,7 +75,7 @@ class Workers:
             or threading.active_count() > 1
         ):
             return None
-        self._size = min(self.jobs, batch // (_PARALLEL_MIN_FILES // 2))
+        self._size = min(self.jobs, max(1, batch // (self.min_batch // 2)))
         self._pool = ProcessPoolExecutor(
             self._size,
             mp_context=multiprocessing.get_context("fork"),
@@ -82,17 +85,18 @@ class Workers:
         self._restore_sigterm = terminate_as_interrupt()
         return self._pool
 
-    def map(self, job: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+    def map(self, job: Callable[[Any], Any], items: Iterable[Any], chunksize: int = 0) -> Iterator[Any]:
         """`job` of each item, in order: in the workers when the batch repays them. Items that
         come one by one (an iterator, not a collection) go to running workers as they come, while
-        the caller is still producing the rest."""
+        the caller is still producing the rest. `chunksize`: items handed out together (0: a
+        quarter of each worker's share; 1 for items that each cost far more than handing out)."""
         if self._pool is not None and not isinstance(items, Sized):
             return iter(list(self._pool.map(job, items, chunksize=_STREAMED_CHUNK)))
         items = list(items)
         pool = self.for_batch(len(items))
         if pool is None:
             return map(job, items)
-        return iter(list(pool.map(job, items, chunksize=max(1, len(items) // (self._size * 4)))))
+        return iter(list(pool.map(job, items, chunksize=chunksize or max(1, len(items) // (self._size * 4)))))
 
     def submit(self, batch: int, job: Callable[..., Any], *args: Any) -> Callable[[], Any]:
         """`job(*args)` for a batch of this size: started now in a worker when that pays, else run
