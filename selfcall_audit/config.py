@@ -7,9 +7,8 @@ import os
 import re
 import stat
 import sys
-from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .rules import POSSIBLE_SELF_CALL, UnknownCode, check_codes, code_selected
 
@@ -57,8 +56,10 @@ def helper_parts(spec: str) -> tuple[str, str]:
     return module, name
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
+    """A project's settings. A named tuple: a dataclass would load `dataclasses` (and `inspect`
+    with it) in every run, where a one-file run that parses nothing needs neither."""
+
     agent_bases: tuple[str, ...] = tuple(f"{m}.{c}" for m in BASE_MODULES for c in BASE_CLASSES)
     route: str = "/v1/responses"
     own_routes: tuple[str, ...] = ("/run", "/aggregate_metrics", "/rollouts/{rollout_id}/stop")
@@ -83,13 +84,13 @@ class Settings:
     max_file_size: int = 2_000_000
     cache_dir: str = ".selfcall_audit_cache"
     jobs: int = 0
-    config_file: str | None = field(default=None, compare=False)
+    config_file: str | None = None
     # Nested projects (a folder below the root whose pyproject.toml holds [tool.selfcall-audit]) are
     # analysed as projects of their own; not with --config, whose settings govern every file.
     nested_projects: bool = True
 
     def with_overrides(self, **overrides: Any) -> Settings:
-        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+        return self._replace(**{k: v for k, v in overrides.items() if v is not None})
 
     def selects(self, code: str) -> bool:
         """Is `code` reported? As ruff selects, and `strict` adds SCA003 unless it is ignored."""
@@ -99,9 +100,9 @@ class Settings:
 
 
 _KEYS = {
-    f.name.replace("_", "-"): f
-    for f in fields(Settings)
-    if f.name not in ("config_file", "nested_projects", "extend_select", "extend_exclude")
+    name.replace("_", "-"): name
+    for name in Settings._fields
+    if name not in ("config_file", "nested_projects", "extend_select", "extend_exclude")
 }
 
 
@@ -140,15 +141,15 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
     defaults = Settings()
     extend: dict[str, tuple[str, ...]] = {}
     for key, value in table.items():
-        spec = _KEYS.get(key)
-        if spec is None and key not in _EXTENDING:
+        name = _KEYS.get(key)
+        if name is None and key not in _EXTENDING:
             known = ", ".join(sorted([*_KEYS, *_EXTENDING]))
             raise ConfigError(f"{source}: unknown setting `{key}` in [tool.selfcall-audit] (known: {known})")
         try:  # which file: in a monorepo, each project has its own
-            if spec is None:
+            if name is None:
                 extend[key] = _coerce(key, value, ())
             else:
-                values[spec.name] = _coerce(key, value, getattr(defaults, spec.name))
+                values[name] = _coerce(key, value, Settings._field_defaults[name])
         except ConfigError as exc:
             raise ConfigError(f"{source}: {exc}") from None
     if values.get("helper"):  # checked as it is read: `scan` looks for the copy it names (SCA004)
@@ -167,10 +168,10 @@ def settings_from_table(table: dict[str, Any], source: str) -> Settings:
         values["extend_select"] = check_codes(extend.get("extend-select", ()))
     except UnknownCode as exc:
         raise ConfigError(f"{source}: [tool.selfcall-audit]: {exc}") from None
-    settings = replace(defaults, config_file=source, **values)
+    settings = defaults._replace(config_file=source, **values)
     if "extend-exclude" in extend:
         added = extend["extend-exclude"]
-        settings = replace(settings, exclude=settings.exclude + added, extend_exclude=added)
+        settings = settings._replace(exclude=settings.exclude + added, extend_exclude=added)
     return settings
 
 
@@ -223,7 +224,7 @@ def load_settings(root: Path, config_file: Path | None = None) -> Settings:
     """Read `[tool.selfcall-audit]` from the given file or the root's pyproject.toml."""
     if config_file is None:
         return _read_settings(root / "pyproject.toml", None)
-    return replace(_read_settings(config_file, config_file), nested_projects=False)
+    return _read_settings(config_file, config_file)._replace(nested_projects=False)
 
 
 def _read_settings(path: Path, config_file: Path | None) -> Settings:

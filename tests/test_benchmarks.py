@@ -135,7 +135,7 @@ def test_the_stdlib_floor_imports_the_standard_library_modules_the_run_loaded_an
     floor = scan_vs_peers.stdlib_floor(ours, tmp_path)
 
     imported = floor.command[-1].removeprefix("import ").split(", ")
-    assert {"json", "dataclasses", "pathlib"} <= set(imported)  # json asked for; the rest loaded by config
+    assert {"json", "keyword", "pathlib"} <= set(imported)  # json asked for; the rest loaded by config
     assert not {name for name in imported if name.split(".")[0] in ("selfcall_audit", "yaml")}
     assert scan_vs_peers.run(floor.command, tmp_path).returncode == 0
     # A run that is not selfcall-audit's tells nothing about it.

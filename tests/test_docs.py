@@ -5,7 +5,6 @@ repository, the rules page is generated from the registry, and every link betwee
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import shutil
@@ -274,7 +273,7 @@ def test_the_configuration_example_names_every_setting_and_is_accepted(tmp_path:
     (tmp_path / "pyproject.toml").write_text(example)
     keys = set(re.findall(r"(?m)^([a-z-]+) = ", example))
     internal = {"config_file", "nested_projects"}  # set by the run, not by a user
-    settings_keys = {f.name.replace("_", "-") for f in dataclasses.fields(Settings) if f.name not in internal}
+    settings_keys = {name.replace("_", "-") for name in Settings._fields if name not in internal}
 
     settings = load_settings(tmp_path)
 

@@ -8,7 +8,6 @@ code); decoding checks each value against the type the schema expects.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import fields
 from functools import cache, lru_cache, partial
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -37,8 +36,11 @@ class _Schema:
 
     def __init__(self, classes: tuple[type, ...], nested: dict[type, dict[str, str]]):
         self.types = {cls.__name__: cls for cls in classes}
+        # A dataclass's fields, in order, without `dataclasses.fields`: importing `dataclasses`
+        # here would load it (and `inspect`) in a run that decodes no dataclass. These classes
+        # declare no ClassVar or InitVar, the only entries that are not fields.
         self.fields = {
-            cls: getattr(cls, "_fields", None) or tuple(f.name for f in fields(cls)) for cls in classes
+            cls: getattr(cls, "_fields", None) or tuple(cls.__dataclass_fields__) for cls in classes
         }
         self.nested = nested
 

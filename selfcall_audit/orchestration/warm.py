@@ -11,7 +11,6 @@ that an unsaved buffer never serves stale results; what comes from the disk is k
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
@@ -26,30 +25,48 @@ if TYPE_CHECKING:
     from ..ftypes import InputError
 
 
-@dataclass
 class Warm:
     """What runs over one project share, each part dropped when what it came from changes."""
 
-    files: FileSet | None = None  # the listing: until files are created or deleted
-    disk: dict[str, bytes] = field(default_factory=dict)  # files as read from the disk
-    facts: dict[str, tuple[bytes | None, ModuleFacts | str]] = field(default_factory=dict)  # of what
-    instances: tuple[list[AgentInstance], dict[str, InputError]] | None = None  # and the configs' errors
-    lines: dict[str, tuple[bytes | None, bytes]] = field(default_factory=dict)  # import lines, and of what
-    named: dict[str, dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)  # word → file → seen
-    mentioned: dict[frozenset[str], dict[str, tuple[bytes | None, bool]]] = field(default_factory=dict)
-    # `disk`'s version, moved on whenever a file is read from the disk or dropped from it; and for
-    # each word searched, the version and the listing its answers are of, and the files that could
-    # answer otherwise with the disk unmoved (read from memory, or unreadable, then)
-    version: int = 0
-    named_at: dict[str, tuple[int, tuple[str, ...], set[str]]] = field(default_factory=dict)
-    # each file's self-call sites as the methods around them show them: checked against the
-    # methods' text, so kept whatever the disk does
-    sites: dict[str, Sites] = field(default_factory=dict)
-    # the functions of each file extracted again after an edit, likewise checked against their text
-    functions: dict[str, Functions] = field(default_factory=dict)
-    inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
-    names: Names = field(default_factory=dict)  # each module's own names, and the facts they are of
-    paths: tuple[FileSet, Paths] | None = None  # where imports lead, and the listing that says so
+    __slots__ = (
+        "disk",
+        "facts",
+        "files",
+        "functions",
+        "inlined",
+        "instances",
+        "lines",
+        "mentioned",
+        "named",
+        "named_at",
+        "names",
+        "paths",
+        "sites",
+        "version",
+    )
+
+    def __init__(self) -> None:  # a plain class: a dataclass would load `dataclasses` in every run
+        self.files: FileSet | None = None  # the listing: until files are created or deleted
+        self.disk: dict[str, bytes] = {}  # files as read from the disk
+        self.facts: dict[str, tuple[bytes | None, ModuleFacts | str]] = {}  # of what
+        # the YAML instances, and the configs' errors
+        self.instances: tuple[list[AgentInstance], dict[str, InputError]] | None = None
+        self.lines: dict[str, tuple[bytes | None, bytes]] = {}  # import lines, and of what
+        self.named: dict[str, dict[str, tuple[bytes | None, bool]]] = {}  # word → file → seen
+        self.mentioned: dict[frozenset[str], dict[str, tuple[bytes | None, bool]]] = {}
+        # `disk`'s version, moved on whenever a file is read from the disk or dropped from it; and for
+        # each word searched, the version and the listing its answers are of, and the files that could
+        # answer otherwise with the disk unmoved (read from memory, or unreadable, then)
+        self.version = 0
+        self.named_at: dict[str, tuple[int, tuple[str, ...], set[str]]] = {}
+        # each file's self-call sites as the methods around them show them: checked against the
+        # methods' text, so kept whatever the disk does
+        self.sites: dict[str, Sites] = {}
+        # the functions of each file extracted again after an edit, likewise checked against their text
+        self.functions: dict[str, Functions] = {}
+        self.inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
+        self.names: Names = {}  # each module's own names, and the facts they are of
+        self.paths: tuple[FileSet, Paths] | None = None  # where imports lead, and the listing that says so
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""
