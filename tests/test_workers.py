@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import json
-import os
+import subprocess
+import sys
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from selfcall_audit.migrate import codemod, test_update
 
 AGENTS = 30  # enough files for the workers to start
 AGENT = """\
@@ -90,37 +88,71 @@ async def test_run_posts_to_itself(agent):
 """
 
 
+# `fix` in a process of its own (the in-process test run may hold threads, beside which the
+# workers never start), each rewrite and test update recorded with the process that did it.
+RECORDING_FIX = """\
+import os
+import sys
+
+from selfcall_audit.frontends.cli import main
+from selfcall_audit.migrate import codemod, test_update
+
+log = sys.argv[1]
+
+
+def recorded(job):
+    def run(*args, **kwargs):
+        with open(log, "a") as out:
+            out.write(f"{job.__name__} {os.getpid()}\\n")
+        return job(*args, **kwargs)
+
+    return run
+
+
+codemod.rewrite_source = recorded(codemod.rewrite_source)
+test_update._update_file = recorded(test_update._update_file)
+with open(log, "a") as out:
+    out.write(f"main {os.getpid()}\\n")
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def test_fix_rewrites_files_and_updates_tests_in_worker_processes_as_one_process_would(
-    cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
     root = _project(tmp_path / "repo", SELF_CALLING)
     for n in range(AGENTS):
         (root / f"responses_api_agents/agent_{n}/tests").mkdir()
         (root / f"responses_api_agents/agent_{n}/tests/test_app.py").write_text(AGENT_TEST)
-    pids = tmp_path / "pids"
-
-    def recorded(job: Callable[..., object]) -> Callable[..., object]:
-        def run(*args: object, **kwargs: object) -> object:  # in whichever process does the job
-            with pids.open("a") as out:
-                out.write(f"{job.__name__} {os.getpid()}\n")
-            return job(*args, **kwargs)
-
-        return run
-
-    monkeypatch.setattr(codemod, "rewrite_source", recorded(codemod.rewrite_source))
-    monkeypatch.setattr(test_update, "_update_file", recorded(test_update._update_file))
+    driver = tmp_path / "recording_fix.py"
+    driver.write_text(RECORDING_FIX)
     diffs = {}
     for jobs in ("1", "2"):
-        pids.write_text("")
-        done = cli(
-            "fix", "--no-cache", "--diff", "--jobs", jobs, "--helper", "pkg.helper:responses_in_process", root
+        log = tmp_path / f"jobs-{jobs}.log"
+        helper = "pkg.helper:responses_in_process"
+        done = subprocess.run(
+            [
+                sys.executable,
+                driver,
+                log,
+                "fix",
+                "--no-cache",
+                "--diff",
+                "--jobs",
+                jobs,
+                "--helper",
+                helper,
+                root,
+            ],
+            capture_output=True,
+            text=True,
         )
-        assert done.exit_code == 1, done.stderr
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
         diffs[jobs] = done.stdout
-        ran = [line.split() for line in pids.read_text().splitlines()]
+        ran = [line.split() for line in log.read_text().splitlines()]
+        main_process = ran.pop(0)[1]
         assert Counter(job for job, _ in ran) == {"rewrite_source": AGENTS + 1, "_update_file": AGENTS}
-        in_this_process = {pid for _, pid in ran} == {str(os.getpid())}
-        assert in_this_process == (jobs == "1"), ran
+        assert all((pid == main_process) == (jobs == "1") for _, pid in ran), ran  # each in a worker or none
 
     assert diffs["1"] == diffs["2"]
     assert diffs["1"].count("+        return await responses_in_process(") == AGENTS + 1  # and shared/base.py
