@@ -119,7 +119,7 @@ class Indexes:
         pending = pool.submit(import_lines_of, self.root, rels, self.max_size) if pool else None
 
         def store() -> None:
-            found = pending.result() if pending else [import_lines(self.read(rel)) for rel in rels]
+            found = pending.result() if pending else import_lines_of(self.root, rels, self.max_size)
             for (rel, key), lines in zip(stale, found):
                 cache.put_import_lines(rel, key, lines.decode("utf-8", "surrogateescape"))
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..workspace.discovery import TooLarge, UnreadableFile, read_file
-from ..workspace.prefilter import import_lines, mentions_any
-from .cache import facts_payload
+from ..workspace.prefilter import import_lines, mentions_any, word_matcher
+from .cache import content_key, facts_payload
 
 if TYPE_CHECKING:
     from ..analysis.extract import Functions
@@ -41,6 +41,30 @@ def extract_facts(
     except FactsError as exc:
         return exc.entry(rel), None
     return facts, facts_payload(facts) if cached else None
+
+
+class Search(NamedTuple):
+    """Files under `root` to read again and search for `names`."""
+
+    root: Path
+    rels: tuple[str, ...]
+    names: tuple[str, ...]
+    max_size: int
+
+
+def files_naming(search: Search) -> list[tuple[str, str | None, bool]]:
+    """Each file's content key (None: it cannot be read) and whether it names one of the names as
+    a whole word."""
+    named = word_matcher(search.names)
+    found = []
+    for rel in search.rels:
+        try:
+            data = read_file(search.root / rel, search.max_size)
+        except UnreadableFile:
+            found.append((rel, None, False))
+            continue
+        found.append((rel, content_key(rel, data), named(data)))
+    return found
 
 
 def import_lines_of(root: Path, rels: tuple[str, ...], max_size: int) -> list[bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -17,9 +17,10 @@ from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
 from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, discover, in_scope, read_file
 from ..workspace.listing import is_project_root
-from ..workspace.prefilter import base_tokens
+from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
 from .cache import FactsCache, content_key
 from .fingerprint import Fingerprints
+from .jobs import Search, files_naming
 
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
     from ..analysis.facts import ModuleFacts
@@ -59,6 +60,9 @@ def _cut_scopes(root: Path, paths: Iterable[Path]) -> tuple[str, ...]:
     return tuple(scopes)
 
 
+_SEARCHES = 8  # parts of the files a later prefilter round reads again, shared out among the workers
+
+
 class Project:
     """One analysis of one project root; front ends ask it for findings and inventory."""
 
@@ -80,6 +84,8 @@ class Project:
         self.errors: dict[str, InputError] = {}
         self._bytes: dict[str, bytes] = dict(sources or {})
         self.memory = frozenset(self._bytes)  # the files read from memory
+        self._let_go: set[str] = set()  # read, their bytes not kept (see `read`)
+        self._tokens = base_tokens(settings.agent_bases, settings.route)
         self._keys: dict[str, str | None] = {}
         self._statuses: Mapping[str, Status] = {}  # of the last listing, as `FileSet.statuses`
         # Files that could not be read (not those skipped for their size) or parsed: a result that
@@ -101,7 +107,11 @@ class Project:
 
     # input -------------------------------------------------------------------------------
     def read(self, rel: str) -> bytes | None:
-        """The file's bytes, read once; None, with an SCA900 entry saying why, when they cannot be had."""
+        """The file's bytes; None, with an SCA900 entry saying why, when they cannot be had.
+
+        Read once and kept, but a file that names no agent base at its first reading is let go
+        (most files: their bytes were a fifth of a cold scan's memory), its content key worked out
+        then: read again, its bytes must be those the key is of."""
         if (data := self.peek(rel)) is not None:
             return data
         try:
@@ -116,16 +126,53 @@ class Project:
             return None
         if self.warm:
             self.warm.remember(rel, data)
-        else:
+        elif rel in self._let_go:
+            if content_key(rel, data) != self._keys.get(rel):
+                self._changed(rel)
+                return None
+            self._bytes[rel] = data  # needed after all
+        elif rel in self.memory or mentions_any(data, self._tokens):
             self._bytes[rel] = data
+        else:
+            if rel not in self._keys:
+                self._learn_key(rel, data)
+            self._let_go.add(rel)
         return data
 
     def peek(self, rel: str) -> bytes | None:
-        """The file's bytes if they were read already (or are in memory), else None."""
+        """The file's bytes if they were read already and kept (or are in memory), else None."""
         data = self._bytes.get(rel)
         if data is None and self.warm is not None:
             data = self.warm.disk.get(rel)
         return data
+
+    def names_a_base(self, rel: str) -> bool:
+        """Does the file name an agent base class or register an agent route (see `base_tokens`)?"""
+        return rel not in self._let_go and mentions_any(self.read(rel), self._tokens)
+
+    def naming(self, rels: Iterable[str], names: Collection[str]) -> list[str]:
+        """The files among `rels` (all read before) that name one of `names` as a whole word: the
+        bytes kept are searched here, the files let go are read again by the workers when they
+        run (here otherwise), each checked to be as it was."""
+        rels = list(rels)
+        named = word_matcher(names)
+        found = {rel for rel in rels if named(self.peek(rel))}
+        again = [rel for rel in rels if rel in self._let_go and rel not in self._bytes]
+        searches = [
+            Search(self.root, tuple(again[part::_SEARCHES]), tuple(names), self.settings.max_file_size)
+            for part in range(_SEARCHES)
+        ]
+        for chunk in self._pool().map(files_naming, searches):
+            for rel, key, hit in chunk:
+                if key != self._keys.get(rel):
+                    self._changed(rel)
+                elif hit:
+                    found.add(rel)
+        return [rel for rel in rels if rel in found]
+
+    def _changed(self, rel: str) -> None:
+        self.errors[rel] = UnreadableFile("file changed during the scan").entry(rel)
+        self.failed.add(rel)
 
     def key(self, rel: str) -> str | None:
         """What the file's results depend on: its path and bytes (its size, when it is skipped for
@@ -137,11 +184,14 @@ class Project:
                 self._keys[rel] = known
                 return known
             data = self.read(rel)
-            if rel not in self._keys:
-                self._keys[rel] = None if data is None else content_key(rel, data)
-                if data is not None and self.cache is not None:
-                    self.cache.keep_key(rel, self._keys[rel])
+            if rel not in self._keys:  # `read` worked out the key of a file it let go
+                self._learn_key(rel, data)
         return self._keys[rel]
+
+    def _learn_key(self, rel: str, data: bytes | None) -> None:
+        self._keys[rel] = None if data is None else content_key(rel, data)
+        if data is not None and self.cache is not None:
+            self.cache.keep_key(rel, self._keys[rel])
 
     def _facts(self, rel: str) -> ModuleFacts | None:
         return self._facts_store().facts(rel)
@@ -278,7 +328,7 @@ class Project:
             self._contents(files),
             files.sources,
             unusable={*files.configs, *(e.path for e in stored["errors"])},
-            base_tokens=base_tokens(self.settings.agent_bases, self.settings.route),
+            base_tokens=self._tokens,
             read=self.read,
             key=self.key,
             facts_now=self._facts,
@@ -336,9 +386,7 @@ class Project:
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
         self._phase("parsing")
-        chosen = Targets(
-            files.sources, self.read, self.peek, indexes.naming, store, settings.agent_bases, settings.route
-        )
+        chosen = Targets(files.sources, self.names_a_base, self.naming, indexes.naming, store)
         targets = None
         only: dict[str, tuple[ClassRef, ...]] = {}  # modules evaluated with these agents first
         indexed: Callable[[], None] | None = None

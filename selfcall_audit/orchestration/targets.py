@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..analysis.index import ClassRef, Index
 from ..workspace.discovery import in_scope
-from ..workspace.prefilter import base_tokens, importers, mentions_any, word_matcher
+from ..workspace.prefilter import importers
 
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
@@ -27,25 +27,23 @@ _MAX_SHARED = 16
 
 
 class Targets:
-    """The modules to report on, among the project's source files; `read` gives a file's bytes
-    (reading it), `peek` those already read, `named` the files naming a word."""
+    """The modules to report on, among the project's source files; `names_a_base` tells whether a
+    file names an agent base (reading it), `search` gives the files among those read before that
+    name a word, `named` the files naming a word (from the word index)."""
 
     def __init__(
         self,
         sources: tuple[str, ...],
-        read: Callable[[str], bytes | None],
-        peek: Callable[[str], bytes | None],
+        names_a_base: Callable[[str], bool],
+        search: Callable[[Iterable[str], Collection[str]], list[str]],
         named: Callable[[Collection[str]], list[str]],
         store: FactsStore,
-        agent_bases: Iterable[str],
-        route: str,
     ):
         self.sources = sources
-        self.read = read
-        self.peek = peek
+        self.names_a_base = names_a_base
+        self.search = search
         self.named = named
         self.store = store
-        self.tokens = base_tokens(agent_bases, route)
 
     def whole(self, hierarchy: Hierarchy) -> tuple[list[str], list[list[str]], list[set[str]], set[str]]:
         """Prefilter to a fixpoint. The modules to report on, the files each round parsed (the
@@ -58,7 +56,7 @@ class Targets:
 
         def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
             for rel in self.sources:
-                if mentions_any(self.read(rel), self.tokens):
+                if self.names_a_base(rel):
                     first.append(rel)
                     yield rel
 
@@ -83,8 +81,7 @@ class Targets:
             known |= names
             searched.append(names)
             done = set(parsed)
-            named = word_matcher(names)
-            holding = [rel for rel in self.sources if named(self.peek(rel))]
+            holding = self.search(self.sources, names) if names else []
             naming_agents.update(holding)
             pending = [rel for rel in holding if rel not in done]
         # Bases and mixins the agents pulled in on demand can hold self-calls of their own.
