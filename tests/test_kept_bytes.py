@@ -81,3 +81,19 @@ def test_a_file_changed_before_it_is_read_again_is_an_error_and_nothing_is_store
     assert report.errors == [InputError("pkg/louder.py", "file changed during the scan", "unreadable")]
     assert report.files_parsed == 1 + QUIET_AGENTS  # not the changed file
     assert not (root / ".selfcall_audit_cache").exists() or project.cache.snapshot(None) is None
+
+
+def test_a_file_gone_before_it_is_read_again_is_an_error_saying_so(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    search = Project.naming
+
+    def removed_first(self: Project, rels: list[str], names: set[str]) -> list[str]:
+        (root / "pkg/louder.py").unlink()  # after its first reading
+        return search(self, rels, names)
+
+    monkeypatch.setattr(Project, "naming", removed_first)
+
+    report = Project(root, Settings(jobs=1)).analyze()
+
+    assert report.errors == [InputError("pkg/louder.py", "file vanished during the scan", "unreadable")]

@@ -164,7 +164,9 @@ class Project:
         ]
         for chunk in self._pool().map(files_naming, searches):
             for rel, key, hit in chunk:
-                if key != self._keys.get(rel):
+                if key is None:  # it cannot be read now: `read` says why
+                    self.read(rel)
+                elif key != self._keys.get(rel):
                     self._changed(rel)
                 elif hit:
                     found.add(rel)
