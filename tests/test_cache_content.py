@@ -16,6 +16,7 @@ from safety_support import APP, BEFORE, make_project
 
 from selfcall_audit.frontends.cli import main
 from selfcall_audit.orchestration import project
+from selfcall_audit.orchestration.cache import FactsCache
 from selfcall_audit.workspace import discovery
 
 SELF_CALL = b'server_name=self.config.name,\n            url_path="/v1/responses"'
@@ -103,3 +104,48 @@ def test_a_settled_file_is_not_read_again_until_its_status_changes(tmp_path: Pat
     time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)  # settled again: only its change time tells
     assert main(["scan", "--format", "json"]) == 1
     assert APP in [os.path.relpath(path, root) for path in reads]
+
+
+def test_files_first_scanned_before_they_settled_are_not_read_again_once_they_have(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A checkout scanned at once (a CI job, `git switch` then the hook) leaves no trusted status;
+    the next scan, answered from the stored result, reads the files and records their keys with
+    their now settled statuses, so the one after it reads none."""
+    monkeypatch.setattr(discovery, "SETTLE_NS", 500_000_000)
+    root = make_project(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    assert main(["scan", "--format", "json"]) == 1  # before the files settle
+    time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)
+    reads = []
+    real_read = project.read_file
+    monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    assert main(["scan", "--format", "json"]) == 1
+    assert APP in [os.path.relpath(path, root) for path in reads]
+    reads.clear()
+
+    assert main(["scan", "--format", "json"]) == 1
+    assert reads == []
+
+
+def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, monkeypatch) -> None:
+    """Every listed file's status as when the last result's fingerprint was worked out: that
+    fingerprint is taken whole (one comparison), not rebuilt from a content key per file. The
+    same-size edit above, seen through this shortcut too, is what keeps it honest."""
+    monkeypatch.setattr(discovery, "SETTLE_NS", 500_000_000)
+    root = make_project(tmp_path / "repo")
+    time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)
+    monkeypatch.chdir(root)
+    first = run_main(["scan", "--format", "json"])
+    looked_up = []
+    real_known_key = FactsCache.known_key
+    monkeypatch.setattr(
+        FactsCache,
+        "known_key",
+        lambda self, rel, status: looked_up.append(rel) or real_known_key(self, rel, status),
+    )
+
+    again = run_main(["scan", "--format", "json"])
+
+    assert (again.exit_code, _lines(again)) == (first.exit_code, _lines(first)) == (1, [SELF_CALL_LINE])
+    assert looked_up == []

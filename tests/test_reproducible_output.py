@@ -13,8 +13,9 @@ import pytest
 
 FORMATS = ("text", "concise", "json", "sarif", "github", "gitlab", "junit")
 SEEDS = ("1", "2", "3")
-# Only the time a run took may differ: the text summary's "(0.61s)" and JSON's "seconds".
-_TIMING = re.compile(rb'\(\d+\.\d+s\)|"seconds": \d+\.\d+')
+# Only the time a run took may differ: the text summary's "(0.61s)" or, under a tenth of a
+# second, "(75 ms)", and JSON's "seconds".
+_TIMING = re.compile(rb'\(\d+\.\d+s\)|\(\d+ ms\)|"seconds": \d+\.\d+')
 
 # One agent, three instances in one file, each its own critic: three pieces of evidence.
 TRIO = """\

@@ -8,10 +8,13 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from safety_support import command_line, interrupted, make_project, run
+
+from selfcall_audit.workspace.signals import signals_held, terminate_as_interrupt
 
 PREVIOUS = '{"findings": ["the previous report"]}\n'
 
@@ -77,3 +80,26 @@ def test_sigterm_ends_a_scan_with_one_line_and_exit_143(tmp_path: Path) -> None:
 
     assert status == 128 + signal.SIGTERM, stderr
     assert stderr == "selfcall-audit: interrupted\n"
+
+
+def test_outside_the_main_thread_signal_handling_is_left_as_it_is() -> None:
+    """A language server or a test suite may analyse in a thread of its own, where Python lets no
+    handler be set: the block that swaps files runs all the same, and SIGTERM keeps its action."""
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    done: list[object] = []
+
+    def in_a_thread() -> None:
+        try:
+            restore = terminate_as_interrupt()
+            with signals_held():
+                done.append("block ran")
+            restore()
+        except Exception as exc:  # the test reports it
+            done.append(exc)
+
+    thread = threading.Thread(target=in_a_thread)
+    thread.start()
+    thread.join()
+
+    assert done == ["block ran"]
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before

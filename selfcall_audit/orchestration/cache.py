@@ -6,7 +6,8 @@ index of import lines, a word index of the class names one-file runs searched fo
 whole-project result (with what that run saw of each file, for `reuse`) are keyed by the files'
 content keys too: never by size and modification time, which an edit can leave as they were.
 A file's content key is read back without reading the file only while its full status (change
-time, inode and device as well: see `FileSet.statuses`) is the one it was recorded with. Entries
+time, inode and device as well: see `FileSet.statuses`) is the one it was recorded with, and a
+whole listing's fingerprint while every file's status is as it was then. Entries
 hold plain data (`codec`), signed and written atomically (`entries`); the folder ignores itself
 for git as ruff's does.
 
@@ -19,6 +20,7 @@ never deleted, whatever its name.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import sys
 from functools import lru_cache
@@ -87,6 +89,12 @@ def facts_payload(facts: ModuleFacts) -> bytes:
 
 
 _KINDS = ("facts", "instances")
+
+
+def _digest_of(statuses: dict[str, Status]) -> bytes:
+    """A digest of the listing's statuses, in its order (marshal's version 2 writes no
+    back-references, whose use depends on reference counts: equal mappings, equal bytes)."""
+    return blake2b(marshal.dumps(statuses, 2), digest_size=16).digest()
 
 
 class FactsCache:
@@ -243,6 +251,24 @@ class FactsCache:
         if (status := self._statuses.get(rel)) is not None:
             self._index("statuses")[rel] = (*status, key)
             self._changed.add("statuses")
+
+    def settled_fingerprint(self, setup: str, statuses: dict[str, Status]) -> str | None:
+        """The fingerprint recorded for this setup with these very statuses of every listed file
+        (each settled: see `FileSet.statuses`), as `known_key` vouches for one file's key."""
+        found = self._index("settled")
+        if found.get("setup") != setup or found.get("statuses") != _digest_of(statuses):
+            return None
+        self._statuses.update(statuses)  # in use, as `known_key` marks them
+        return found.get("fingerprint")
+
+    def put_settled_fingerprint(self, setup: str, statuses: dict[str, Status], fingerprint: str) -> None:
+        """Record the fingerprint worked out for this setup while every file had these statuses."""
+        self._indexes["settled"] = {
+            "setup": setup,
+            "statuses": _digest_of(statuses),
+            "fingerprint": fingerprint,
+        }
+        self._changed.add("settled")
 
     def names(self) -> tuple[list[str], dict[str, list[Any]]]:
         """The names asked of the word index, and path → [content key, the names the file holds]."""

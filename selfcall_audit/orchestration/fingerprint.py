@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from ..config import Settings
 from ..workspace.discovery import FileSet
-from .cache import code_version
+from .cache import FactsCache, code_version
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -49,8 +49,8 @@ class Fingerprints:
             files.configs,
         )
         digest = blake2b(repr(described).encode("utf-8", "surrogateescape"), digest_size=16)
-        for rel in sorted(files.modules):
-            digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        # each name and a NUL, in one piece
+        digest.update("\0".join([*sorted(files.modules), ""]).encode("utf-8", "surrogateescape"))
         self.setup = digest.hexdigest()
 
     def of(self, key: Callable[[str], str | None], only: Iterable[str] | None = None) -> str | None:
@@ -63,3 +63,17 @@ class Fingerprints:
                 return None
             digest.update(f"{rel}\0{content}\n".encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
+
+    def of_settled(self, cache: FactsCache, key: Callable[[str], str | None]) -> str | None:
+        """`of` every file, without a content key per file when every listed file's status is the
+        one the last answer was worked out under: one comparison of two mappings, where a key per
+        file was most of a warm scan's own work."""
+        statuses = self.files.statuses
+        if not statuses.keys() >= {*self.files.sources, *self.files.configs}:  # one changed just now
+            return self.of(key)
+        known = cache.settled_fingerprint(self.setup, statuses)
+        if known is None:
+            known = self.of(key)
+            if known is not None:
+                cache.put_settled_fingerprint(self.setup, statuses, known)
+        return known

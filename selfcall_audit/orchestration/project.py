@@ -273,7 +273,7 @@ class Project:
         self.listed_sources = files.sources
         self._statuses = files.statuses
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
-        fingerprint = fingerprints.of(self.key) if fingerprints else None
+        fingerprint = fingerprints.of_settled(self.cache, self.key) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
@@ -282,10 +282,12 @@ class Project:
         finally:
             if self._workers is not None:
                 self._workers.close()
-        if analysed and self.cache:
-            if whole and fingerprint and not self.failed:
+        if self.cache:
+            if analysed and whole and fingerprint and not self.failed:
                 self.cache.put_snapshot(fingerprint, result._asdict(), self._observed)
-            self.cache.save(prune=whole)
+            # a reused result saves too: the content keys this run learned of files that have
+            # settled since they were last recorded spare the next run reading them again
+            self.cache.save(prune=analysed and whole)
         shown = [
             f
             for f in result.findings

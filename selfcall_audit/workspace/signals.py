@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import signal
-import threading
 from collections.abc import Callable, Iterator
 
 
@@ -25,13 +24,12 @@ def terminate_as_interrupt() -> Callable[[], None]:
     """Make SIGTERM an interrupt, if it has its default action (a caller that set its own keeps it)
     and this is the main thread; the result puts things back."""
     sigterm = getattr(signal, "SIGTERM", None)
-    if (
-        sigterm is None
-        or threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(sigterm) is not signal.SIG_DFL
-    ):
+    if sigterm is None or signal.getsignal(sigterm) is not signal.SIG_DFL:
         return lambda: None
-    signal.signal(sigterm, _raise_terminated)
+    try:
+        signal.signal(sigterm, _raise_terminated)
+    except ValueError:  # not the main thread, where alone handlers can be set
+        return lambda: None
     return lambda: signal.signal(sigterm, signal.SIG_DFL)
 
 
@@ -40,11 +38,12 @@ def deferred_signals() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
     received); outside the main thread, where handlers cannot be set, they act as usual."""
     received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
+    wanted = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None]
+    try:
+        previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
+    except ValueError:  # not the main thread: the first handler was refused, none was set
         yield received
         return
-    wanted = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None]
-    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
     try:
         yield received
     finally:
