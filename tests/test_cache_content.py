@@ -112,11 +112,11 @@ def test_files_first_scanned_before_they_settled_are_not_read_again_once_they_ha
     """A checkout scanned at once (a CI job, `git switch` then the hook) leaves no trusted status;
     the next scan, answered from the stored result, reads the files and records their keys with
     their now settled statuses, so the one after it reads none."""
-    monkeypatch.setattr(discovery, "SETTLE_NS", 500_000_000)
     root = make_project(tmp_path / "repo")
     monkeypatch.chdir(root)
-    assert main(["scan", "--format", "json"]) == 1  # before the files settle
-    time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)
+    monkeypatch.setattr(discovery, "SETTLE_NS", 3600 * 10**9)  # no file has settled
+    assert main(["scan", "--format", "json"]) == 1
+    monkeypatch.setattr(discovery, "SETTLE_NS", 0)  # every file has
     reads = []
     real_read = project.read_file
     monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
@@ -132,9 +132,8 @@ def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, mo
     """Every listed file's status as when the last result's fingerprint was worked out: that
     fingerprint is taken whole (one comparison), not rebuilt from a content key per file. The
     same-size edit above, seen through this shortcut too, is what keeps it honest."""
-    monkeypatch.setattr(discovery, "SETTLE_NS", 500_000_000)
+    monkeypatch.setattr(discovery, "SETTLE_NS", 0)  # every file has settled
     root = make_project(tmp_path / "repo")
-    time.sleep(discovery.SETTLE_NS / 1e9 + 0.1)
     monkeypatch.chdir(root)
     first = run_main(["scan", "--format", "json"])
     looked_up = []

@@ -91,7 +91,7 @@ def facts_payload(facts: ModuleFacts) -> bytes:
 _KINDS = ("facts", "instances")
 
 
-def _digest_of(statuses: dict[str, Status]) -> bytes:
+def statuses_digest(statuses: dict[str, Status]) -> bytes:
     """A digest of the listing's statuses, in its order (marshal's version 2 writes no
     back-references, whose use depends on reference counts: equal mappings, equal bytes)."""
     return blake2b(marshal.dumps(statuses, 2), digest_size=16).digest()
@@ -252,22 +252,20 @@ class FactsCache:
             self._index("statuses")[rel] = (*status, key)
             self._changed.add("statuses")
 
-    def settled_fingerprint(self, setup: str, statuses: dict[str, Status]) -> str | None:
+    def settled_fingerprint(self, setup: str, digest: bytes, statuses: dict[str, Status]) -> str | None:
         """The fingerprint recorded for this setup with these very statuses of every listed file
-        (each settled: see `FileSet.statuses`), as `known_key` vouches for one file's key."""
+        (`digest`: their `statuses_digest`; each settled: see `FileSet.statuses`), as `known_key`
+        vouches for one file's key."""
         found = self._index("settled")
-        if found.get("setup") != setup or found.get("statuses") != _digest_of(statuses):
+        if found.get("setup") != setup or found.get("statuses") != digest:
             return None
         self._statuses.update(statuses)  # in use, as `known_key` marks them
         return found.get("fingerprint")
 
-    def put_settled_fingerprint(self, setup: str, statuses: dict[str, Status], fingerprint: str) -> None:
-        """Record the fingerprint worked out for this setup while every file had these statuses."""
-        self._indexes["settled"] = {
-            "setup": setup,
-            "statuses": _digest_of(statuses),
-            "fingerprint": fingerprint,
-        }
+    def put_settled_fingerprint(self, setup: str, digest: bytes, fingerprint: str) -> None:
+        """Record the fingerprint worked out for this setup while every file had the statuses of
+        this `statuses_digest`."""
+        self._indexes["settled"] = {"setup": setup, "statuses": digest, "fingerprint": fingerprint}
         self._changed.add("settled")
 
     def names(self) -> tuple[list[str], dict[str, list[Any]]]:

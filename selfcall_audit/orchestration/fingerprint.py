@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from ..config import Settings
 from ..workspace.discovery import FileSet
-from .cache import FactsCache, code_version
+from .cache import FactsCache, code_version, statuses_digest
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -71,9 +71,10 @@ class Fingerprints:
         statuses = self.files.statuses
         if not statuses.keys() >= {*self.files.sources, *self.files.configs}:  # one changed just now
             return self.of(key)
-        known = cache.settled_fingerprint(self.setup, statuses)
+        digest = statuses_digest(statuses)
+        known = cache.settled_fingerprint(self.setup, digest, statuses)
         if known is None:
             known = self.of(key)
             if known is not None:
-                cache.put_settled_fingerprint(self.setup, statuses, known)
+                cache.put_settled_fingerprint(self.setup, digest, known)
         return known
