@@ -21,7 +21,8 @@ import pytest
 
 from selfcall_audit.api import plan_fix
 from selfcall_audit.config import load_settings
-from selfcall_audit.migrate import arguments, codemod, vendor
+from selfcall_audit.frontends import fixing
+from selfcall_audit.migrate import arguments, codemod
 from selfcall_audit.migrate.codemod import Helper
 from selfcall_audit.migrate.vendor import helper_source, is_vendored
 
@@ -103,7 +104,7 @@ def test_a_helper_that_cannot_be_written_stops_the_run_with_exit_2_and_nothing_r
     def refused(path: Path) -> None:
         raise PermissionError(errno.EACCES, "Permission denied", str(path))
 
-    monkeypatch.setattr(vendor, "vendor_helper", refused)
+    monkeypatch.setattr(fixing, "vendor_helper", refused)  # as the fix command calls it
 
     result = cli("fix", "--no-cache", project)
 

@@ -13,8 +13,26 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..api import plan_fix
+from ..migrate.codemod import DEFAULT_HELPER, FixPlan, Helper, file_diff, new_file_diff
+from ..migrate.house_style import is_first_party, line_length
+from ..migrate.record_app import Recording, record_app
+from ..migrate.test_impact import ImpactedTest, Rewritten, impacted_tests
+from ..migrate.test_update import TestUpdate, target_of, update_tests
+from ..migrate.vendor import (
+    Placement,
+    VendorError,
+    check_place,
+    helper_source,
+    place_beside,
+    place_helper,
+    vendor_helper,
+)
 from ..report.escape import neutralise
 from ..report.messages import modelled
+from ..workspace.lock import project_lock
+from ..workspace.signals import deferred_signals
+from ..workspace.write import write_all
 from . import commands
 from .commands import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, Common
 from .ending import Stopped
@@ -22,10 +40,6 @@ from .ending import Stopped
 if TYPE_CHECKING:
     from ..api import Projects
     from ..config import Settings
-    from ..migrate.codemod import FixPlan, Helper
-    from ..migrate.record_app import Recording
-    from ..migrate.test_impact import ImpactedTest
-    from ..migrate.test_update import TestUpdate
     from .display import Display
 
 
@@ -51,9 +65,6 @@ def plan_project(
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
     helper that cannot go where asked stops the run with nothing written."""
-    from ..api import plan_fix
-    from ..migrate.codemod import DEFAULT_HELPER, Helper
-    from ..migrate.vendor import Placement, VendorError, place_beside, place_helper
 
     spec = helper_spec or settings.helper
     try:
@@ -96,12 +107,6 @@ def finish_project(
     summary says which project it is about (a run over several, whose summaries would otherwise
     contradict). The run's display shows the rewriting and the tests' update, and is paused before this project's
     lines are said."""
-    from ..migrate.codemod import file_diff, new_file_diff
-    from ..migrate.record_app import record_app
-    from ..migrate.vendor import VendorError, check_place, helper_source, vendor_helper
-    from ..workspace.lock import project_lock
-    from ..workspace.signals import deferred_signals
-    from ..workspace.write import write_all
 
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
@@ -248,9 +253,6 @@ def finish_project(
 
 def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpdate]]:
     """The tests that model the HTTP self-call of the rewritten methods, and their update."""
-    from ..migrate.house_style import is_first_party, line_length
-    from ..migrate.test_impact import Rewritten, impacted_tests
-    from ..migrate.test_update import target_of, update_tests
 
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]

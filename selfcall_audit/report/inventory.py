@@ -8,6 +8,11 @@ import os
 from io import StringIO
 from pathlib import Path
 
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
 from ..ftypes import Report
 from ..workspace.discovery import in_scope
 from .escape import neutralise
@@ -66,11 +71,6 @@ def render_table(rows: list[dict], root: Path, width: int | None, color: bool) -
     `Name(Bases)`, over its file; a path longer than the column is abbreviated from the left with
     an ellipsis (its file name and line stay), bases cut with one; instances wrap at their commas,
     and a word too long for its column ends in an ellipsis rather than folding letter by letter."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
-
     width = width or 80
     places = [_where(row, root) for row in rows]
     classes = [f"{neutralise(row['agent'])}({neutralise(_bases(row))})" for row in rows]
