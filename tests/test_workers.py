@@ -89,13 +89,13 @@ async def test_run_posts_to_itself(agent):
 
 
 # `fix` in a process of its own (the in-process test run may hold threads, beside which the
-# workers never start), each rewrite and test update recorded with the process that did it.
+# workers never start), each rewrite, test search and test update recorded with the process that did it.
 RECORDING_FIX = """\
 import os
 import sys
 
 from selfcall_audit.frontends.cli import main
-from selfcall_audit.migrate import codemod, test_update
+from selfcall_audit.migrate import codemod, test_impact, test_update
 
 log = sys.argv[1]
 
@@ -111,13 +111,14 @@ def recorded(job):
 
 codemod.rewrite_source = recorded(codemod.rewrite_source)
 test_update._update_file = recorded(test_update._update_file)
+test_impact._impacted_in = recorded(test_impact._impacted_in)
 with open(log, "a") as out:
     out.write(f"main {os.getpid()}\\n")
 sys.exit(main(sys.argv[2:]))
 """
 
 
-def test_fix_rewrites_files_and_updates_tests_in_worker_processes_as_one_process_would(
+def test_fix_rewrites_files_finds_and_updates_tests_in_worker_processes_as_one_process_would(
     tmp_path: Path,
 ) -> None:
     root = _project(tmp_path / "repo", SELF_CALLING)
@@ -151,7 +152,11 @@ def test_fix_rewrites_files_and_updates_tests_in_worker_processes_as_one_process
         diffs[jobs] = done.stdout
         ran = [line.split() for line in log.read_text().splitlines()]
         main_process = ran.pop(0)[1]
-        assert Counter(job for job, _ in ran) == {"rewrite_source": AGENTS + 1, "_update_file": AGENTS}
+        assert Counter(job for job, _ in ran) == {
+            "rewrite_source": AGENTS + 1,
+            "_impacted_in": AGENTS,
+            "_update_file": AGENTS,
+        }
         assert all((pid == main_process) == (jobs == "1") for _, pid in ran), ran  # each in a worker or none
 
     assert diffs["1"] == diffs["2"]

@@ -256,7 +256,9 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
 
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
-    tests = impacted_tests(root, methods, fixing.settings.route, fixing.settings.exclude)
+    tests = impacted_tests(
+        root, methods, fixing.settings.route, fixing.settings.exclude, fixing.settings.jobs
+    )
     files = {file.path: file for file, _ in rewritten}
     made = {path: target_of(path, file.after, fixing.helper) for path, file in files.items()}  # once a file
     targets = {o.finding.path: made[file.path] for file, o in rewritten}

@@ -16,9 +16,10 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..workspace.discovery import discover, test_code_matcher
+from ..workspace.workers import Workers
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -55,44 +56,65 @@ class ImpactedTest:
 
 
 def impacted_tests(
-    root: Path, rewritten: Iterable[Rewritten], route: str, exclude: tuple[str, ...] = ()
+    root: Path, rewritten: Iterable[Rewritten], route: str, exclude: tuple[str, ...] = (), jobs: int = 0
 ) -> list[ImpactedTest]:
-    """Tests of the project that model the HTTP self-call of one of the `rewritten` methods."""
+    """Tests of the project that model the HTTP self-call of one of the `rewritten` methods; the
+    test files that may test a rewritten module are read in `jobs` worker processes (0: one per
+    CPU) when there are two or more."""
     by_file: dict[str, set[str]] = {}
     for item in rewritten:
         by_file.setdefault(item.path, set()).add(item.method)
     if not by_file:
         return []
-    callers: dict[str, set[str]] = {}  # read for a module only once a test file may test it
-
-    def reaching(path: str) -> set[str]:
-        if path not in callers:
-            callers[path] = _callers(root / path, by_file[path])
-        return callers[path]
-
     marks = {path: _marks(path) for path in by_file}
     files = discover(root, exclude, True, ())
     is_test = test_code_matcher()
-    found: list[ImpactedTest] = []
+    candidates: list[tuple[str, bytes, list[str]]] = []  # test files, and the rewritten modules they may test
     for rel in sorted(r for r in files.modules if r.endswith(".py") and is_test(r)):
         try:
             source = (root / rel).read_bytes()
         except OSError:
             continue
-        tested = {path: reaching(path) for path in by_file if _tests_module(rel, source, marks[path])}
-        if not tested:
-            continue
-        try:
-            tree = ast.parse(source, rel)
-        except (SyntaxError, ValueError):
-            continue
-        found.extend(_impacted_in(rel, tree, tested, route))
-    return found
+        if tested := [path for path in by_file if _tests_module(rel, source, marks[path])]:
+            candidates.append((rel, source, tested))
+    # the methods reaching the rewritten ones, worked out only for the modules a test file may test
+    wanted = sorted({path for _, _, tested in candidates for path in tested})
+    workers = Workers(jobs, min_batch=2)
+    try:
+        reaching = dict(
+            zip(wanted, workers.map(_callers, [(root / p, by_file[p]) for p in wanted], chunksize=1))
+        )
+        searches = [
+            _Search(rel, source, {path: reaching[path] for path in tested}, route)
+            for rel, source, tested in candidates
+        ]
+        return [test for found in workers.map(_searched, searches, chunksize=1) for test in found]
+    finally:
+        workers.close()
 
 
-def _callers(path: Path, methods: set[str]) -> set[str]:
+class _Search(NamedTuple):
+    """One test file that may test a rewritten module, as a worker process is handed it."""
+
+    rel: str
+    source: bytes
+    tested: dict[str, set[str]]  # rewritten module → the methods reaching its rewritten ones
+    route: str
+
+
+def _searched(job: _Search) -> list[ImpactedTest]:
+    try:
+        tree = ast.parse(job.source, job.rel)
+    except (SyntaxError, ValueError):
+        return []
+    return list(_impacted_in(job.rel, tree, job.tested, job.route))
+
+
+def _callers(module: tuple[Path, set[str]]) -> set[str]:
     """The methods and every function of the module that calls one of them through `self.` (as
-    `run` calls `_run_once`, which holds the self-call), transitively."""
+    `run` calls `_run_once`, which holds the self-call), transitively: `module` is the file and
+    its rewritten methods."""
+    path, methods = module
     try:
         tree = ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
