@@ -130,8 +130,8 @@ def test_files_first_scanned_before_they_settled_are_not_read_again_once_they_ha
 
 def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, monkeypatch) -> None:
     """Every listed file's status as when the last result's fingerprint was worked out: that
-    fingerprint is taken whole (one comparison), not rebuilt from a content key per file. The
-    same-size edit above, seen through this shortcut too, is what keeps it honest."""
+    fingerprint is taken whole (one digest of the statuses compared), not rebuilt from a content
+    key per file. The same-size edit above, seen through this shortcut too, keeps it honest."""
     monkeypatch.setattr(discovery, "SETTLE_NS", 0)  # every file has settled
     root = make_project(tmp_path / "repo")
     monkeypatch.chdir(root)

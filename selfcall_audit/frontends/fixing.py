@@ -65,7 +65,6 @@ def plan_project(
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
     helper that cannot go where asked stops the run with nothing written."""
-
     spec = helper_spec or settings.helper
     try:
         if spec:
@@ -107,7 +106,6 @@ def finish_project(
     summary says which project it is about (a run over several, whose summaries would otherwise
     contradict). The run's display shows the rewriting and the tests' update, and is paused before this project's
     lines are said."""
-
     root, plan, vendored = fixing.root, fixing.plan, fixing.vendored
     dry_run = show_diff or check
 
@@ -253,7 +251,6 @@ def finish_project(
 
 def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpdate]]:
     """The tests that model the HTTP self-call of the rewritten methods, and their update."""
-
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
     tests = impacted_tests(

@@ -65,9 +65,8 @@ class Fingerprints:
         return digest.hexdigest()
 
     def of_settled(self, cache: FactsCache, key: Callable[[str], str | None]) -> str | None:
-        """`of` every file, without a content key per file when every listed file's status is the
-        one the last answer was worked out under: one comparison of two mappings, where a key per
-        file was most of a warm scan's own work."""
+        """`of` every file, without looking up a content key per file when every listed file's
+        status is the one the last answer was worked out under (a digest of the statuses says so)."""
         statuses = self.files.statuses
         if not statuses.keys() >= {*self.files.sources, *self.files.configs}:  # one changed just now
             return self.of(key)
