@@ -111,3 +111,80 @@ def test_front_ends_reach_the_analysis_only_through_the_api():
         if target.split(".")[0] in ("analysis", "orchestration")
     ]
     assert bypasses == []
+
+
+# Imports inside functions, each with why it is not at its module's top. A new one fails the test
+# below: import at the module's top instead (or say here why not); one that goes away is struck
+# from the list. The last group is start-up kept off the paths that do not need it, where a path
+# of its own for the one-file run is what should replace it.
+DEFERRED_IMPORTS = {
+    # an optional dependency, or the module one Python version has
+    ("config", "tomllib"),
+    ("config", "tomli"),
+    ("frontends.cli", ".lsp"),  # pygls: the language server's extra
+    # only the platform that needs it
+    ("workspace.listing", "subprocess"),  # no posix_spawn
+    ("workspace.write", "ctypes"),  # renameat2 on Linux
+    ("workspace.workers", "ctypes"),  # the parent-death signal on Linux
+    # the command that uses them, from the command line's one module
+    ("frontends.cli", ".fixing"),
+    ("frontends.cli", "..migrate.vendor"),
+    ("frontends.cli", "..report"),
+    ("frontends.cli", "..workspace.discovery"),
+    ("frontends.quick", ".cli"),
+    ("__main__", ".frontends.cli"),
+    ("__main__", ".frontends.quick"),
+    ("api", ".migrate.codemod"),
+    ("api", ".migrate.imports"),
+    # start-up kept off a warm or one-file run that does not need them
+    ("analysis.gym_config", "yaml"),
+    ("frontends.commands", "..report"),
+    ("frontends.commands", "..report.baseline"),
+    ("frontends.commands", "..report.concise"),
+    ("frontends.commands", "..report.paths"),
+    ("frontends.commands", "..report.summary"),
+    ("frontends.commands", "..report.text"),
+    ("frontends.commands", ".diffbase"),
+    ("frontends.commands", "click"),
+    ("frontends.display", "rich.console"),
+    ("frontends.display", "rich.progress"),
+    ("frontends.ending", "traceback"),
+    ("orchestration.codec", "..analysis.expr"),
+    ("orchestration.codec", "..analysis.facts"),
+    ("orchestration.codec", "..analysis.gym_config"),
+    ("orchestration.jobs", "..analysis.extract"),
+    ("orchestration.jobs", "..analysis.facts"),
+    ("orchestration.jobs", "..analysis.gym_config"),
+    ("orchestration.project", "..analysis.facts"),
+    ("orchestration.project", "..analysis.hierarchy"),
+    ("orchestration.project", "..analysis.index"),
+    ("orchestration.project", "..analysis.limits"),
+    ("orchestration.project", "..analysis.resolve"),
+    ("orchestration.project", "..workspace.workers"),
+    ("orchestration.project", ".indexes"),
+    ("orchestration.project", ".reuse"),
+    ("orchestration.project", ".store"),
+    ("orchestration.project", ".targets"),
+    ("workspace.workers", "concurrent.futures"),
+    ("workspace.workers", "multiprocessing"),
+}
+
+
+def _imported_in_functions(path: Path) -> set[tuple[str, str]]:
+    module = _module(path)
+    found = set()
+    for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(function):
+                if isinstance(node, ast.ImportFrom):
+                    found.add((module, "." * node.level + (node.module or "")))
+                elif isinstance(node, ast.Import):
+                    found |= {(module, alias.name) for alias in node.names}
+    return found
+
+
+def test_imports_inside_functions_are_only_those_listed_with_why():
+    found = set().union(*(_imported_in_functions(p) for p in sorted(PACKAGE.rglob("*.py"))))
+
+    assert sorted(found - DEFERRED_IMPORTS) == [], "import these at the module's top"
+    assert sorted(DEFERRED_IMPORTS - found) == [], "no longer imported in a function: strike them"
