@@ -138,12 +138,8 @@ DEFERRED_IMPORTS = {
     ("api", ".migrate.imports"),
     # start-up kept off a warm or one-file run that does not need them
     ("analysis.gym_config", "yaml"),
-    ("frontends.commands", "..report"),
     ("frontends.commands", "..report.baseline"),
-    ("frontends.commands", "..report.concise"),
-    ("frontends.commands", "..report.paths"),
     ("frontends.commands", "..report.summary"),
-    ("frontends.commands", "..report.text"),
     ("frontends.commands", ".diffbase"),
     ("frontends.commands", "click"),
     ("frontends.display", "rich.console"),

@@ -14,6 +14,8 @@ from .. import api
 from ..api import Projects, by_project
 from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
+from ..report import renderer
+from ..report.paths import base_for, relocated
 from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
 from ..workspace.write import replace_file
@@ -315,22 +317,16 @@ def scan(common: Common, options: ScanOptions) -> int:
 def _rendered(
     report: Report, output_format: str, statistics: bool, output: Output, quiet: bool, seconds: float
 ) -> str:
-    from ..report import renderer
-    from ..report.paths import base_for, relocated
-
     if statistics:
         return render_statistics(report, as_json=output_format == "json")
     report = relocated(report, base_for(output_format, report.root))
+    render = renderer(output_format)
     if output_format == "concise":
-        from ..report.concise import render as render_concise
-
-        return render_concise(report, color=output.color, summary=not quiet)
+        return render(report, color=output.color, summary=not quiet)
     if output_format != "text":
-        return renderer(output_format)(report)
-    from ..report.text import render as render_text
-
+        return render(report)
     width = terminal_width() if output.terminal else None
-    return render_text(report, width=width, color=output.color, summary=not quiet, seconds=seconds)
+    return render(report, width=width, color=output.color, summary=not quiet, seconds=seconds)
 
 
 def render_statistics(report: Report, as_json: bool) -> str:
