@@ -281,6 +281,8 @@ class FactsCache:
         """Write new entries atomically; `prune` (a whole-project run) drops unused ones. The
         folders are checked again first: nothing is written or deleted through a link put there
         since the cache was opened."""
+        if not (prune or self._changed or self._new):  # a warm run that learned nothing
+            return
         try:
             if not real_folders(self.project, self._folders()):
                 return
