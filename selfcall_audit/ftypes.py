@@ -282,33 +282,3 @@ class Report(NamedTuple):
     # the Python a project requires, when it is newer than the one running and some of its Python
     # files could not be parsed: they may use newer syntax, and the run must fail, not pass
     needs_python: tuple[int, int] | None = None
-
-
-_NO_DEFAULT = object()
-
-
-class OnFirstRead:
-    """A field whose value a cache reader may leave encoded, decoded when it is first read: a
-    one-file run looks up dozens of modules (their imports, classes and bases) but evaluates the
-    bodies of few functions, and the bodies are nine tenths of decoding a module's cached facts.
-
-    The reader puts `{field: (decode, encoded)}` under `PENDING` in the instance's `__dict__` in
-    place of the field; an instance made by `__init__` holds the value itself, and this is never
-    consulted (a descriptor without `__set__` gives way to the instance's own value)."""
-
-    PENDING = "_pending"
-
-    def __init__(self, default: object = _NO_DEFAULT):
-        self.default = default
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __get__(self, instance: object, owner: type | None = None) -> object:
-        if instance is None:  # the class's: the dataclass default, if the field has one
-            if self.default is _NO_DEFAULT:
-                raise AttributeError(self.name)
-            return self.default
-        decode, encoded = instance.__dict__[self.PENDING].pop(self.name)
-        value = instance.__dict__[self.name] = decode(encoded)
-        return value

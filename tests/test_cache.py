@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fixture_annotations import NOT_COPIED, annotated_findings
 
 from selfcall_audit.analysis.extract import extract
@@ -22,6 +23,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 WARM_RUN = """\
 import sys
 from pathlib import Path
+
+import pytest
 
 from selfcall_audit.config import load_settings
 from selfcall_audit.orchestration.project import Project
@@ -105,23 +108,38 @@ def test_the_facts_of_every_fixture_come_back_from_the_cache_as_they_went_in() -
         assert decode(stored, "ModuleFacts") == facts, path
 
 
+def _bodies_replaced(encoded: object, body: tuple) -> object:
+    """The encoded facts with every function's encoded body replaced by `body`."""
+    if isinstance(encoded, tuple):
+        if encoded[:1] == ("FunctionBody",):
+            return body
+        return tuple(_bodies_replaced(item, body) for item in encoded)
+    return encoded
+
+
 def test_a_cached_function_body_is_decoded_when_first_read_and_travels_to_workers_encoded() -> None:
     """A one-file run looks up many modules but evaluates few bodies: each body stays encoded until
     one of its fields is read, then equals what was extracted, also after pickling (to a worker)."""
     path = FIXTURES / "demo-gym" / "responses_api_agents" / "remote_agent" / "app.py"
     facts = extract("app.py", path.read_bytes())
     method = next(m for k in facts.classes for m in k.methods if m.calls)
+    encoded = marshal.loads(marshal.dumps(encode(facts), 4))
 
-    stored = decode(marshal.loads(marshal.dumps(encode(facts), 4)), "ModuleFacts")
+    stored = decode(encoded, "ModuleFacts")
     cached = next(m for k in stored.classes for m in k.methods if m.name == method.name)
 
-    assert {"calls", "defaults", "locals", "returns"}.isdisjoint(vars(cached))
-    assert cached.name == method.name and cached.params == method.params
-    assert {"calls", "defaults", "locals", "returns"}.isdisjoint(vars(cached))  # still encoded
     assert pickle.loads(pickle.dumps(cached)) == method
-    assert cached.calls == method.calls
-    assert "calls" in vars(cached) and "returns" not in vars(cached)
+    assert cached.calls == method.calls and cached.calls is cached.calls  # decoded once, kept
     assert cached == method and hash(cached) == hash(method)
+    assert cached.defaults == method.defaults and cached.returns == method.returns
+
+    # bodies that cannot be decoded: nothing notices until one is read, pickled or not
+    broken = decode(_bodies_replaced(encoded, ("FunctionBody", "too few fields")), "ModuleFacts")
+    cached = next(m for k in broken.classes for m in k.methods if m.name == method.name)
+    assert cached.name == method.name and cached.params == method.params and cached.span == method.span
+    for function in (cached, pickle.loads(pickle.dumps(cached))):
+        with pytest.raises(ValueError, match="FunctionBody with 1 fields where 4 were expected"):
+            function.calls  # noqa: B018
 
 
 def test_every_field_holding_a_cached_class_is_encoded_as_one() -> None:

@@ -137,11 +137,16 @@ def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, mo
     monkeypatch.chdir(root)
     first = run_main(["scan", "--format", "json"])
     looked_up = []
-    real_known_key = FactsCache.known_key
+    real_known_key, real_known_keys = FactsCache.known_key, FactsCache.known_keys
     monkeypatch.setattr(
         FactsCache,
         "known_key",
         lambda self, rel, status: looked_up.append(rel) or real_known_key(self, rel, status),
+    )
+    monkeypatch.setattr(
+        FactsCache,
+        "known_keys",
+        lambda self, statuses: looked_up.extend(statuses) or real_known_keys(self, statuses),
     )
 
     again = run_main(["scan", "--format", "json"])

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +56,27 @@ def test_a_failing_git_means_no_listing(tmp_path: Path) -> None:
     (tmp_path / ".git").write_text("not a repository\n")
 
     assert listing.GitListing(str(tmp_path)).result() is None
+
+
+@pytest.mark.skipif(listing.F_SETPIPE_SZ is None, reason="the pipe's size is set on Linux only")
+def test_git_writes_a_listing_larger_than_a_default_pipe_before_the_run_reads_it(tmp_path: Path) -> None:
+    """git lists while the modules load: in a pipe of the default 64 KB it would stop at the first
+    64 KB of names and wait for the run to read them."""
+    root = _checkout(tmp_path / "repo")
+    names = {f"pkg{n // 100}/module_with_a_rather_long_name_{n:05}.py" for n in range(3000)}
+    for name in names:
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_bytes(b"")
+    assert sum(len(name) + 1 for name in names) > 64 * 1024
+
+    started = listing.GitListing(str(root))
+    deadline = time.monotonic() + 60
+    # git has exited, and is left to be reaped by `result`
+    while os.waitid(os.P_PID, started._pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+        assert time.monotonic() < deadline, "git waits for its listing to be read"
+        time.sleep(0.01)
+
+    assert _names(started.result()) == {".gitignore", "tracked.py", "sub/untracked.py", *names}
 
 
 @pytest.fixture

@@ -12,6 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from selfcall_audit.config import load_settings
+from selfcall_audit.orchestration.cache import FactsCache
+from selfcall_audit.orchestration.project import Project
+
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 from responses_api_agents.tutor.transport import send
@@ -136,6 +140,8 @@ CHANGES = {
 }
 
 
+REAL_FACTS = FactsCache.facts
+
 # A result that met a file it could not parse is not kept: the next run looks at the file again.
 NOT_KEPT = {"an agent no longer parses"}
 
@@ -170,3 +176,33 @@ def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(
         assert after["findings"] != before["findings"] or after["errors"] != before["errors"]
     again = _scan(root)  # the result is kept under the files' new state, unless a file failed to parse
     assert again == {**after, "resolved": name in NOT_KEPT}
+
+
+@pytest.mark.parametrize("same_bytes", [True, False])
+def test_an_agent_gaining_a_comment_is_compared_by_its_facts_entry_before_any_decoding(
+    tmp_path: Path, scanned: tuple[Path, dict], monkeypatch, same_bytes: bool
+) -> None:
+    """The agent file's facts are extracted again and encoded for the cache: the same bytes as the
+    entry stored for it before say its facts are the same, without decoding that entry. Equal facts
+    stored in other bytes (marshal marks objects by their reference counts) are decoded and compared."""
+    original, before = scanned
+    root = shutil.copytree(original, tmp_path / "repo", symlinks=True)
+    _append("responses_api_agents/tutor/app.py", "# reviewed\n")(root)
+    decoded, analysed = [], []
+
+    def facts(self: FactsCache, rel: str, key: str) -> object:
+        found = REAL_FACTS(self, rel, key)
+        if found is not None:
+            decoded.append(rel)
+        return found
+
+    monkeypatch.setattr(FactsCache, "facts", facts)
+    monkeypatch.setattr(Project, "_analyze", lambda *args, **kwargs: analysed.append(args))
+    if not same_bytes:
+        monkeypatch.setattr(FactsCache, "same_facts", lambda self, then, now: False)
+
+    report = Project(root, load_settings(root)).analyze([root])
+
+    assert [[f.code, f.path, f.line] for f in report.findings] == before["findings"]
+    assert analysed == []  # the last result, reused
+    assert decoded == ([] if same_bytes else ["responses_api_agents/tutor/app.py"])

@@ -10,11 +10,10 @@ import re
 import tokenize
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from typing import NamedTuple
 
 from .expr import UNKNOWN, merge, prune
-from .facts import Binding, ClassFacts, FactsError, FunctionFacts, Import, ModuleFacts
+from .facts import Binding, ClassFacts, FactsError, FunctionBody, FunctionFacts, Import, ModuleFacts
 from .walker import FunctionWalker, ModuleScope, param_names
 
 _NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -36,7 +35,7 @@ class _Walked(NamedTuple):
         much (nothing else in them depends on where it stands)."""
         return _Walked(
             _moved_function(self.facts, lines),
-            tuple(replace(found, line=found.line + lines) for found in self.imports),
+            tuple(found._replace(line=found.line + lines) for found in self.imports),
             tuple(_moved_class(klass, lines) for klass in self.nested),
             tuple((name, _moved_bindings(bindings, lines)) for name, bindings in self.attrs),
         )
@@ -44,24 +43,23 @@ class _Walked(NamedTuple):
 
 def _moved_function(function: FunctionFacts, lines: int) -> FunctionFacts:
     first, last = function.span
-    return replace(
-        function,
+    calls = tuple(
+        call._replace(
+            line=call.line + lines,
+            end_line=call.end_line + lines,
+            aliases=tuple((name, line + lines, part) for name, line, part in call.aliases),
+        )
+        for call in function.calls
+    )
+    return function._replace(
         line=function.line + lines,
-        calls=tuple(
-            call._replace(
-                line=call.line + lines,
-                end_line=call.end_line + lines,
-                aliases=tuple((name, line + lines, part) for name, line, part in call.aliases),
-            )
-            for call in function.calls
-        ),
+        body=FunctionBody(function.defaults, calls, function.locals, function.returns),
         span=(first + lines, last + lines),
     )
 
 
 def _moved_class(klass: ClassFacts, lines: int) -> ClassFacts:
-    return replace(
-        klass,
+    return klass._replace(
         line=klass.line + lines,
         constants=_moved_bindings(klass.constants, lines),
         instance_attrs=_moved_bindings(klass.instance_attrs, lines),
@@ -196,15 +194,18 @@ class ModuleExtractor(ModuleScope):
         walker.calls = []
         walker.body(node.body)
         ordered = tuple(positional + [a.arg for a in node.args.kwonlyargs])
+        body = FunctionBody(
+            tuple(defaults),
+            tuple(walker.calls),
+            tuple(walker.locals),
+            prune(merge(walker.returns)) if walker.returns else UNKNOWN,
+        )
         return FunctionFacts(
             node.name,
             node.lineno,
             ordered,
-            tuple(defaults),
             self_param,
-            tuple(walker.calls),
-            tuple(walker.locals),
-            prune(merge(walker.returns)) if walker.returns else UNKNOWN,
+            body,
             is_method and any(_decorator_name(d) in _PROPERTIES for d in node.decorator_list),
             _forwards(node, self_param, ordered),
             (min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or node.lineno),

@@ -3,15 +3,17 @@
 
 Expressions are typed nodes (`expr.py`) with each function's local bindings already resolved,
 so that resolution across modules never needs the syntax tree.
+
+Named tuples, as the results' value types are: a frozen dataclass takes ten times as long to
+define, and `dataclasses` loads `inspect`, in every run that parses a file (`benchmarks/README.md`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..ftypes import InputError, OnFirstRead
+from ..ftypes import InputError
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline
 from .walker import Binding
@@ -24,14 +26,14 @@ __all__ = [
     "CallFact",
     "ClassFacts",
     "FactsError",
+    "FunctionBody",
     "FunctionFacts",
     "Import",
     "ModuleFacts",
 ]
 
 
-@dataclass(frozen=True)
-class Import:
+class Import(NamedTuple):
     local: str
     module: str
     name: str | None  # None: the binding is the module itself (`import a.b as c`)
@@ -39,18 +41,63 @@ class Import:
     line: int
 
 
-@dataclass(frozen=True)
-class FunctionFacts:
+class FunctionBody:
+    """What a function does: its parameters' defaults, its calls, its local bindings (read by
+    `Local(index)`) and what it returns (or alternatives).
+
+    Read from the cache, a body stays encoded until one of its fields is first read: a one-file
+    run looks up dozens of modules (their imports, classes and bases) but evaluates the bodies of
+    few functions, and the bodies are nine tenths of decoding a module's cached facts."""
+
+    __slots__ = ("_decode", "_values")
+    _fields = ("defaults", "calls", "locals", "returns")
+
+    def __init__(
+        self,
+        defaults: tuple[tuple[str, Expr], ...],
+        calls: tuple[CallFact, ...],
+        locals: tuple[Expr, ...] = (),
+        returns: Expr = UNKNOWN,
+    ):
+        self._values = (defaults, calls, locals, returns)
+        self._decode: Callable[[], FunctionBody] | None = None
+
+    @classmethod
+    def later(cls, decode: Callable[[], FunctionBody]) -> FunctionBody:
+        """The body `decode()` gives, called when a field is first read (a partial of a
+        module-level function: a body still encoded can be pickled to a worker)."""
+        body = cls.__new__(cls)
+        body._decode = decode
+        return body
+
+    def values(self) -> tuple:
+        """The four fields, in `_fields`' order."""
+        if self._decode is not None:
+            self._values, self._decode = self._decode().values(), None
+        return self._values
+
+    defaults = property(lambda self: self.values()[0])
+    calls = property(lambda self: self.values()[1])
+    locals = property(lambda self: self.values()[2])
+    returns = property(lambda self: self.values()[3])
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FunctionBody) and self.values() == other.values()
+
+    def __hash__(self) -> int:
+        return hash(self.values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in zip(self._fields, self.values()))
+        return f"FunctionBody({fields})"
+
+
+class FunctionFacts(NamedTuple):
     name: str
     line: int
     params: tuple[str, ...]
-    # The body's fields are descriptors, not defaults: read from the cache, they are decoded when
-    # first read; `__init__` requires the first two and defaults the last two as before.
-    defaults: tuple[tuple[str, Expr], ...] = OnFirstRead()  # type: ignore[assignment]
     self_param: str | None
-    calls: tuple[CallFact, ...] = OnFirstRead()  # type: ignore[assignment]
-    locals: tuple[Expr, ...] = OnFirstRead(())  # type: ignore[assignment]  # read by `Local(index)`
-    returns: Expr = OnFirstRead(UNKNOWN)  # type: ignore[assignment]  # noqa: RUF009  # or alternatives
+    body: FunctionBody
     is_property: bool = False  # `@property` / `@cached_property`: read as an attribute
     # A method whose whole body is `return await self.server_client.post(k=p, ...)` (`return ...post(...)`
     # in a plain `def`), each value a parameter: (keyword, parameter) pairs; None for any other body.
@@ -59,9 +106,14 @@ class FunctionFacts:
     # these (see `around.Tree`); (0, 0) when unknown.
     span: tuple[int, int] = (0, 0)
 
+    # the body's fields, read as the function's own
+    defaults = property(lambda self: self.body.defaults)
+    calls = property(lambda self: self.body.calls)
+    locals = property(lambda self: self.body.locals)
+    returns = property(lambda self: self.body.returns)
 
-@dataclass(frozen=True)
-class ClassFacts:
+
+class ClassFacts(NamedTuple):
     name: str
     line: int
     bases: tuple[Expr, ...]
@@ -71,8 +123,7 @@ class ClassFacts:
     keywords: tuple[tuple[str, Expr], ...] = ()  # of the class statement, read by `__init_subclass__`
 
 
-@dataclass(frozen=True)
-class ModuleFacts:
+class ModuleFacts(NamedTuple):
     path: str
     imports: tuple[Import, ...]
     constants: tuple[Binding, ...]

@@ -8,10 +8,8 @@ expansion and `config_paths` chains all have limits; nothing outside the project
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from posixpath import normpath
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -81,8 +79,7 @@ class ServerRef(NamedTuple):
     where: Where
 
 
-@dataclass(frozen=True)
-class AgentInstance:
+class AgentInstance(NamedTuple):
     name: str
     where: Where  # the instance's top-level key
     impl: str
@@ -90,10 +87,9 @@ class AgentInstance:
     entrypoint: str | None  # root-relative module path, e.g. responses_api_agents/x/app.py
     refs: tuple[ServerRef, ...]
 
-    @functools.cached_property
+    @property
     def self_refs(self) -> tuple[ServerRef, ...]:
-        """Server references that point back at this very instance (asked for each call of each
-        agent running it: worked out once)."""
+        """Server references that point back at this very instance."""
         return tuple(r for r in self.refs if r.type == AGENT_TYPE and r.name == self.name)
 
 

@@ -36,6 +36,7 @@ from ..workspace.entries import (
     marshalled,
     ours,
     real_folders,
+    signed_payload,
     signing_key,
 )
 from ..workspace.signals import signals_held
@@ -165,6 +166,23 @@ class FactsCache:
         except (KeyError, TypeError, ValueError, IndexError):
             return None
 
+    def same_facts(self, then: str, now: str) -> bool:
+        """Are the facts stored under the content key `then` byte for byte those under `now` (just
+        extracted, or stored)? Equal bytes are equal facts, found without decoding either; equal
+        facts may still be stored in other bytes (marshal marks an object by its reference
+        count), so False says only that they must be decoded and compared."""
+        payloads = []
+        for key in (then, now):
+            path = self._path("facts", key)
+            payload = self._new.get(path)
+            if payload is None:
+                payload = signed_payload(path, self.key)
+                if payload is None:
+                    return False
+            self._used.add(path)
+            payloads.append(payload)
+        return payloads[0] == payloads[1]
+
     def holds_facts(self, key: str) -> bool:
         """Is there an entry for these facts? (Not read, and not counted as used.)"""
         return os.path.isfile(self._path("facts", key))
@@ -243,13 +261,23 @@ class FactsCache:
         if status is None:
             return None
         self._statuses[rel] = status  # in use: kept when pruned; recorded with its key if new
-        entry = self._index("statuses").get(rel)
-        return entry[-1] if entry is not None and tuple(entry[:-1]) == status else None
+        entry = self._index("statuses").get(rel)  # (status, key)
+        return entry[1] if entry is not None and entry[0] == status else None
+
+    def known_keys(self, statuses: dict[str, Status]) -> dict[str, str]:
+        """`known_key` of every file listed with these statuses, those it knows."""
+        self._statuses.update(statuses)
+        recorded = self._index("statuses")
+        return {
+            rel: entry[1]
+            for rel, status in statuses.items()
+            if (entry := recorded.get(rel)) is not None and entry[0] == status
+        }
 
     def keep_key(self, rel: str, key: str) -> None:
         """Record the file's content key with the status it was listed with, before it was read."""
         if (status := self._statuses.get(rel)) is not None:
-            self._index("statuses")[rel] = (*status, key)
+            self._index("statuses")[rel] = (status, key)
             self._changed.add("statuses")
 
     def settled_fingerprint(self, setup: str, digest: bytes, statuses: dict[str, Status]) -> str | None:

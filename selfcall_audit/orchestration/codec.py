@@ -1,5 +1,5 @@
-"""Cached values as plain data: value types (the results' named tuples, the facts' dataclasses)
-become `(name, *fields)` tuples, expressions the analysis' own tuples, and back.
+"""Cached values as plain data: value types (the results' and the facts' named tuples, and a
+function's body) become `(name, *fields)` tuples, expressions the analysis' own tuples, and back.
 
 The cache holds data only (marshal of tuples and strings, never pickle: a cache cannot run
 code); decoding checks each value against the type the schema expects.
@@ -22,7 +22,6 @@ from ..ftypes import (
     Finding,
     InputError,
     LocalBinding,
-    OnFirstRead,
 )
 
 if TYPE_CHECKING:
@@ -31,17 +30,13 @@ if TYPE_CHECKING:
 
 class _Schema:
     """Cached value types by name, their fields, and the fields that hold cached value types
-    (a "*" suffix: a tuple of them) or expressions ("Expr": the analysis' own codec); every
-    other field is plain data, stored as it is."""
+    (a "*" suffix: a tuple of them; "~": decoded when first read, see `FunctionBody`) or
+    expressions ("Expr": the analysis' own codec); every other field is plain data, stored as it
+    is."""
 
     def __init__(self, classes: tuple[type, ...], nested: dict[type, dict[str, str]]):
         self.types = {cls.__name__: cls for cls in classes}
-        # A dataclass's fields, in order, without `dataclasses.fields`: importing `dataclasses`
-        # here would load it (and `inspect`) in a run that decodes no dataclass. These classes
-        # declare no ClassVar or InitVar, the only entries that are not fields.
-        self.fields = {
-            cls: getattr(cls, "_fields", None) or tuple(cls.__dataclass_fields__) for cls in classes
-        }
+        self.fields = {cls: cls._fields for cls in classes}  # type: ignore[attr-defined]
         self.nested = nested
 
 
@@ -78,11 +73,30 @@ _REPORT_SCHEMA = _Schema(
 @lru_cache(maxsize=1)
 def _analysis_schema() -> _Schema:
     """Built on first use: a run answered from the snapshot never imports the analysis modules."""
-    from ..analysis.facts import Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts
+    from ..analysis.facts import (
+        Binding,
+        CallFact,
+        ClassFacts,
+        FunctionBody,
+        FunctionFacts,
+        Import,
+        ModuleFacts,
+    )
     from ..analysis.gym_config import AgentInstance, ServerRef, Where
 
     return _Schema(
-        (Binding, CallFact, ClassFacts, FunctionFacts, Import, ModuleFacts, AgentInstance, ServerRef, Where),
+        (
+            Binding,
+            CallFact,
+            ClassFacts,
+            FunctionBody,
+            FunctionFacts,
+            Import,
+            ModuleFacts,
+            AgentInstance,
+            ServerRef,
+            Where,
+        ),
         {
             ModuleFacts: {
                 "imports": "Import*",
@@ -97,13 +111,8 @@ def _analysis_schema() -> _Schema:
                 "methods": "FunctionFacts*",
                 "keywords": "Expr",
             },
-            # a function's body is decoded when first read (see `OnFirstRead`)
-            FunctionFacts: {
-                "defaults": "Expr~",
-                "calls": "CallFact*~",
-                "locals": "Expr~",
-                "returns": "Expr~",
-            },
+            FunctionFacts: {"body": "FunctionBody~"},
+            FunctionBody: {"defaults": "Expr", "calls": "CallFact*", "locals": "Expr", "returns": "Expr"},
             Binding: {"expr": "Expr"},
             CallFact: {"func": "Expr", "args": "Expr", "kwargs": "Expr"},
             AgentInstance: {"where": "Where", "refs": "ServerRef*"},
@@ -127,7 +136,7 @@ def _schema_for(cls_or_name: type | str) -> _Schema:
 
 @cache
 def _plan(name: str) -> tuple[type, tuple[str, ...], tuple[tuple[int, str, str, bool, bool], ...]]:
-    """The class named `name`, its fields, and for each field holding cached dataclasses: its
+    """The class named `name`, its fields, and for each field holding cached value types: its
     place among the fields, its name, their class name, whether it is a tuple of them ("*") and
     whether it is decoded when first read ("~"); worked out once per class."""
     schema = _schema_for(name)
@@ -145,7 +154,7 @@ def _plan(name: str) -> tuple[type, tuple[str, ...], tuple[tuple[int, str, str, 
 @cache
 def _encoder(name: str) -> Callable[[Any], tuple]:
     """The encoder of one class, built once: its fields read at once, then each field holding
-    dataclasses or expressions encoded in turn (a cold scan encodes tens of thousands of values)."""
+    value types or expressions encoded in turn (a cold scan encodes tens of thousands of values)."""
     _, names, steps = _plan(name)
     read = attrgetter(*names)
     encoders: list[tuple[int, Callable[[Any], object]]] = []
@@ -180,34 +189,24 @@ def encode_all(values: Iterable[Any]) -> tuple:
 
 
 def decode(value: tuple, expected: str) -> Any:
-    """The inverse of `encode` for one value, checked against the type the schema expects.
-
-    A dataclass's fields are set straight into the new instance: these classes' `__init__` only
-    assigns them, and a frozen dataclass's assignments cost four times as much (a one-file run
-    decodes thousands of instances)."""
+    """The inverse of `encode` for one value, checked against the type the schema expects (a
+    field decoded when first read is checked then)."""
     if value[0] != expected:
         raise TypeError(f"{value[0]} where {expected} was expected")
     cls, names, steps = _plan(expected)
     if len(value) != len(names) + 1:
         raise ValueError(f"{expected} with {len(value) - 1} fields where {len(names)} were expected")
     values = list(value[1:])
-    pending = {}
-    for place, field_name, nested, many, later in steps:
+    for place, _, nested, many, later in steps:
         item = values[place]
-        if later:
-            pending[field_name] = (_field_decoder(nested, many), item)
-        elif item is not None:
-            values[place] = _field_decoder(nested, many)(item)
-    if issubclass(cls, tuple):  # a named tuple (never one with fields decoded later)
+        if item is not None:  # an optional one
+            decode_field = _field_decoder(nested, many)
+            values[place] = (
+                _plan(nested)[0].later(partial(decode_field, item)) if later else decode_field(item)
+            )
+    if issubclass(cls, tuple):  # a named tuple
         return tuple.__new__(cls, values)
-    instance = object.__new__(cls)
-    fields_of = instance.__dict__
-    fields_of.update(zip(names, values))
-    for field_name in pending:
-        del fields_of[field_name]
-    if pending:
-        fields_of[OnFirstRead.PENDING] = pending
-    return instance
+    return cls(*values)
 
 
 @cache

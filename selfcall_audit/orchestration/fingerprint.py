@@ -56,23 +56,31 @@ class Fingerprints:
     def of(self, key: Callable[[str], str | None], only: Iterable[str] | None = None) -> str | None:
         """The setup and the content key of each source and config file (of `only`, if given);
         None when a file has none (it cannot be read)."""
-        digest = blake2b(self.setup.encode(), digest_size=16)
-        for rel in sorted({*self.files.sources, *self.files.configs}) if only is None else only:
+        lines = []
+        for rel in sorted([*self.files.sources, *self.files.configs]) if only is None else only:
             content = key(rel)
             if content is None:
                 return None
-            digest.update(f"{rel}\0{content}\n".encode("utf-8", "surrogateescape"))
+            lines.append(f"{rel}\0{content}\n")
+        digest = blake2b(self.setup.encode(), digest_size=16)
+        digest.update("".join(lines).encode("utf-8", "surrogateescape"))
         return digest.hexdigest()
 
-    def of_settled(self, cache: FactsCache, key: Callable[[str], str | None]) -> str | None:
+    def of_settled(
+        self, cache: FactsCache, key: Callable[[str], str | None], keys: dict[str, str | None]
+    ) -> str | None:
         """`of` every file, without looking up a content key per file when every listed file's
-        status is the one the last answer was worked out under (a digest of the statuses says so)."""
+        status is the one the last answer was worked out under (a digest of the statuses says so);
+        else `keys`, the content keys `key` answers from, first takes those the cache recorded of
+        the files whose status is as recorded, all in one pass."""
         statuses = self.files.statuses
         if not statuses.keys() >= {*self.files.sources, *self.files.configs}:  # one changed just now
+            keys.update(cache.known_keys(statuses))
             return self.of(key)
         digest = statuses_digest(statuses)
         known = cache.settled_fingerprint(self.setup, digest, statuses)
         if known is None:
+            keys.update(cache.known_keys(statuses))
             known = self.of(key)
             if known is not None:
                 cache.put_settled_fingerprint(self.setup, digest, known)

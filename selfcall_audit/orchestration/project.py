@@ -198,6 +198,17 @@ class Project:
     def _facts(self, rel: str) -> ModuleFacts | None:
         return self._facts_store().facts(rel)
 
+    def _same_facts(self, rel: str, then: str) -> bool:
+        """Are the file's facts now those of its bytes of content key `then`? Their cache entries'
+        bytes answer first, sparing the decoding of the stored facts and a comparison of every
+        field (about 1.5 ms of a one-file run after a comment in a 1,000-line agent file)."""
+        now = self._facts(rel)
+        if now is None or self.cache is None:
+            return False
+        if self.cache.same_facts(then, self.key(rel)):  # type: ignore[arg-type]
+            return True
+        return self.cache.facts(rel, then) == now
+
     def preload(self, rels: Iterable[str]) -> None:
         """Facts for many files at once: from the cache, else parsed (in parallel when it pays)."""
         self._facts_store().preload(rels)
@@ -273,7 +284,7 @@ class Project:
         self.listed_sources = files.sources
         self._statuses = files.statuses
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
-        fingerprint = fingerprints.of_settled(self.cache, self.key) if fingerprints else None
+        fingerprint = fingerprints.of_settled(self.cache, self.key, self._keys) if fingerprints else None
         try:  # reusing a result may parse a few files too: the workers stop either way
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
@@ -335,8 +346,7 @@ class Project:
             base_tokens=self._tokens,
             read=self.read,
             key=self.key,
-            facts_now=self._facts,
-            facts_then=self.cache.facts,
+            same_facts=self._same_facts,
         )
         if observed is None or self.failed:
             return None

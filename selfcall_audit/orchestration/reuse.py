@@ -21,8 +21,6 @@ from ..workspace.prefilter import POSTER_TOKENS, as_words, mentions_any, names_f
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..analysis.facts import ModuleFacts
-
     Observed = dict[str, Any]  # plain data, kept in the cache beside the snapshot
 
 # More changed files than this are analysed again: comparing them would cost as much.
@@ -71,13 +69,13 @@ def still_holds(
     base_tokens: tuple[bytes, ...],
     read: Callable[[str], bytes | None],
     key: Callable[[str], str | None],
-    facts_now: Callable[[str], ModuleFacts | None],
-    facts_then: Callable[[str, str], ModuleFacts | None],
+    same_facts: Callable[[str, str], bool],
 ) -> Observed | None:
     """The observations brought up to date when the result they belong to still holds for the
     files as they are now; else None. `unusable`: the files a new look at cannot vouch for (YAML
     configs, whose instances are not observed, and files that had errors); `key` gives a file's
-    content key (the files parsed outside `contents`, imported test code, are compared by it)."""
+    content key (the files parsed outside `contents`, imported test code, are compared by it);
+    `same_facts(rel, then)`: are the file's facts now those its bytes of content key `then` had?"""
     if observed is None or observed["setup"] != setup:
         return None
     then = observed["contents"]
@@ -99,8 +97,7 @@ def still_holds(
         if rel in sources and _first_round(data, base_tokens, observed["searched"]) != (seen and seen[1]):
             return None
         if seen is not None and key(rel) != seen[0]:
-            before, now = facts_then(rel, seen[0]), facts_now(rel)
-            if before is None or now is None or before != now:
+            if not same_facts(rel, seen[0]):
                 return None
             parsed[rel] = (key(rel), seen[1])
     return {**observed, "contents": dict(contents), "parsed": parsed}

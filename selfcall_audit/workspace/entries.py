@@ -76,14 +76,14 @@ def _same(key: bytes, a: bytes, b: bytes) -> bool:
 def load(path: Path, key: bytes) -> Any:
     """An entry's value, or None if it is missing, damaged or not signed with our key. Only bytes
     this tool wrote reach `marshal` (it is not meant for data from elsewhere)."""
-    payload = _signed_payload(path, key)
+    payload = signed_payload(path, key)
     try:
         return None if payload is None else marshal.loads(payload)
     except (ValueError, EOFError, TypeError):
         return None
 
 
-def _signed_payload(path: Path, key: bytes) -> bytes | None:
+def signed_payload(path: Path, key: bytes) -> bytes | None:
     """The entry's payload if it is a regular file (not a link) signed with our key."""
     if os.path.islink(path):
         return None
@@ -96,7 +96,7 @@ def _signed_payload(path: Path, key: bytes) -> bytes | None:
 
 def ours(path: Path, key: bytes) -> bool:
     """Did this tool write the file? Only then may cleaning delete it."""
-    return _signed_payload(path, key) is not None
+    return signed_payload(path, key) is not None
 
 
 def is_folder(path: Path) -> bool:

@@ -1,20 +1,30 @@
 """git's listing of a checkout's files, and the project root's discovery.
 
-Only `os` and `select` are imported here. git is started with `posix_spawn` where there is one,
-because loading `subprocess` would take a warm run more time than git takes to list the files.
+Only `os`, `select`, `fcntl` and `contextlib` (which every run loads anyway) are imported here.
+git is started with `posix_spawn` where there is one, because loading `subprocess` would take a
+warm run more time than git takes to list the files.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
+
+try:
+    from fcntl import F_SETPIPE_SZ, fcntl
+except ImportError:  # not Linux: the pipe keeps its size
+    F_SETPIPE_SZ = None
 
 # Nothing the checkout configures runs: a cloned repository's `core.fsmonitor` is a command git
 # would start while listing, and hooks are off whatever git version adds one to `ls-files`.
 _GIT_SAFELY = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 _GIT_LISTING = (*_GIT_SAFELY, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
 _TIMEOUT = 30.0
+# NeMo Gym's listing is about 220 KB: in a pipe of the default 64 KB, git would wait for the run to
+# read it, which happens only once the modules have loaded; in one of 1 MB it is done by then.
+_PIPE_SIZE = 1 << 20
 _MARKERS = ("pyproject.toml", ".git")
 
 
@@ -58,6 +68,9 @@ class GitListing:
         if not os.path.exists(os.path.join(root, ".git")) or not hasattr(os, "posix_spawnp"):
             return
         read_end, write_end = os.pipe()
+        if F_SETPIPE_SZ is not None:
+            with contextlib.suppress(OSError):  # over the system's limit for this user: as it is
+                fcntl(write_end, F_SETPIPE_SZ, _PIPE_SIZE)
         null = os.open(os.devnull, os.O_RDWR)
         try:
             self._pid = os.posix_spawnp(
