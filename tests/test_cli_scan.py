@@ -210,7 +210,8 @@ def test_the_same_file_under_the_python_the_project_requires_is_a_file_that_does
     result = cli("scan", "--format", "concise", "--no-cache", _unparsable_project(tmp_path, running))
 
     assert result.exit_code == 1  # SCA900, failing the gate as ruff would, not exit 2
-    assert "loud.py:7:14: SCA900 syntax error" in result.stdout
+    # where on the line the parser gives up differs between versions (3.11: column 14, 3.13: 36)
+    assert re.search(r"loud\.py:7:\d+: SCA900 syntax error", result.stdout), result.stdout
 
 
 def test_concise_prints_one_line_per_finding(cli, monkeypatch) -> None:
