@@ -73,50 +73,46 @@ _REPORT_SCHEMA = _Schema(
 @lru_cache(maxsize=1)
 def _analysis_schema() -> _Schema:
     """Built on first use: a run answered from the snapshot never imports the analysis modules."""
-    from ..analysis.facts import (
-        Binding,
-        CallFact,
-        ClassFacts,
-        FunctionBody,
-        FunctionFacts,
-        Import,
-        ModuleFacts,
-    )
-    from ..analysis.gym_config import AgentInstance, ServerRef, Where
+    from ..analysis import facts, gym_config
 
     return _Schema(
         (
-            Binding,
-            CallFact,
-            ClassFacts,
-            FunctionBody,
-            FunctionFacts,
-            Import,
-            ModuleFacts,
-            AgentInstance,
-            ServerRef,
-            Where,
+            facts.Binding,
+            facts.CallFact,
+            facts.ClassFacts,
+            facts.FunctionBody,
+            facts.FunctionFacts,
+            facts.Import,
+            facts.ModuleFacts,
+            gym_config.AgentInstance,
+            gym_config.ServerRef,
+            gym_config.Where,
         ),
         {
-            ModuleFacts: {
+            facts.ModuleFacts: {
                 "imports": "Import*",
                 "constants": "Binding*",
                 "classes": "ClassFacts*",
                 "functions": "FunctionFacts*",
             },
-            ClassFacts: {
+            facts.ClassFacts: {
                 "bases": "Expr",
                 "constants": "Binding*",
                 "instance_attrs": "Binding*",
                 "methods": "FunctionFacts*",
                 "keywords": "Expr",
             },
-            FunctionFacts: {"body": "FunctionBody~"},
-            FunctionBody: {"defaults": "Expr", "calls": "CallFact*", "locals": "Expr", "returns": "Expr"},
-            Binding: {"expr": "Expr"},
-            CallFact: {"func": "Expr", "args": "Expr", "kwargs": "Expr"},
-            AgentInstance: {"where": "Where", "refs": "ServerRef*"},
-            ServerRef: {"where": "Where"},
+            facts.FunctionFacts: {"body": "FunctionBody~"},
+            facts.FunctionBody: {
+                "defaults": "Expr",
+                "calls": "CallFact*",
+                "locals": "Expr",
+                "returns": "Expr",
+            },
+            facts.Binding: {"expr": "Expr"},
+            facts.CallFact: {"func": "Expr", "args": "Expr", "kwargs": "Expr"},
+            gym_config.AgentInstance: {"where": "Where", "refs": "ServerRef*"},
+            gym_config.ServerRef: {"where": "Where"},
         },
     )
 
