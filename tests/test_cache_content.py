@@ -9,6 +9,7 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cli_support import run_main
@@ -153,3 +154,51 @@ def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, mo
 
     assert (again.exit_code, _lines(again)) == (first.exit_code, _lines(first)) == (1, [SELF_CALL_LINE])
     assert looked_up == []
+
+
+def test_a_file_rewritten_with_the_same_bytes_a_moment_ago_is_the_only_file_read(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A file written a moment ago (a formatter that changed nothing, a checkout that put it back)
+    has not settled: its status vouches for nothing, so it is read and hashed again, and while its
+    bytes are those of the last scan the listing's fingerprint is taken whole, no other file's key
+    looked up. Other bytes, even of the same size with the time put back, are seen as ever."""
+    root = make_project(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    time.sleep(0.3)
+    app = root / APP
+    app.write_bytes(app.read_bytes())
+    # the listing's clock stopped 0.1 s after that write, trusting statuses 0.2 s old: every file
+    # but the one just written has settled, however long the scans below take
+    now = app.stat().st_ctime_ns + 100_000_000
+    monkeypatch.setattr(discovery, "time", SimpleNamespace(time_ns=lambda: now))
+    monkeypatch.setattr(discovery, "SETTLE_NS", 200_000_000)
+    first = run_main(["scan", "--format", "json"])
+    reads, looked_up = [], []
+    real_read, real_known_key, real_known_keys = (
+        project.read_file,
+        FactsCache.known_key,
+        FactsCache.known_keys,
+    )
+    monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    monkeypatch.setattr(
+        FactsCache,
+        "known_key",
+        lambda self, rel, status: looked_up.append(rel) or real_known_key(self, rel, status),
+    )
+    monkeypatch.setattr(
+        FactsCache,
+        "known_keys",
+        lambda self, statuses: looked_up.extend(statuses) or real_known_keys(self, statuses),
+    )
+
+    again = run_main(["scan", "--format", "json"])
+
+    assert (again.exit_code, _lines(again)) == (first.exit_code, _lines(first)) == (1, [SELF_CALL_LINE])
+    assert [os.path.relpath(path, root) for path in reads] == [APP]
+    assert set(looked_up) <= {APP}  # no other file's key looked up
+
+    _put_back_time(app, BEFORE.replace(SELF_CALL, OTHER_CALL))
+    done = run_main(["scan", "--format", "json"])
+
+    assert (done.exit_code, _lines(done)) == (0, []), done.stderr

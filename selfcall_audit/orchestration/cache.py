@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - an interpreter without it
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Collection
     from typing import Any
 
     from ..analysis.facts import ModuleFacts
@@ -280,20 +281,37 @@ class FactsCache:
             self._index("statuses")[rel] = (status, key)
             self._changed.add("statuses")
 
-    def settled_fingerprint(self, setup: str, digest: bytes, statuses: dict[str, Status]) -> str | None:
-        """The fingerprint recorded for this setup with these very statuses of every listed file
-        (`digest`: their `statuses_digest`; each settled: see `FileSet.statuses`), as `known_key`
-        vouches for one file's key."""
+    def settled_fingerprint(
+        self,
+        setup: str,
+        statuses: dict[str, Status],
+        unsettled: Collection[str],
+        key: Callable[[str], str | None],
+    ) -> str | None:
+        """The fingerprint recorded for this setup when the settled files (see `FileSet.statuses`)
+        had these very statuses, as `known_key` vouches for one file's key, and the files that had
+        not settled were these, with the content keys `key` gives them now (only they are read)."""
         found = self._index("settled")
-        if found.get("setup") != setup or found.get("statuses") != digest:
+        if found.get("setup") != setup or found.get("unsettled", {}).keys() != set(unsettled):
+            return None
+        if found.get("statuses") != statuses_digest(statuses):
+            return None
+        if any(key(rel) != content for rel, content in found["unsettled"].items()):
             return None
         self._statuses.update(statuses)  # in use, as `known_key` marks them
         return found.get("fingerprint")
 
-    def put_settled_fingerprint(self, setup: str, digest: bytes, fingerprint: str) -> None:
-        """Record the fingerprint worked out for this setup while every file had the statuses of
-        this `statuses_digest`."""
-        self._indexes["settled"] = {"setup": setup, "statuses": digest, "fingerprint": fingerprint}
+    def put_settled_fingerprint(
+        self, setup: str, statuses: dict[str, Status], unsettled: dict[str, str], fingerprint: str
+    ) -> None:
+        """Record the fingerprint worked out for this setup while the settled files had these
+        statuses (a `statuses_digest` of them) and the others these content keys."""
+        self._indexes["settled"] = {
+            "setup": setup,
+            "statuses": statuses_digest(statuses),
+            "unsettled": unsettled,
+            "fingerprint": fingerprint,
+        }
         self._changed.add("settled")
 
     def names(self) -> tuple[list[str], dict[str, list[Any]]]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from ..config import Settings
 from ..workspace.discovery import FileSet
-from .cache import FactsCache, code_version, statuses_digest
+from .cache import FactsCache, code_version
 
 try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
     from _blake2 import blake2b
@@ -69,19 +69,20 @@ class Fingerprints:
     def of_settled(
         self, cache: FactsCache, key: Callable[[str], str | None], keys: dict[str, str | None]
     ) -> str | None:
-        """`of` every file, without looking up a content key per file when every listed file's
-        status is the one the last answer was worked out under (a digest of the statuses says so);
-        else `keys`, the content keys `key` answers from, first takes those the cache recorded of
-        the files whose status is as recorded, all in one pass."""
+        """`of` every file, without looking up a content key per file when every settled file's
+        status is the one the last answer was worked out under (a digest of the statuses says so)
+        and the files that had not settled then, the same as now, have the same content (only they
+        are read: a file rewritten with the same bytes a moment ago, by a formatter that changed
+        nothing or a checkout that put it back); else `keys`, the content keys `key` answers from,
+        first takes those the cache recorded of the files whose status is as recorded, all in one
+        pass."""
         statuses = self.files.statuses
-        if not statuses.keys() >= {*self.files.sources, *self.files.configs}:  # one changed just now
-            keys.update(cache.known_keys(statuses))
-            return self.of(key)
-        digest = statuses_digest(statuses)
-        known = cache.settled_fingerprint(self.setup, digest, statuses)
+        unsettled = [rel for rel in (*self.files.sources, *self.files.configs) if rel not in statuses]
+        known = cache.settled_fingerprint(self.setup, statuses, unsettled, key)
         if known is None:
             keys.update(cache.known_keys(statuses))
             known = self.of(key)
             if known is not None:
-                cache.put_settled_fingerprint(self.setup, digest, known)
+                contents = {rel: key(rel) for rel in unsettled}
+                cache.put_settled_fingerprint(self.setup, statuses, contents, known)  # type: ignore[arg-type]
         return known
