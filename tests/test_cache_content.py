@@ -129,15 +129,9 @@ def test_files_first_scanned_before_they_settled_are_not_read_again_once_they_ha
     assert reads == []
 
 
-def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, monkeypatch) -> None:
-    """Every listed file's status as when the last result's fingerprint was worked out: that
-    fingerprint is taken whole (one digest of the statuses compared), not rebuilt from a content
-    key per file. The same-size edit above, seen through this shortcut too, keeps it honest."""
-    monkeypatch.setattr(discovery, "SETTLE_NS", 0)  # every file has settled
-    root = make_project(tmp_path / "repo")
-    monkeypatch.chdir(root)
-    first = run_main(["scan", "--format", "json"])
-    looked_up = []
+def _key_lookups(monkeypatch) -> list[str]:
+    """The files whose recorded content key the cache is asked for from now on."""
+    looked_up: list[str] = []
     real_known_key, real_known_keys = FactsCache.known_key, FactsCache.known_keys
     monkeypatch.setattr(
         FactsCache,
@@ -149,6 +143,18 @@ def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, mo
         "known_keys",
         lambda self, statuses: looked_up.extend(statuses) or real_known_keys(self, statuses),
     )
+    return looked_up
+
+
+def test_a_warm_scan_of_settled_files_looks_up_no_content_key(tmp_path: Path, monkeypatch) -> None:
+    """Every listed file's status as when the last result's fingerprint was worked out: that
+    fingerprint is taken whole (one digest of the statuses compared), not rebuilt from a content
+    key per file. The same-size edit above, seen through this shortcut too, keeps it honest."""
+    monkeypatch.setattr(discovery, "SETTLE_NS", 0)  # every file has settled
+    root = make_project(tmp_path / "repo")
+    monkeypatch.chdir(root)
+    first = run_main(["scan", "--format", "json"])
+    looked_up = _key_lookups(monkeypatch)
 
     again = run_main(["scan", "--format", "json"])
 
@@ -174,23 +180,10 @@ def test_a_file_rewritten_with_the_same_bytes_a_moment_ago_is_the_only_file_read
     monkeypatch.setattr(discovery, "time", SimpleNamespace(time_ns=lambda: now))
     monkeypatch.setattr(discovery, "SETTLE_NS", 200_000_000)
     first = run_main(["scan", "--format", "json"])
-    reads, looked_up = [], []
-    real_read, real_known_key, real_known_keys = (
-        project.read_file,
-        FactsCache.known_key,
-        FactsCache.known_keys,
-    )
+    reads = []
+    real_read = project.read_file
     monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
-    monkeypatch.setattr(
-        FactsCache,
-        "known_key",
-        lambda self, rel, status: looked_up.append(rel) or real_known_key(self, rel, status),
-    )
-    monkeypatch.setattr(
-        FactsCache,
-        "known_keys",
-        lambda self, statuses: looked_up.extend(statuses) or real_known_keys(self, statuses),
-    )
+    looked_up = _key_lookups(monkeypatch)
 
     again = run_main(["scan", "--format", "json"])
 
