@@ -357,3 +357,22 @@ def test_explain_describes_sca004(cli) -> None:
 
     assert done.exit_code == 0
     assert "selfcall-audit helper --write PATH --force" in done.stdout
+
+
+def test_an_updated_test_fakes_the_helper_under_the_name_the_agent_module_imports_it_as(
+    tmp_path: Path, command
+) -> None:
+    """The agent module already imports the helper under a name of its own: the rewritten call
+    uses that name, and so does the test `fix` updates (it patches what the module calls)."""
+    repo = make_repo(tmp_path / "repo")
+    app = repo / APP
+    app.write_text("from nemo_gym.inprocess import responses_in_process as call_self\n" + AGENT)
+    (repo / "responses_api_agents/echo/tests").mkdir()
+    (repo / "responses_api_agents/echo/tests/test_app.py").write_text(TEST_OF_ECHO)
+
+    fixed = command("fix", "--no-cache", cwd=repo)
+
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "response = await call_self(" in app.read_text()
+    updated = (repo / "responses_api_agents/echo/tests/test_app.py").read_text()
+    assert '"responses_api_agents.echo.app.call_self"' in updated, updated

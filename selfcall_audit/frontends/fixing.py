@@ -256,9 +256,7 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
     tests = impacted_tests(
         root, methods, fixing.settings.route, fixing.settings.exclude, fixing.settings.jobs
     )
-    files = {file.path: file for file, _ in rewritten}
-    made = {path: target_of(path, file.after, fixing.helper) for path, file in files.items()}  # once a file
-    targets = {o.finding.path: made[file.path] for file, o in rewritten}
+    targets = {o.finding.path: target_of(file.path, o.callee) for file, o in rewritten}  # type: ignore[arg-type]
     first_party = functools.partial(is_first_party, root)
     updates = update_tests(root, tests, targets, line_length(root), first_party, fixing.settings.jobs)
     return tests, updates

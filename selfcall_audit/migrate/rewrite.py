@@ -41,6 +41,7 @@ class Outcome:
     finding: Finding
     reason: str | None = None
     blocker: Blocker | None = None  # what the reason is about, where the analysis or the tree tells
+    callee: str | None = None  # rewritten: the helper's name in the module, which the call now uses
 
 
 class _Planner:
@@ -84,7 +85,7 @@ class _Planner:
                 outcomes.append(Outcome(finding, reason(plan), plan))
             else:
                 plans[site.call] = plan  # type: ignore[union-attr]
-                outcomes.append(Outcome(finding))
+                outcomes.append(Outcome(finding, callee=self.callee))
         return plans, outcomes
 
     def plan(self, finding: Finding, site: Site) -> Plan | Blocker:

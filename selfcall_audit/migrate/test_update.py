@@ -22,7 +22,6 @@ import libcst as cst
 
 from ..workspace.workers import Workers
 from .imports import Helper, add_import, imported_name
-from .region import region
 from .test_impact import ImpactedTest
 
 SHIM = "_self_call_through_server_client"
@@ -67,18 +66,11 @@ class TestUpdate:
         return self.after != self.before
 
 
-def target_of(path: str, after: bytes, helper: Helper) -> Target:
-    """The helper as the rewritten file at `path` (root-relative) names it: libcst reads the
-    file's top-level statements, its definitions blanked (`region`)."""
+def target_of(path: str, callee: str) -> Target:
+    """The helper as the rewritten module at `path` (root-relative) names it: `callee`, the name
+    its rewritten calls use (`Outcome.callee`)."""
     parts = PurePosixPath(path).with_suffix("").parts
-    module = ".".join(parts[1:] if parts[0] == "src" else parts)
-    try:
-        text = after.decode("utf-8")
-        read = region(text, (), ())
-        local = imported_name(cst.parse_module(text if read is None else read.text), helper)
-    except (UnicodeDecodeError, cst.ParserSyntaxError):
-        local = None
-    return Target(module, local or helper.name)
+    return Target(".".join(parts[1:] if parts[0] == "src" else parts), callee)
 
 
 def update_tests(
