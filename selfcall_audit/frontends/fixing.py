@@ -17,8 +17,8 @@ from ..api import plan_fix
 from ..migrate.codemod import DEFAULT_HELPER, FixPlan, Helper, file_diff, new_file_diff
 from ..migrate.house_style import is_first_party, line_length
 from ..migrate.record_app import Recording, record_app
-from ..migrate.test_impact import ImpactedTest, Rewritten, impacted_tests
-from ..migrate.test_update import TestUpdate, target_of, update_tests
+from ..migrate.test_impact import ImpactedTest, Rewritten, impacted_tests, module_name
+from ..migrate.test_update import Target, TestUpdate, update_tests
 from ..migrate.vendor import (
     Placement,
     VendorError,
@@ -256,7 +256,8 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
     tests = impacted_tests(
         root, methods, fixing.settings.route, fixing.settings.exclude, fixing.settings.jobs
     )
-    targets = {o.finding.path: target_of(file.path, o.callee) for file, o in rewritten}  # type: ignore[arg-type]
+    # the helper as each rewritten module names it: the name its rewritten calls use
+    targets = {o.finding.path: Target(module_name(file.path), o.callee) for file, o in rewritten}  # type: ignore[arg-type]
     first_party = functools.partial(is_first_party, root)
     updates = update_tests(root, tests, targets, line_length(root), first_party, fixing.settings.jobs)
     return tests, updates

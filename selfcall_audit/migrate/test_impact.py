@@ -143,7 +143,8 @@ def _is_self(node: ast.expr) -> bool:
     return isinstance(node, ast.Name) and node.id == "self"
 
 
-def _module_name(rel: str) -> str:
+def module_name(rel: str) -> str:
+    """The dotted module of a root-relative Python file (a `src/` layout's folder left out)."""
     parts = PurePosixPath(rel).with_suffix("").parts
     return ".".join(parts[1:] if parts[0] == "src" else parts)
 
@@ -152,7 +153,7 @@ def _marks(rewritten: str) -> tuple[str, bytes]:
     """What `_tests_module` looks for of a rewritten module: its folder (as the start of a path
     below it; empty at the root), and its dotted name."""
     folder = PurePosixPath(rewritten).parent
-    return (f"{folder}/" if folder.parts else ""), _module_name(rewritten).encode("utf-8", "surrogateescape")
+    return (f"{folder}/" if folder.parts else ""), module_name(rewritten).encode("utf-8", "surrogateescape")
 
 
 def _tests_module(test: str, source: bytes, marks: tuple[str, bytes]) -> bool:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import NamedTuple
 
 import libcst as cst
@@ -64,13 +64,6 @@ class TestUpdate:
     @property
     def changed(self) -> bool:
         return self.after != self.before
-
-
-def target_of(path: str, callee: str) -> Target:
-    """The helper as the rewritten module at `path` (root-relative) names it: `callee`, the name
-    its rewritten calls use (`Outcome.callee`)."""
-    parts = PurePosixPath(path).with_suffix("").parts
-    return Target(".".join(parts[1:] if parts[0] == "src" else parts), callee)
 
 
 def update_tests(
