@@ -11,6 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from selfcall_audit import api
+from selfcall_audit.config import load_settings
+from selfcall_audit.orchestration import store
+from selfcall_audit.orchestration.jobs import extract_facts
+from selfcall_audit.workspace import discovery
+
 AGENTS = 30  # enough files for the workers to start
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -162,3 +168,74 @@ def test_fix_rewrites_files_finds_and_updates_tests_in_worker_processes_as_one_p
     assert diffs["1"] == diffs["2"]
     assert diffs["1"].count("+        return await responses_in_process(") == AGENTS + 1  # and shared/base.py
     assert diffs["1"].count("+@patch(") == AGENTS
+
+
+def _padded(text: str, size: int) -> str:
+    return text + "#" * (size - len(text)) + "\n"
+
+
+SUBCLASS = """\
+from responses_api_agents.{agent}.app import Agent{n}
+
+
+class Sub{n}(Agent{n}):
+    pass
+"""
+
+
+def test_the_largest_files_are_handed_out_first_and_the_report_is_the_same(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A batch ends when its last file is parsed: handed out in the listing's order, a large
+    file found last kept one worker parsing while the others had nothing left. The files naming a
+    base are read largest first (as the prefilter finds them), and every later batch is handed
+    out largest first too; what is reported does not depend on the order."""
+    sizes = {"a": 300, "b": 3_000, "c": 1_500}  # the agents' files, in bytes
+    root = tmp_path / "repo"
+    files = {
+        f"responses_api_agents/{name}/app.py": _padded(SELF_CALLING.format(n=n), size)
+        for n, (name, size) in enumerate(sizes.items())
+    }
+    # the modules subclassing an agent (by its name, naming no base): parsed in the next batch
+    files |= {
+        f"extras/sub_{n}.py": _padded(SUBCLASS.format(agent=name, n=n), size)
+        for n, (name, size) in enumerate(zip(sizes, (2_000, 600, 1_000)))
+    }
+    (root / "pyproject.toml").parent.mkdir(parents=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "order"\n')
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    largest_first, handed_out = _scan_recording(root, monkeypatch, settle_ns=0)  # all settled
+    assert handed_out == [
+        "responses_api_agents/b/app.py",
+        "responses_api_agents/c/app.py",
+        "responses_api_agents/a/app.py",
+        "extras/sub_0.py",
+        "extras/sub_2.py",
+        "extras/sub_1.py",
+    ]
+    # Just written, no file has settled: their sizes are not known and they are read as listed.
+    as_listed, handed_out = _scan_recording(root, monkeypatch, settle_ns=3600 * 10**9)
+    assert handed_out[:3] == sorted(handed_out[:3]) and len(handed_out) == 6
+    reports = {"largest first": largest_first, "as listed": as_listed}
+    assert reports["largest first"].findings == reports["as listed"].findings
+    assert [f.path for f in reports["as listed"].findings] == sorted(
+        f"responses_api_agents/{n}/app.py" for n in sizes
+    )
+
+
+def _scan_recording(root: Path, monkeypatch, settle_ns: int) -> tuple[api.Report, list[str]]:
+    """The report of a scan in this process (one job), and the files parsed, in the order they
+    were handed out."""
+    handed_out: list[str] = []
+
+    def recorded(item, functions=None):
+        handed_out.append(item[0])
+        return extract_facts(item, functions)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(store, "extract_facts", recorded)
+        patched.setattr(discovery, "SETTLE_NS", settle_ns)
+        report = api.analyze([root], settings_for=lambda r: load_settings(r)._replace(jobs=1, cache_dir=None))
+    return report, handed_out

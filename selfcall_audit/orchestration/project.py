@@ -400,7 +400,7 @@ class Project:
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
         self._phase("parsing")
-        chosen = Targets(files.sources, self.names_a_base, self.naming, indexes.naming, store)
+        chosen = Targets(files.sources, files.statuses, self.names_a_base, self.naming, indexes.naming, store)
         targets = None
         only: dict[str, tuple[ClassRef, ...]] = {}  # modules evaluated with these agents first
         indexed: Callable[[], None] | None = None

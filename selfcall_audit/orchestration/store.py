@@ -72,9 +72,10 @@ class FactsStore:
         encode the cache entries, so that this process only analyses."""
         wanted: list[tuple[str, Extracted | None]] = []  # with what `prefetch` extracted, if anything
         uncached = self._uncached(rels, wanted)
-        results = iter(
-            self.workers.map(extract_facts, uncached if not isinstance(rels, Sized) else list(uncached))
-        )
+        if isinstance(rels, Sized):
+            results = iter(self._extracted(list(uncached)))
+        else:
+            results = iter(self.workers.map(extract_facts, uncached))
         for done, (rel, ahead) in enumerate(wanted):
             if self.progress:
                 self.progress(rel, done + 1, len(wanted))
@@ -96,8 +97,15 @@ class FactsStore:
             and (data := self.read(rel)) is not None
             and not (self.cache and self.cache.holds_facts(self.key(rel)))  # type: ignore[arg-type]
         ]
-        for (rel, _, _), extracted in zip(items, self.workers.map(extract_facts, items)):
+        for (rel, _, _), extracted in zip(items, self._extracted(items)):
             self._ahead[rel] = extracted
+
+    def _extracted(self, items: list[tuple[str, bytes, bool]]) -> list[Extracted]:
+        """`extract_facts` of each item, in their order, handed out the largest file first: no
+        worker is then left parsing a large file at the end of the batch while the others wait."""
+        order = sorted(range(len(items)), key=lambda place: -len(items[place][1]))
+        done = dict(zip(order, self.workers.map(extract_facts, [items[place] for place in order])))
+        return [done[place] for place in range(len(items))]
 
     def _uncached(
         self, rels: Iterable[str], wanted: list[tuple[str, Extracted | None]]

@@ -8,7 +8,7 @@ run, and the modules importing them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from ..analysis.index import ClassRef, Index
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
     from ..analysis.hierarchy import Hierarchy
     from ..analysis.resolve import Resolver
+    from ..workspace.discovery import Status
     from .store import FactsStore
 
 _MAX_SCOPED_FILES = 60
@@ -27,19 +28,22 @@ _MAX_SHARED = 16
 
 
 class Targets:
-    """The modules to report on, among the project's source files; `names_a_base` tells whether a
-    file names an agent base (reading it), `search` gives the files among those read before that
-    name a word, `named` the files naming a word (from the word index)."""
+    """The modules to report on, among the project's source files; `statuses`: those the listing
+    found settled (their sizes); `names_a_base` tells whether a file names an agent base (reading
+    it), `search` gives the files among those read before that name a word, `named` the files
+    naming a word (from the word index)."""
 
     def __init__(
         self,
         sources: tuple[str, ...],
+        statuses: Mapping[str, Status],
         names_a_base: Callable[[str], bool],
         search: Callable[[Iterable[str], Collection[str]], list[str]],
         named: Callable[[Collection[str]], list[str]],
         store: FactsStore,
     ):
         self.sources = sources
+        self.statuses = statuses
         self.names_a_base = names_a_base
         self.search = search
         self.named = named
@@ -55,12 +59,14 @@ class Targets:
         naming_agents: set[str] = set()
 
         def naming_a_base() -> Iterator[str]:  # parsed by running workers as the prefilter finds them
-            for rel in self.sources:
+            for rel in self._largest_first():
                 if self.names_a_base(rel):
                     first.append(rel)
                     yield rel
 
         self.store.preload(naming_a_base())
+        found = set(first)
+        first = [rel for rel in self.sources if rel in found]
         self.store.prefetch(self._shared_imports(index, first))
         pending = first
         rounds: list[list[str]] = []
@@ -150,6 +156,13 @@ class Targets:
         found = self.named(names)
         self.store.preload(found)
         return found
+
+    def _largest_first(self) -> list[str]:
+        """The sources, the largest settled ones first (a file not settled, of a size unknown, last):
+        read in that order, the files the workers parse as the prefilter finds them end with small
+        ones, so that no worker is still parsing a large file while the others have nothing left."""
+        sizes = self.statuses
+        return sorted(self.sources, key=lambda rel: -sizes[rel][0] if rel in sizes else 0)
 
     def _shared_imports(self, index: Index, rels: list[str]) -> list[str]:
         """The source files that many of these files import: the framework the agents build on,
