@@ -65,6 +65,7 @@ class Targets:
                     yield rel
 
         self.store.preload(naming_a_base())
+        # in the listing's order again: the shared imports picked among equals do not depend on sizes
         found = set(first)
         first = [rel for rel in self.sources if rel in found]
         self.store.prefetch(self._shared_imports(index, first))
