@@ -537,3 +537,47 @@ def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None
     assert "re-diagnose after an edit, cpu: median" in done.stdout
     assert "x the 20 ms target" in done.stdout
     assert "quick fix after the edits: what `fix` writes (responses_api_agents/" in done.stdout
+
+
+def test_the_deferred_imports_are_found_written_absolute_with_the_functions_making_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import deferred_imports
+
+    files = {
+        "pkg/__init__.py": "def load():\n    from . import sub\n",
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/mod.py": (
+            "import json\n\n"  # at the top: not deferred
+            "def run():\n    from ..other import thing\n    from .sibling import a, b\n\n"
+            "class C:\n    def method(self):\n        import yaml\n        from ..other import thing\n"
+        ),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+
+    assert deferred_imports.deferred(tmp_path / "pkg") == {
+        "from pkg import sub": {"pkg.load"},
+        "from pkg.other import thing": {"pkg.sub.mod.run", "pkg.sub.mod.method"},
+        "from pkg.sub.sibling import a, b": {"pkg.sub.mod.run"},
+        "import yaml": {"pkg.sub.mod.method"},
+    }
+
+
+def test_the_deferred_imports_benchmark_measures_the_imports_the_architecture_test_lists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import deferred_imports
+    from test_architecture import DEFERRED_IMPORTS
+
+    import selfcall_audit
+
+    found = deferred_imports.deferred(Path(selfcall_audit.__file__).parent)
+    makers = {
+        maker.rsplit(".", 1)[0].removeprefix("selfcall_audit.") for where in found.values() for maker in where
+    }
+    assert {module for module, _ in DEFERRED_IMPORTS} <= makers
+    assert len(found) >= len({target for _, target in DEFERRED_IMPORTS})

@@ -17,6 +17,7 @@ import click
 from .. import __version__
 from ..report import FORMATS
 from ..rules import FINDING_CODES, RULES
+from ..workspace.discovery import find_root
 from ..workspace.listing import GitListing
 from . import commands
 from .commands import (
@@ -308,7 +309,6 @@ def helper(target: Path, force: bool) -> None:
     Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
     """
     from ..migrate.vendor import VendorError, helper_spec_for, vendor_helper
-    from ..workspace.discovery import find_root
 
     folder = target if target.is_dir() or not target.suffix else target.parent
     if not folder.is_dir():

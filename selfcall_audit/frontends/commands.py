@@ -16,6 +16,7 @@ from ..config import ConfigError, Settings, load_settings
 from ..ftypes import Report
 from ..report import renderer
 from ..report.paths import base_for, relocated
+from ..report.summary import duration, summary_line
 from ..rules import RULES, UnknownCode, parse_codes
 from ..workspace.listing import GitListing, is_project_root
 from ..workspace.write import replace_file
@@ -295,8 +296,6 @@ def scan(common: Common, options: ScanOptions) -> int:
     # a format for machines (kept clean), is said on stderr to someone watching it
     counted = output_format in ("text", "concise") and output.file is None
     if not (counted or common.quiet or options.statistics or output.terminal) and stderr_is_terminal():
-        from ..report.summary import duration, summary_line
-
         say(f"{summary_line(report)} ({duration(seconds)}).")
     if notes and not common.quiet:
         say("\n".join(notes))

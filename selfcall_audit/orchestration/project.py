@@ -13,23 +13,26 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..analysis.limits import LIMITS
 from ..config import Settings
 from ..ftypes import AgentInfo, Finding, InputError, Progress, Report
 from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, discover, in_scope, read_file
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
+from ..workspace.workers import Workers
 from .cache import FactsCache, content_key
 from .fingerprint import Fingerprints
+from .indexes import Indexes
 from .jobs import Search, files_naming
+from .reuse import observe, still_holds
+from .store import FactsStore
 
 if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on a cache hit
     from ..analysis.facts import ModuleFacts
     from ..analysis.hierarchy import Hierarchy
     from ..analysis.resolve import Resolver
     from ..workspace.listing import GitListing
-    from ..workspace.workers import Workers
     from .reuse import Observed
-    from .store import FactsStore
     from .warm import Warm
 
 
@@ -221,8 +224,6 @@ class Project:
 
     def _facts_store(self) -> FactsStore:
         if self._store is None:
-            from .store import FactsStore
-
             memory = self.warm.facts if self.warm else None
             functions = self.warm.functions if self.warm else None
             self._store = FactsStore(
@@ -248,8 +249,6 @@ class Project:
 
     def _pool(self) -> Workers:
         if self._workers is None:
-            from ..workspace.workers import Workers
-
             self._workers = Workers(self.settings.jobs)
         return self._workers
 
@@ -335,8 +334,6 @@ class Project:
         if then == fingerprint:
             unchanged = all(self.key(rel) == key for rel, key in stored["outside"].items())
             return Analysis(**stored) if unchanged else None
-        from .reuse import still_holds
-
         observed = still_holds(
             self.cache.observed(then),
             fingerprints.setup,
@@ -368,9 +365,7 @@ class Project:
         from ..analysis.facts import Inlined
         from ..analysis.hierarchy import Hierarchy
         from ..analysis.index import ClassRef, Index
-        from ..analysis.limits import LIMITS
         from ..analysis.resolve import Resolver
-        from .indexes import Indexes
         from .targets import Targets
 
         settings = self.settings
@@ -468,8 +463,6 @@ class Project:
         if indexed is not None:
             indexed()
         if fingerprints and whole:
-            from .reuse import observe
-
             self._observed = observe(
                 fingerprints.setup,
                 self._contents(files),

@@ -1,0 +1,100 @@
+"""What each import made inside a function saves a warm scan, measured side by side in one run.
+
+    python benchmarks/deferred_imports.py --repo PATH [--rounds N]
+
+Copies the checkout at PATH (the original is never edited), scans it twice so that the second run
+is warm, and lists the modules that warm run loaded (`-X importtime`). Then, for every import
+statement made inside a function of the installed package (the ones tests/test_architecture.py
+lists with why), it times in interleaved rounds the CPU of a process importing the warm run's
+modules against one importing them and running that statement too: the difference is what
+keeping the statement out of the module's top saves a warm scan. A statement whose modules the
+warm run loads anyway saves nothing; one that cannot run here (an optional dependency that is not
+installed, the other Python's module) is said so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from one_file_profile import cpu_ms, loaded_modules
+
+import selfcall_audit
+
+
+def deferred(package: Path) -> dict[str, set[str]]:
+    """Each import statement made inside a function of the package, written absolute, with the
+    functions (`module.function`) that make it."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        is_package = parts[-1] == "__init__"
+        module = ".".join(parts[:-1] if is_package else parts)
+        home = module.split(".") if is_package else module.split(".")[:-1]
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    continue
+                names = ", ".join(alias.name for alias in node.names)
+                if isinstance(node, ast.Import):
+                    statement = f"import {names}"
+                else:
+                    base = home[: len(home) - node.level + 1] if node.level else []
+                    target = ".".join([*base, node.module] if node.module else base)
+                    statement = f"from {target} import {names}"
+                found.setdefault(statement, set()).add(f"{module}.{function.name}")
+    return found
+
+
+def command(modules: list[str], statement: str = "") -> list[str]:
+    """A process importing `modules` (passing over those this platform lacks), then `statement`."""
+    preload = f"for m in {modules!r}:\n try: __import__(m)\n except ImportError: pass\n"
+    return [sys.executable, "-c", preload + statement]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repo", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=11)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as temp:
+        root = Path(temp) / "tree"
+        shutil.copytree(
+            args.repo, root, symlinks=True, ignore=shutil.ignore_patterns(".selfcall_audit_cache")
+        )
+        scan = ["-m", "selfcall_audit", "scan", "--format", "json"]
+        subprocess.run([sys.executable, *scan], cwd=root, stdout=subprocess.DEVNULL, check=False)
+        std, third, ours = loaded_modules(scan, root)
+        warm = [*std, *third, *ours]
+        statements = deferred(Path(selfcall_audit.__file__).parent)
+        runnable = {}
+        for statement in statements:
+            check = subprocess.run(command([], statement), cwd=root, capture_output=True, check=False)
+            runnable[statement] = check.returncode == 0
+        runs = {"": command(warm)} | {s: command(warm, s) for s, ok in runnable.items() if ok}
+        times: dict[str, list[float]] = {key: [] for key in runs}
+        for _ in range(args.rounds):
+            for key, run in runs.items():
+                times[key].append(cpu_ms(run, root))
+    floor = statistics.median(times.pop(""))
+    saved = {s: statistics.median(found) - floor for s, found in times.items()}
+    print(
+        f"CPU ms, medians of {args.rounds} interleaved rounds; {args.repo}: a warm scan's modules "
+        f"({len(warm)}) imported alone take {floor:.1f} ms"
+    )
+    for statement in sorted(statements, key=lambda s: -saved.get(s, -1.0)):
+        where = ", ".join(sorted(statements[statement]))
+        cost = f"{saved[statement]:+6.1f}" if statement in saved else "   n/a"
+        print(f"{cost}  {statement}  (in {where})")
+
+
+if __name__ == "__main__":
+    main()
