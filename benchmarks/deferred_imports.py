@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from one_file_profile import cpu_ms, loaded_modules
+from one_file_profile import copied, cpu_ms, importing, loaded_modules
 
 import selfcall_audit
 
@@ -54,22 +53,13 @@ def deferred(package: Path) -> dict[str, set[str]]:
     return found
 
 
-def command(modules: list[str], statement: str = "") -> list[str]:
-    """A process importing `modules` (passing over those this platform lacks), then `statement`."""
-    preload = f"for m in {modules!r}:\n try: __import__(m)\n except ImportError: pass\n"
-    return [sys.executable, "-c", preload + statement]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", type=Path, required=True)
     parser.add_argument("--rounds", type=int, default=11)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
-        root = Path(temp) / "tree"
-        shutil.copytree(
-            args.repo, root, symlinks=True, ignore=shutil.ignore_patterns(".selfcall_audit_cache")
-        )
+        root = copied(args.repo, temp)
         scan = ["-m", "selfcall_audit", "scan", "--format", "json"]
         subprocess.run([sys.executable, *scan], cwd=root, stdout=subprocess.DEVNULL, check=False)
         std, third, ours = loaded_modules(scan, root)
@@ -77,9 +67,9 @@ def main() -> None:
         statements = deferred(Path(selfcall_audit.__file__).parent)
         runnable = {}
         for statement in statements:
-            check = subprocess.run(command([], statement), cwd=root, capture_output=True, check=False)
+            check = subprocess.run(importing([], statement), cwd=root, capture_output=True, check=False)
             runnable[statement] = check.returncode == 0
-        runs = {"": command(warm)} | {s: command(warm, s) for s, ok in runnable.items() if ok}
+        runs = {"": importing(warm)} | {s: importing(warm, s) for s, ok in runnable.items() if ok}
         times: dict[str, list[float]] = {key: [] for key in runs}
         for _ in range(args.rounds):
             for key, run in runs.items():

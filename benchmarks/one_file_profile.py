@@ -78,10 +78,18 @@ def loaded_modules(scan: list[str], cwd: Path) -> tuple[list[str], list[str], li
     return std, [n for n in names if n not in ours and n not in std], ours
 
 
-def importing(modules: list[str]) -> list[str]:
+def importing(modules: list[str], then: str = "") -> list[str]:
     """A command that imports `modules`, passing over those this platform lacks (importtime also
-    lists the imports a module tries and catches: `nt`, `_winapi`)."""
-    return [sys.executable, "-c", f"for m in {modules!r}:\n try: __import__(m)\n except ImportError: pass"]
+    lists the imports a module tries and catches: `nt`, `_winapi`), then runs `then`."""
+    preload = f"for m in {modules!r}:\n try: __import__(m)\n except ImportError: pass\n"
+    return [sys.executable, "-c", preload + then]
+
+
+def copied(repo: Path, temp: str) -> Path:
+    """A copy of the checkout (the original is never edited), without its cache."""
+    root = Path(temp) / "tree"
+    shutil.copytree(repo, root, symlinks=True, ignore=shutil.ignore_patterns(".selfcall_audit_cache"))
+    return root
 
 
 class Case:
@@ -111,10 +119,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temp:
-        root = Path(temp) / "tree"
-        shutil.copytree(
-            args.repo, root, symlinks=True, ignore=shutil.ignore_patterns(".selfcall_audit_cache")
-        )
+        root = copied(args.repo, temp)
         other = args.other or next(
             p.relative_to(root).as_posix() for p in sorted(root.glob("resources_servers/*/app.py"))
         )
