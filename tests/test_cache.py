@@ -24,8 +24,6 @@ WARM_RUN = """\
 import sys
 from pathlib import Path
 
-import pytest
-
 from selfcall_audit.config import load_settings
 from selfcall_audit.orchestration.project import Project
 
