@@ -56,16 +56,19 @@ class _Flow:
     header expression and nested definition, the bindings that can be current when it runs
     (`states`; a `:=` inside it counts, since it may run before a call beside it)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, bound: bool):
         self.name = name
         self.states: dict[cst.CSTNode, State] = {}
         self.breaks: list[State] = []
+        # Most names a function reads its body never binds (`self`): then no part of it needs
+        # searching, and a flow costs no walk per statement.
+        self.bound = bound
 
     def _record(self, node: cst.CSTNode, state: State) -> None:
         self.states[node] = self.states.get(node, frozenset()) | state
 
     def _defs(self, node: cst.CSTNode | None) -> list[cst.CSTNode]:
-        return [] if node is None else bindings(node, self.name, own_scope=True)
+        return bindings(node, self.name, own_scope=True) if node is not None and self.bound else []
 
     def _at(self, node: cst.CSTNode | None, state: State) -> State:
         """The state after evaluating `node` (an expression or header part), recorded if the call is in it."""
@@ -249,7 +252,8 @@ class Flows:
         it through `nonlocal`."""
         key = (owner, name)
         if key not in self._flows:
-            flow = _Flow(name)
+            # anything in the body binding it, nested scopes too: more than any part's own scope holds
+            flow = _Flow(name, bool(bindings(owner.body, name)))
             params = [p for p in bindings(owner.params, name) if isinstance(p, cst.Param)]
             flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
             writer = next(

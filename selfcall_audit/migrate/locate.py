@@ -58,28 +58,23 @@ class Site:
     ancestors: tuple[cst.CSTNode, ...]  # outermost first; the call's parent last
 
 
-def locate(
-    module: cst.Module,
-    positions: Mapping[cst.CSTNode, CodeRange],
-    findings: Sequence[Finding],
-    source_lines: Sequence[bytes],
-) -> dict[Finding, Site]:
+def locate(paths: Paths, findings: Sequence[Finding], source_lines: Sequence[bytes]) -> dict[Finding, Site]:
     """The Call node each finding points at. A column may be counted in characters or, for a
     file in another encoding than UTF-8, as the analysis counts it from the UTF-8 byte offset."""
+    positions = paths.positions
     by_lines: dict[tuple[int, int], list[cst.Call]] = {}
     for node, where in positions.items():
         if isinstance(node, cst.Call):
             by_lines.setdefault((where.start.line, where.end.line), []).append(node)
-    lines = re.split(r"\r\n|\r|\n", module.code)  # as Python counts lines: not at form feeds
+    lines = re.split(r"\r\n|\r|\n", paths.module.code)  # as Python counts lines: not at form feeds
     sites = {}
-    children: dict[cst.CSTNode, _Children] = {}  # a class's 800 methods, listed once
     for finding in findings:
         wanted = (finding.column - 1, finding.end_column - 1)
         candidates = by_lines.get((finding.line, finding.end_line), [])
         for columns in (_char_columns, _analysis_columns):
             found = [call for call in candidates if columns(positions[call], lines, source_lines) == wanted]
             if len(found) == 1:
-                sites[finding] = Site(found[0], _ancestors(module, found[0], positions, children))
+                sites[finding] = Site(found[0], paths.to(found[0]))
                 break
     return sites
 
@@ -105,30 +100,33 @@ def _point(position: CodePosition) -> tuple[int, int]:
     return position.line, position.column
 
 
-def _ancestors(
-    module: cst.Module,
-    target: cst.CSTNode,
-    positions: Mapping[cst.CSTNode, CodeRange],
-    children: dict[cst.CSTNode, _Children],
-) -> tuple[cst.CSTNode, ...]:
-    """The path from the module down to `target`, found by position rather than by a full walk
-    (a decorator lies outside its function's range: there, the children are searched).
-    `children`: each node's children, as listed by an earlier search."""
-    start, end = _point(positions[target].start), _point(positions[target].end)
-    path: list[cst.CSTNode] = []
-    node: cst.CSTNode = module
-    while node is not target:
-        path.append(node)
-        if node not in children:
-            children[node] = _Children(node.children, positions)
-        found = children[node].holding(target, start, end)
-        if found is None:
-            rest = _path_to(node, target)
-            if rest is None:
-                raise LocateError("a located call is missing from its own syntax tree")
-            return (*path, *rest[1:])
-        node = found
-    return tuple(path)
+class Paths:
+    """Paths from the module down to its nodes, found by position rather than by a full walk (a
+    decorator lies outside its function's range: there, the children are searched). Each node's
+    children are listed once, however many paths pass it (a class's 800 methods)."""
+
+    def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]):
+        self.module = module
+        self.positions = positions
+        self._children: dict[cst.CSTNode, _Children] = {}
+
+    def to(self, target: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+        """The path from the module down to `target`'s parent, outermost first."""
+        start, end = _point(self.positions[target].start), _point(self.positions[target].end)
+        path: list[cst.CSTNode] = []
+        node: cst.CSTNode = self.module
+        while node is not target:
+            path.append(node)
+            if node not in self._children:
+                self._children[node] = _Children(node.children, self.positions)
+            found = self._children[node].holding(target, start, end)
+            if found is None:
+                rest = _path_to(node, target)
+                if rest is None:
+                    raise LocateError("a located node is missing from its own syntax tree")
+                return (*path, *rest[1:])
+            node = found
+        return tuple(path)
 
 
 class _Children:
