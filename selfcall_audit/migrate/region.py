@@ -57,15 +57,19 @@ class Region:
         raise ValueError(f"position {position} lies inside a blanked definition")
 
 
-def region(text: str, calls: Iterable[tuple[int, int]], names: Iterable[str]) -> Region | None:
+def region(
+    text: str, calls: Iterable[tuple[int, int]], names: Iterable[str], tree: ast.Module | None = None
+) -> Region | None:
     """The text to give libcst for rewriting the calls on the (first, last) line ranges `calls`:
-    None when `ast` cannot read the file (libcst then reads all of it)."""
-    try:
-        with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
-            warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
+    None when `ast` cannot read the file (libcst then reads all of it). `tree`: the file as `ast`
+    read it already."""
+    if tree is None:
+        try:
+            with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
+                warnings.simplefilter("ignore", SyntaxWarning)
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
     wanted = frozenset(names)
     spans = sorted(calls)
     span_starts = [start for start, _ in spans]

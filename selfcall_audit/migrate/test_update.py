@@ -13,6 +13,9 @@ import added once; every other byte of the file stays (libcst), and a second run
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
+import tokenize
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +25,8 @@ import libcst as cst
 
 from ..workspace.workers import Workers
 from .imports import Helper, add_import, imported_name
+from .region import region
+from .splice import SpliceError, spliced
 from .test_impact import ImpactedTest
 
 SHIM = "_self_call_through_server_client"
@@ -126,11 +131,67 @@ def _update_file(
     update = TestUpdate(path, before, before)
     try:
         text = before.decode("utf-8")
-        module = cst.parse_module(text)
         tree = ast.parse(text)  # what the name checks below read
-    except (UnicodeDecodeError, cst.ParserSyntaxError, SyntaxError, ValueError):
+    except (UnicodeDecodeError, SyntaxError, ValueError):
         update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
         return update
+    # libcst reads the tests' own definitions, the module's top and the shim (see `region`), then
+    # the whole file when that reading cannot be mapped back to it (a BOM: the whole file at once)
+    kept = [span for test in tests for span in _definitions(tree, test.node_id.split("::")[1:])]
+    readings = [None] if text.startswith("\ufeff") else [region(text, kept, {SHIM}, tree), None]
+    for reading in readings:
+        try:
+            module = cst.parse_module(text if reading is None else reading.text)
+        except (cst.ParserSyntaxError, ValueError):
+            if reading is not None:
+                continue
+            update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
+            return update
+        if reading is not None and module.default_indent != _first_indent(text):
+            continue  # the first block was blanked, and the others indent otherwise: added code would too
+        update = _updated_tree(
+            TestUpdate(path, before, before), module, tree, tests, targets, line_length, first_party
+        )
+        if reading is None or update.after is before:
+            return update
+        with contextlib.suppress(SpliceError):
+            update.after = spliced(before, "utf-8", text, module.code, update.after.decode("utf-8"), reading)
+            return update
+    return update
+
+
+def _first_indent(text: str) -> str:
+    """The file's first indentation, which libcst takes for the module's own when it reads it whole."""
+    with contextlib.suppress(tokenize.TokenError, SyntaxError):
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.INDENT:
+                return token.string
+    return "    "
+
+
+def _definitions(tree: ast.Module, qualified: list[str]) -> list[tuple[int, int]]:
+    """The lines of every definition a test's node id may name (`_find` takes the first)."""
+    level: list[ast.stmt] = [tree]  # type: ignore[list-item]
+    for name in qualified:
+        level = [
+            node
+            for parent in level
+            for node in parent.body  # type: ignore[attr-defined]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name
+        ]
+    return [(node.lineno, node.end_lineno or node.lineno) for node in level]
+
+
+def _updated_tree(
+    update: TestUpdate,
+    module: cst.Module,
+    tree: ast.Module,
+    tests: list[ImpactedTest],
+    targets: dict[str, Target],
+    line_length: int,
+    first_party: Callable[[str], bool],
+) -> TestUpdate:
+    """The update of the file read as `module` (its new text in `after`, unless nothing changes)."""
     patch = imported_name(module, _PATCH)
     reason = _clash(module, tree, patch)
     if reason is not None:

@@ -32,7 +32,7 @@ from libcst.codemod import CodemodContext
 
 from selfcall_audit.frontends.libcst_codemod import FixSelfCalls
 from selfcall_audit.ftypes import Finding
-from selfcall_audit.migrate import locate, rewrite
+from selfcall_audit.migrate import locate, rewrite, test_update
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 CASES = Path(__file__).parent / "cases"
@@ -163,3 +163,53 @@ def test_statements_away_from_a_rewrite_come_out_as_they_went_in(tmp_path: Path)
         kept = [s for s in before if any(s is t for t in after)]
         # the statement holding the call is rebuilt; in `replay`, the alias `post = ...` goes too
         assert len(kept) == len(before) - {"run": 1, "replay": 2}[method.name.value]
+
+
+def updated_tests(root: Path, tests_source: str) -> tuple[str, Counter]:
+    """The test module `fix` writes for the `tests_routing_fake` case's tests, given as
+    `tests_source`, and the work it did."""
+    case = CASES / "tests_routing_fake"
+    root.mkdir(exist_ok=True)
+    shutil.copyfile(case / "pyproject.toml", root / "pyproject.toml")
+    (root / "nemo_gym").mkdir()
+    (root / "nemo_gym" / "__init__.py").write_text("")
+    agent = root / "responses_api_agents" / "x" / "app.py"
+    (agent.parent / "tests").mkdir(parents=True)
+    shutil.copyfile(CASES / "plain" / "before.py", agent)
+    tests = agent.parent / "tests" / "test_app.py"
+    tests.write_text(tests_source)
+    work: Counter = Counter()
+    with pytest.MonkeyPatch.context() as patch:
+        counted_work(patch, work)
+        done = run_main(["fix", "--no-cache", "--jobs", "1", "-q", str(root)])
+    assert done.exit_code == 0, done.stdout + done.stderr
+    return tests.read_text(), work
+
+
+def test_a_test_update_reads_the_tests_it_updates_not_the_whole_module(tmp_path: Path) -> None:
+    """libcst reads a test module's top and the definitions of the tests it updates; the other
+    tests (here 300 of them) are blanked for it, and come out byte for byte as they were."""
+    case = CASES / "tests_routing_fake"
+    others = "".join(f"\n\ndef test_unrelated_{i}() -> None:\n    assert {i} == {i}\n" for i in range(300))
+
+    updated, work = updated_tests(tmp_path, (case / "tests_before.py").read_text() + others)
+
+    assert updated == (case / "tests_after.py").read_text() + others
+    assert work["parsed"] < len(others) / 2
+
+
+def test_a_test_module_whose_first_block_is_blanked_and_indented_otherwise_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libcst indents the code it adds (the shim's body) as the module's first block: where that
+    block is blanked and the others indent otherwise, the whole module is read, as without blanking."""
+    source = (CASES / "tests_routing_fake" / "tests_before.py").read_text()
+    first = "\n\nCONSTANT = 1\n\n\ndef _two(x):\n  return x\n\n\ndef _make_agent()"
+    source = source.replace("\n\ndef _make_agent()", first)
+
+    updated, _ = updated_tests(tmp_path / "blanked", source)
+    monkeypatch.setattr(test_update, "region", lambda *args: None)
+    whole, _ = updated_tests(tmp_path / "whole", source)
+
+    assert updated == whole
+    assert "\n  return await agent.server_client.post(" in updated  # the first block's two spaces
