@@ -64,8 +64,9 @@ class _Planner:
         self.paths = Paths(module, positions)
         self.imported_as = imported_name(module, helper)
         self.callee = self.imported_as or helper.name
-        # a file that never spells the name binds nothing by it (a non-ASCII one is read, as NFKC may)
-        spelt = not source.isascii() or ident(self.callee).encode() in source
+        # a file that never spells the name binds nothing by it; NFKC-normalised whole, a text keeps
+        # each identifier whole (in code, ASCII delimits them), as Python reads them
+        spelt = ident(self.callee) in ident(source.decode(module.encoding, "replace"))
         self.clash = scope.helper_binding(module, helper, self.callee) if spelt else None
         self.flows = flow.Flows(module, self._line)
         self.rebound: dict[tuple[cst.FunctionDef, str], cst.CSTNode | None] = {}
