@@ -149,9 +149,7 @@ def _update_file(
             return update
         if reading is not None and module.default_indent != _first_indent(text):
             continue  # the first block was blanked, and the others indent otherwise: added code would too
-        update = _updated_tree(
-            TestUpdate(path, before, before), module, tree, tests, targets, line_length, first_party
-        )
+        update = _update_of(path, before, module, tree, tests, targets, line_length, first_party)
         if reading is None or update.after is before:
             return update
         with contextlib.suppress(SpliceError):
@@ -182,8 +180,9 @@ def _definitions(tree: ast.Module, qualified: list[str]) -> list[tuple[int, int]
     return [(node.lineno, node.end_lineno or node.lineno) for node in level]
 
 
-def _updated_tree(
-    update: TestUpdate,
+def _update_of(
+    path: str,
+    before: bytes,
     module: cst.Module,
     tree: ast.Module,
     tests: list[ImpactedTest],
@@ -191,7 +190,8 @@ def _updated_tree(
     line_length: int,
     first_party: Callable[[str], bool],
 ) -> TestUpdate:
-    """The update of the file read as `module` (its new text in `after`, unless nothing changes)."""
+    """The update of the file read as `module`: its new text in `after`, unless nothing changes."""
+    update = TestUpdate(path, before, before)
     patch = imported_name(module, _PATCH)
     reason = _clash(module, tree, patch)
     if reason is not None:
