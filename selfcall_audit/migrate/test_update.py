@@ -117,17 +117,11 @@ class _Update(NamedTuple):
 
 
 def _updated(job: _Update) -> TestUpdate:
-    return _update_file(*job)
+    return _update_file(job)
 
 
-def _update_file(
-    path: str,
-    before: bytes,
-    tests: list[ImpactedTest],
-    targets: dict[str, Target],
-    line_length: int,
-    first_party: Callable[[str], bool],
-) -> TestUpdate:
+def _update_file(job: _Update) -> TestUpdate:
+    path, before, tests = job.path, job.before, job.tests
     update = TestUpdate(path, before, before)
     try:
         text = before.decode("utf-8")
@@ -149,7 +143,7 @@ def _update_file(
             return update
         if reading is not None and module.default_indent != _first_indent(text):
             continue  # the first block was blanked, and the others indent otherwise: added code would too
-        update = _update_of(path, before, module, tree, tests, targets, line_length, first_party)
+        update = _update_of(job, module, tree)
         if reading is None or update.after is before:
             return update
         with contextlib.suppress(SpliceError):
@@ -180,17 +174,9 @@ def _definitions(tree: ast.Module, qualified: list[str]) -> list[tuple[int, int]
     return [(node.lineno, node.end_lineno or node.lineno) for node in level]
 
 
-def _update_of(
-    path: str,
-    before: bytes,
-    module: cst.Module,
-    tree: ast.Module,
-    tests: list[ImpactedTest],
-    targets: dict[str, Target],
-    line_length: int,
-    first_party: Callable[[str], bool],
-) -> TestUpdate:
+def _update_of(job: _Update, module: cst.Module, tree: ast.Module) -> TestUpdate:
     """The update of the file read as `module`: its new text in `after`, unless nothing changes."""
+    path, before, tests, targets, line_length, first_party = job
     update = TestUpdate(path, before, before)
     patch = imported_name(module, _PATCH)
     reason = _clash(module, tree, patch)
