@@ -13,6 +13,7 @@ import added once; every other byte of the file stays (libcst), and a second run
 from __future__ import annotations
 
 import ast
+import codecs
 import contextlib
 import io
 import tokenize
@@ -124,16 +125,15 @@ def _update_file(job: _Update) -> TestUpdate:
     path, before, tests = job.path, job.before, job.tests
     update = TestUpdate(path, before, before)
     try:
-        text = before.decode("utf-8")
+        text = before.decode("utf-8-sig")  # a byte order mark is not the code's, and stays
         tree = ast.parse(text)  # what the name checks below read
     except (UnicodeDecodeError, SyntaxError, ValueError):
         update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
         return update
     # libcst reads the tests' own definitions, the module's top and the shim (see `region`), then
-    # the whole file when that reading cannot be mapped back to it (a BOM: the whole file at once)
+    # the whole file when that reading cannot be mapped back to it
     kept = [span for test in tests for span in _definitions(tree, test.node_id.split("::")[1:])]
-    readings = [None] if text.startswith("\ufeff") else [region(text, kept, {SHIM}, tree), None]
-    for reading in readings:
+    for reading in (region(text, kept, {SHIM}, tree), None):
         try:
             module = cst.parse_module(text if reading is None else reading.text)
         except (cst.ParserSyntaxError, ValueError):
@@ -144,7 +144,10 @@ def _update_file(job: _Update) -> TestUpdate:
         if reading is not None and module.default_indent != _first_indent(text):
             continue  # the first block was blanked, and the others indent otherwise: added code would too
         update = _update_of(job, module, tree)
-        if reading is None or update.after is before:
+        if update.after is before:
+            return update
+        if reading is None:
+            update.after = codecs.BOM_UTF8 * before.startswith(codecs.BOM_UTF8) + update.after
             return update
         with contextlib.suppress(SpliceError):
             update.after = spliced(before, "utf-8", text, module.code, update.after.decode("utf-8"), reading)

@@ -236,3 +236,17 @@ def test_a_test_module_whose_first_block_is_blanked_and_indented_otherwise_is_re
 
     assert updated == whole
     assert "\n  return await agent.server_client.post(" in updated  # the first block's two spaces
+
+
+@pytest.mark.parametrize("blanked", [True, False])
+def test_a_test_module_with_a_byte_order_mark_is_updated_and_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blanked: bool
+) -> None:
+    """Read with the definitions it does not update blanked, or whole."""
+    if not blanked:
+        monkeypatch.setattr(test_update, "region", lambda *args: None)
+    case = CASES / "tests_routing_fake"
+
+    updated, _ = updated_tests(tmp_path, "\ufeff" + (case / "tests_before.py").read_text())
+
+    assert updated == "\ufeff" + (case / "tests_after.py").read_text()
