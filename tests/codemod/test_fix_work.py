@@ -1,6 +1,8 @@
 """`fix` does work in proportion to the file: doubling a file's self-calls, its lines or the
 prompt a call carries at most doubles what `fix` reads and compares, so a quadratic step fails
-here whatever the machine's speed (nothing is timed).
+here whatever the machine's speed (nothing is timed). And it leaves out the work a rewrite does
+not need: the nodes away from a change are not rebuilt, a file that cannot spell the helper's name
+is not searched for it, a test module's other tests are not parsed by libcst.
 
 The work is counted where a step that reads the whole file again for each rewrite, or compares
 two texts character by character, spends it:
