@@ -223,6 +223,37 @@ def test_a_test_update_reads_the_tests_it_updates_not_the_whole_module(tmp_path:
     assert work["parsed"] < len(others) / 2
 
 
+OTHER_TESTS = "".join(
+    f"\n\ndef test_unrelated_{i}() -> None:\n    assert {i} == {i}  # é\n" for i in range(3)
+)
+BEFORE = (CASES / "tests_routing_fake" / "tests_before.py").read_text()
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param((BEFORE + OTHER_TESTS).replace("\n", "\r\n"), id="crlf"),
+        pytest.param((BEFORE + OTHER_TESTS).replace("    ", "\t"), id="tabs"),
+        pytest.param((BEFORE + OTHER_TESTS).replace("\n\nclass", "\n\x0c\nclass"), id="form-feed"),
+        pytest.param((BEFORE + OTHER_TESTS).rstrip("\n"), id="no-last-newline"),
+        pytest.param(BEFORE.replace("    @pytest", "    # above\n    @pytest") + OTHER_TESTS, id="comment"),
+        pytest.param(
+            BEFORE
+            + "\n\nclass TestGrader:\n    def test_run_dispatches_to_its_own_route(self):\n        pass\n",
+            id="redefined",
+        ),
+    ],
+)
+def test_a_test_module_updated_with_its_other_tests_blanked_is_as_if_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    updated, _ = updated_tests(tmp_path / "blanked", source)
+    monkeypatch.setattr(test_update, "region", lambda *args: None)
+    whole, _ = updated_tests(tmp_path / "whole", source)
+
+    assert updated == whole != source
+
+
 def test_a_test_module_whose_first_block_is_blanked_and_indented_otherwise_is_read_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
