@@ -177,6 +177,7 @@ class Flows:
         self.module = module
         self.line = line
         self._own: dict[tuple[cst.CSTNode, str], list[cst.CSTNode]] = {}
+        self._in_body: dict[tuple[cst.FunctionDef, str], list[cst.CSTNode]] = {}
         self._flows: dict[tuple[cst.CSTNode, str], tuple[dict[cst.CSTNode, State], int | None]] = {}
         self._globals: dict[str, Reach] = {}
 
@@ -184,6 +185,14 @@ class Flows:
     def module_names(self) -> frozenset[str]:
         """The names whose module-level bindings were asked for (see `region`)."""
         return frozenset(self._globals)
+
+    def in_body(self, function: cst.FunctionDef, name: str) -> list[cst.CSTNode]:
+        """What binds `name` anywhere in the function's body, nested scopes too: more than any
+        part's own scope holds. One walk, however many checks ask (most find nothing: `self`)."""
+        key = (function, ident(name))
+        if key not in self._in_body:
+            self._in_body[key] = bindings(function.body, name)
+        return self._in_body[key]
 
     def _bindings(self, scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
         """What binds `name` in `scope`'s own scope (`global` and `nonlocal` statements included)."""
@@ -252,8 +261,7 @@ class Flows:
         it through `nonlocal`."""
         key = (owner, name)
         if key not in self._flows:
-            # anything in the body binding it, nested scopes too: more than any part's own scope holds
-            flow = _Flow(name, bool(bindings(owner.body, name)))
+            flow = _Flow(name, bool(self.in_body(owner, name)))
             params = [p for p in bindings(owner.params, name) if isinstance(p, cst.Param)]
             flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
             writer = next(

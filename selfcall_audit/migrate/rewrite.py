@@ -109,7 +109,8 @@ class _Planner:
             *(site.call.args[roles[r]].value for r in policy.DROPPED_ROLES if r in roles),
         ]
         if (method, self_name) not in self.rebound:  # once a method, however many calls it holds
-            self.rebound[method, self_name] = scope.rebinding(method, self_name)
+            rebinds = self.flows.in_body(method, self_name)  # the method's own scope holds less
+            self.rebound[method, self_name] = scope.rebinding(method, self_name) if rebinds else None
         rebound = self.rebound[method, self_name]
         scopes = [method, *scope.nested_scopes(site.ancestors, at)]
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])

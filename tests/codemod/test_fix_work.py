@@ -34,7 +34,7 @@ from libcst.codemod import CodemodContext
 
 from selfcall_audit.frontends.libcst_codemod import FixSelfCalls
 from selfcall_audit.ftypes import Finding
-from selfcall_audit.migrate import locate, rewrite, scope, test_update
+from selfcall_audit.migrate import flow, locate, rewrite, scope, test_update
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 CASES = Path(__file__).parent / "cases"
@@ -188,6 +188,29 @@ def test_a_file_that_cannot_spell_the_helpers_name_is_not_searched_for_it(
 
     assert walks == ["responses_in_process"] * searched
     assert "await responses_in_process(" in rewritten.code
+
+
+def test_a_method_that_never_binds_self_is_searched_once_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether `self` is rebound in the method, and which parts of it to search for bindings of
+    `self`: one walk of the body answers both when nothing in it binds `self` (the rebinding's
+    search of the method's own scope would find less)."""
+    walks: list[tuple[str, ...]] = []
+    search, rebinding = flow.bindings, scope.rebinding
+
+    def counted(node: libcst.CSTNode, name: str, own_scope: bool = False) -> list[libcst.CSTNode]:
+        walks.append((type(node).__name__, name))
+        return search(node, name, own_scope)
+
+    monkeypatch.setattr(flow, "bindings", counted)
+    monkeypatch.setattr(scope, "rebinding", lambda *args: walks.append(("rebinding",)) or rebinding(*args))
+
+    _, rewritten = rewritten_case(tmp_path, (CASES / "client_alias" / "before.py").read_text())
+
+    assert rewritten.code.encode() == (CASES / "client_alias" / "after.py").read_bytes()
+    assert walks.count(("IndentedBlock", "self")) == 2  # the bodies of `run` and `replay`, once each
+    assert ("rebinding",) not in walks
 
 
 def updated_tests(root: Path, tests_source: str) -> tuple[str, Counter]:
