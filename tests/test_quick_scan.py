@@ -116,6 +116,21 @@ def test_no_scan_loads_dataclasses_nor_inspect(demo: Path, command, monkeypatch)
         assert not {"dataclasses", "inspect"} & imported(run.stderr)
 
 
+def test_a_scan_answered_from_the_cache_does_not_load_signal(demo: Path, command, monkeypatch) -> None:
+    """`signal` makes enums of its constants as it loads, which cost every run half a millisecond:
+    SIGTERM's handler is set through `_signal`, the module it wraps. (The worker processes of a
+    cold scan load it with `multiprocessing`.)"""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # each import on stderr, as `-X importtime`
+    command("scan", "--format", "json", cwd=demo)  # the cache is written
+    warm = command("scan", "--format", "json", cwd=demo)
+    one_file = command("scan", "--format", "json", "responses_api_agents/simple_agent/app.py", cwd=demo)
+
+    for run in (warm, one_file):
+        assert run.returncode == 1, run.stderr
+        assert json.loads(run.stdout)["summary"]["files_parsed"] == 0
+        assert "signal" not in imported(run.stderr)
+
+
 def test_a_usage_error_on_the_quick_path_is_said_as_click_says_it(demo: Path, command) -> None:
     quick_run = command("scan", "missing.py", cwd=demo)
     full_run = command("scan", "-q", "missing.py", cwd=demo)

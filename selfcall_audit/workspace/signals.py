@@ -1,13 +1,16 @@
 """SIGTERM taken as an interrupt, and SIGINT and SIGTERM held off while files are swapped in whole:
 a write cut short by them would leave a temporary file behind, which no later run can tell for its
-own. An output whose reader is gone is silenced, not reported at the interpreter's exit."""
+own. An output whose reader is gone is silenced, not reported at the interpreter's exit.
+
+Straight from `_signal`, the module `signal` wraps: `signal` turns its constants into enums as it
+loads, which took every run more time than the rest of this module."""
 
 from __future__ import annotations
 
+import _signal
 import contextlib
 import io
 import os
-import signal
 from collections.abc import Callable, Iterator
 
 
@@ -23,14 +26,14 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def terminate_as_interrupt() -> Callable[[], None]:
     """Make SIGTERM an interrupt, if it has its default action (a caller that set its own keeps it)
     and this is the main thread; the result puts things back."""
-    sigterm = getattr(signal, "SIGTERM", None)
-    if sigterm is None or signal.getsignal(sigterm) is not signal.SIG_DFL:
+    sigterm = getattr(_signal, "SIGTERM", None)
+    if sigterm is None or _signal.getsignal(sigterm) != _signal.SIG_DFL:
         return lambda: None
     try:
-        signal.signal(sigterm, _raise_terminated)
+        _signal.signal(sigterm, _raise_terminated)
     except ValueError:  # not the main thread, where alone handlers can be set
         return lambda: None
-    return lambda: signal.signal(sigterm, signal.SIG_DFL)
+    return lambda: _signal.signal(sigterm, _signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -38,9 +41,9 @@ def deferred_signals() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are noted, not acted on, until the block ends (the list names those
     received); outside the main thread, where handlers cannot be set, they act as usual."""
     received: list[int] = []
-    wanted = [s for s in (signal.SIGINT, getattr(signal, "SIGTERM", None)) if s is not None]
+    wanted = [s for s in (_signal.SIGINT, getattr(_signal, "SIGTERM", None)) if s is not None]
     try:
-        previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
+        previous = {s: _signal.signal(s, lambda signum, frame: received.append(signum)) for s in wanted}
     except ValueError:  # not the main thread: the first handler was refused, none was set
         yield received
         return
@@ -48,7 +51,7 @@ def deferred_signals() -> Iterator[list[int]]:
         yield received
     finally:
         for signum, handler in previous.items():
-            signal.signal(signum, handler)
+            _signal.signal(signum, handler)
 
 
 @contextlib.contextmanager
@@ -57,7 +60,7 @@ def signals_held() -> Iterator[None]:
     with deferred_signals() as received:
         yield
     for signum in received[:1]:
-        signal.raise_signal(signum)
+        _signal.raise_signal(signum)
 
 
 def silence(stream: io.TextIOBase) -> None:

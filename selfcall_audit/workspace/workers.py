@@ -8,9 +8,9 @@ that shutting the pool down joins them instead of leaving them behind, reparente
 
 from __future__ import annotations
 
+import _signal
 import contextlib
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sized
@@ -30,13 +30,13 @@ _STREAMED_CHUNK = 2  # items handed out together when they come one by one
 def worker_started(parent: int) -> None:
     """In each worker process, first thing. On Linux the system also stops the worker when its
     parent dies, even by SIGKILL, which no handler sees."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         import ctypes
 
         with contextlib.suppress(OSError, AttributeError):
             pr_set_pdeathsig = 1
-            ctypes.CDLL(None).prctl(pr_set_pdeathsig, signal.SIGKILL)
+            ctypes.CDLL(None).prctl(pr_set_pdeathsig, _signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before that took effect
             os._exit(1)
 
