@@ -61,3 +61,18 @@ def test_the_text_report_frames_and_table_fit_80_columns(tmp_path: Path, monkeyp
     assert call.endswith("…")  # the code line cut, and saying so
     (row,) = [line for line in drawn if "ToolUseAgent" in line]
     assert "…" in row and row.split("…")[1].split()[0] in DEEP  # the path's end, whole words of it
+
+
+def test_a_frame_at_the_top_of_a_long_file_fits_80_columns(tmp_path: Path, monkeypatch) -> None:
+    """The line numbers' column is as wide as the numbers shown (`7`), not as the file's last one
+    (`1206`): the code beside it was cut for the narrower column."""
+    root = make_project(tmp_path / "repo")
+    (root / DEEP).write_text(LONG_LINE_AGENT + "# filler\n" * 1200)
+    monkeypatch.chdir(root)
+    report = api.analyze([root])
+
+    rendered = text.render(report, width=80, summary=False)
+
+    (call,) = [line for line in rendered.splitlines() if line.startswith("❱")]
+    assert call.startswith("❱ 6     ") and call.endswith("…")
+    assert len(call) <= 80
