@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,20 @@ def test_a_plain_scan_does_not_load_click_and_reports_as_the_full_command_line(
     assert len(json.loads(quick_run.stdout)["findings"]) == 6
     assert not loaded_click(quick_run.stderr)
     assert loaded_click(full_run.stderr)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="a Windows console needs click's colour translation")
+def test_coloured_results_are_written_without_click(demo: Path, command, monkeypatch) -> None:
+    """Outside Windows no terminal needs its colours translated: the results are written as
+    rendered, and a coloured scan (a terminal, FORCE_COLOR) loads click no more than a plain one."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # each import on stderr, as `-X importtime`
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    coloured = command("scan", cwd=demo)
+
+    assert coloured.returncode == 1, coloured.stderr
+    assert "\x1b[" in coloured.stdout and "SCA001" in coloured.stdout
+    assert not loaded_click(coloured.stderr)
 
 
 def test_no_scan_loads_dataclasses_nor_inspect(demo: Path, command, monkeypatch) -> None:

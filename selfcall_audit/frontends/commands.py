@@ -78,11 +78,11 @@ class Output(NamedTuple):
         return cls(file, terminal, use_color(color, terminal))
 
     def write(self, text: str) -> None:
-        """The results as rendered: coloured only when `color` (then click writes them, which
-        knows the terminals that need their colours translated)."""
+        """The results as rendered: coloured only when `color` (then, on Windows, click writes
+        them, which knows the consoles that need their colours translated; elsewhere none does)."""
         if self.file is None:
             try:
-                if self.color:
+                if self.color and os.name == "nt":
                     import click
 
                     click.echo(text, nl=False, color=True)
