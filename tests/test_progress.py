@@ -175,8 +175,8 @@ if __name__ == "__main__":
 def test_worker_processes_start_while_the_display_shows(tmp_path: Path) -> None:
     """A fork copies the calling thread alone, so workers start only where no other thread runs
     (a lock another thread held stays held in the copy): a display drawn from a thread of its own
-    (a timer, rich's refresh) kept every run on a terminal in one process. (In a process of its
-    own: threads other tests left behind would keep the workers from starting.)"""
+    (a timer, rich's refresh) would keep every run on a terminal in one process. (In a process of
+    its own: threads other tests left behind would keep the workers from starting.)"""
     script = tmp_path / "while_shown.py"
     script.write_text(WHILE_SHOWN)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)

@@ -7,8 +7,8 @@ it rather than starting it again.
 It is drawn by the run's own thread, as the run reports, never from a thread of its own: the
 worker processes are forked only where no other thread runs (a fork copies the calling thread
 alone, and a lock another thread held, as a drawing thread holds the terminal's, stays held in
-the copy), so a display with a timer or rich's refresh thread kept every run on a terminal in one
-process."""
+the copy), so a display drawing from a timer or from rich's refresh thread would keep every run on
+a terminal in one process."""
 
 from __future__ import annotations
 
