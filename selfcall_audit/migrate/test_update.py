@@ -26,7 +26,7 @@ import libcst as cst
 
 from ..workspace.workers import Workers
 from .imports import Helper, add_import, imported_name
-from .region import region
+from .region import Region, region
 from .splice import SpliceError, spliced
 from .test_impact import ImpactedTest
 
@@ -133,25 +133,37 @@ def _update_file(job: _Update) -> TestUpdate:
     # libcst reads the tests' own definitions, the module's top and the shim (see `region`), then
     # the whole file when that reading cannot be mapped back to it
     kept = [span for test in tests for span in _definitions(tree, test.node_id.split("::")[1:])]
-    for reading in (region(text, kept, {SHIM}, tree), None):
+    reading = region(text, kept, {SHIM}, tree)
+    if reading is not None and (found := _update_in(job, text, tree, reading)) is not None:
+        return found
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, ValueError):
+        update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
+        return update
+    update = _update_of(job, module, tree)
+    if update.after is not before:
+        update.after = codecs.BOM_UTF8 * before.startswith(codecs.BOM_UTF8) + update.after
+    return update
+
+
+def _update_in(job: _Update, text: str, tree: ast.Module, reading: Region) -> TestUpdate | None:
+    """The update worked out on `reading` and spliced back into the file; None when that reading
+    cannot stand for the whole file."""
+    try:
+        module = cst.parse_module(reading.text)
+    except (cst.ParserSyntaxError, ValueError):
+        return None
+    if module.default_indent != _first_indent(text):
+        return None  # the first block was blanked, and the others indent otherwise: added code would too
+    update = _update_of(job, module, tree)
+    if update.after is not job.before:
         try:
-            module = cst.parse_module(text if reading is None else reading.text)
-        except (cst.ParserSyntaxError, ValueError):
-            if reading is not None:
-                continue
-            update.left = [(t, "the file cannot be read as UTF-8 Python") for t in tests]
-            return update
-        if reading is not None and module.default_indent != _first_indent(text):
-            continue  # the first block was blanked, and the others indent otherwise: added code would too
-        update = _update_of(job, module, tree)
-        if update.after is before:
-            return update
-        if reading is None:
-            update.after = codecs.BOM_UTF8 * before.startswith(codecs.BOM_UTF8) + update.after
-            return update
-        with contextlib.suppress(SpliceError):
-            update.after = spliced(before, "utf-8", text, module.code, update.after.decode("utf-8"), reading)
-            return update
+            update.after = spliced(
+                job.before, "utf-8", text, module.code, update.after.decode("utf-8"), reading
+            )
+        except SpliceError:
+            return None
     return update
 
 
