@@ -9,6 +9,9 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   an edit, the file restored after each run: an agent file with a new trailing comment (its
   meaning unchanged), the same file with a new first statement (its code and every line number
   changed), and a module that is not an agent with a new first statement;
+- selfcall-audit **--diff-base HEAD** (``scan --format json --diff-base HEAD``), the gate of a
+  pull request, the cache warm, in a git checkout only: its findings must be some of the cold
+  run's, the same in every round;
 - **semgrep** with a self-call rule written by this script (keyword arguments in any order,
   and the ``config = self.config`` alias);
 - **ruff** ``check`` of the whole tree, cold (``--no-cache``) and warm (its cache present);
@@ -265,6 +268,19 @@ class Checker:
 
         return check
 
+    def new_only(self, label: str) -> Callable[[Outcome], int]:
+        """A `--diff-base` run's findings: some of the reference's, the same in every round."""
+        first: list[list] = []
+
+        def check(outcome: Outcome) -> int:
+            found = triples(json.loads(outcome.stdout))
+            if not first:
+                first.append(found)
+            self._compare(label, found, [t for t in first[0] if t in (self.reference or [])])
+            return len(found)
+
+        return check
+
     def flake8(self, label: str) -> Callable[[Outcome], int]:
         """flake8 prints `./path:line:column: CODE message`; a crash shows as missing findings."""
 
@@ -377,6 +393,17 @@ def sca_measures(
             cwd=root if against else None,
         ),
     ]
+    # The gate of a pull request, against the last commit, the cache warm: only in a git checkout.
+    found.append(
+        Measure(
+            f"{prefix}sca_diff_base",
+            f"selfcall-audit --diff-base HEAD{suffix}",
+            [*scan, "--diff-base", "HEAD"],
+            check=checker.new_only(f"selfcall-audit --diff-base HEAD{suffix}"),
+            optional=True,
+            cwd=root if against else None,
+        )
+    )
     for key, label, rel, first_line in (
         ("sca_one_file", "selfcall-audit one file, comment", target, False),
         ("sca_one_edit", "selfcall-audit one file, code edit", target, True),
@@ -640,6 +667,8 @@ def side_by_side(
             (f"{key.removeprefix('sca_')}_vs_python_pass", key, "python_pass", "<=", target)
             for key, target in TARGET_ONE_FILE_VS_PYTHON.items()
         ),
+        # a pull request's gate with the cache warm, against a cold scan: no target
+        ("diff_base_vs_cold", "sca_diff_base", "sca_cold", "", None),
         # what the command-line shortcut (`frontends/quick.py`) buys a one-file run: no target
         ("one_file_through_click_vs_quick", "sca_one_file_click", "sca_one_file", "", None),
     ]

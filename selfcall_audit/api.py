@@ -76,7 +76,8 @@ def analyze_projects(
             for path, data in texts.items()
             if Path(path).is_relative_to(project_root)
         }
-        project = Project(project_root, settings, progress=progress, sources=own)
+        borrowed = projects.borrowed(project_root)
+        project = Project(project_root, settings, progress=progress, sources=own, borrowed=borrowed)
         report = _analyzed(project, paths, inventory=inventory, early=early)
         floor = python_floor(project_root)
         if (

@@ -12,6 +12,10 @@ from cli_support import finding_lines
 from click.testing import Result
 from git_support import git
 
+from selfcall_audit import api
+from selfcall_audit.frontends import diffbase
+from selfcall_audit.ftypes import Report
+
 HEADER = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
@@ -54,13 +58,30 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def scan(cli: Callable[..., Result], repo: Path, *args: str) -> Result:
-    before = os.getcwd()
-    os.chdir(repo)  # concise paths are relative to the current folder
-    try:
-        return cli("scan", "--no-cache", *args)
-    finally:
-        os.chdir(before)
+Scan = Callable[..., Result]
+
+
+@pytest.fixture(params=[True, False], ids=["cache", "no cache"])
+def cached(request: pytest.FixtureRequest) -> bool:
+    """Whether the runs keep a cache, which the ref's analysis reads."""
+    return request.param
+
+
+@pytest.fixture
+def scan(cached: bool, cli: Callable[..., Result]) -> Scan:
+    """`scan(repo, *args)`: `scan` run from the checkout (concise paths are relative to the current
+    folder), with the cache or without."""
+    caching = () if cached else ("--no-cache",)
+
+    def run(repo: Path, *args: str) -> Result:
+        before = os.getcwd()
+        os.chdir(repo)
+        try:
+            return cli("scan", *caching, *args)
+        finally:
+            os.chdir(before)
+
+    return run
 
 
 def reported(result: Result) -> list[tuple[str, int, str]]:
@@ -68,50 +89,48 @@ def reported(result: Result) -> list[tuple[str, int, str]]:
     return [(path, int(line), rest.split()[0]) for path, line, _, rest in rows]
 
 
-def test_only_the_self_calls_added_since_the_ref_are_reported(cli: Callable[..., Result], repo: Path) -> None:
+def test_only_the_self_calls_added_since_the_ref_are_reported(scan: Scan, repo: Path) -> None:
     first = git(repo, "rev-parse", "HEAD")
     # lines above the old self-call shift it down by three; a method with a new one is added
     write(repo, ECHO, '"""Echo."""\n\n\n' + HEADER + RUN + "\n" + RETRY)  # SCA001 at line 13
     commit(repo, "second")
 
-    everything = scan(cli, repo, "--format", "concise")
-    result = scan(cli, repo, "--format", "concise", "--diff-base", first)
+    everything = scan(repo, "--format", "concise")
+    result = scan(repo, "--format", "concise", "--diff-base", first)
 
     assert len(reported(everything)) == 2
     assert (result.exit_code, reported(result)) == (1, [(ECHO, 13, "SCA001")])
     assert "1 finding(s) already present at" in result.stderr
 
 
-def test_the_work_tree_is_compared_uncommitted_edits_included(cli: Callable[..., Result], repo: Path) -> None:
+def test_the_work_tree_is_compared_uncommitted_edits_included(scan: Scan, repo: Path) -> None:
     write(repo, OTHER, HEADER.replace("EchoAgent", "OtherAgent") + RUN)  # not committed: SCA001 at 6
 
-    result = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD")
-    unchanged = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD", ECHO)
+    result = scan(repo, "--format", "concise", "--diff-base", "HEAD")
+    unchanged = scan(repo, "--format", "concise", "--diff-base", "HEAD", ECHO)
 
     assert reported(result) == [(OTHER, 6, "SCA001")]
     assert (unchanged.exit_code, finding_lines(unchanged.stdout)) == (0, [])
 
 
-def test_a_reformatted_call_is_not_new(cli: Callable[..., Result], repo: Path) -> None:
+def test_a_reformatted_call_is_not_new(scan: Scan, repo: Path) -> None:
     spread = RUN.replace("server_name=", "\n            server_name=").replace(
         "json=body)", "json=body,\n        )"
     )
     write(repo, ECHO, HEADER + "    # a comment\n" + spread)
     commit(repo, "reformat")
 
-    result = scan(cli, repo, "--format", "concise", "--diff-base", "HEAD~1")
+    result = scan(repo, "--format", "concise", "--diff-base", "HEAD~1")
 
     assert (result.exit_code, finding_lines(result.stdout)) == (0, [])
 
 
 @pytest.mark.parametrize("output_format", ["json", "sarif", "github", "gitlab", "junit", "text", "concise"])
-def test_every_format_shows_only_the_new_findings(
-    cli: Callable[..., Result], repo: Path, output_format: str
-) -> None:
+def test_every_format_shows_only_the_new_findings(scan: Scan, repo: Path, output_format: str) -> None:
     write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
     commit(repo, "retry")
 
-    result = scan(cli, repo, "--format", output_format, "--diff-base", "HEAD~1")
+    result = scan(repo, "--format", output_format, "--diff-base", "HEAD~1")
 
     assert result.exit_code == 1
     assert "retry" in result.stdout
@@ -120,8 +139,8 @@ def test_every_format_shows_only_the_new_findings(
         assert [f["method"] for f in json.loads(result.stdout)["findings"]] == ["retry"]
 
 
-def test_a_bad_ref_is_a_usage_error_in_one_line(cli: Callable[..., Result], repo: Path) -> None:
-    result = scan(cli, repo, "--diff-base", "no-such-branch")
+def test_a_bad_ref_is_a_usage_error_in_one_line(scan: Scan, repo: Path) -> None:
+    result = scan(repo, "--diff-base", "no-such-branch")
 
     assert result.exit_code == 2
     assert result.stdout == ""
@@ -130,35 +149,63 @@ def test_a_bad_ref_is_a_usage_error_in_one_line(cli: Callable[..., Result], repo
     ]
 
 
-def test_outside_a_checkout_it_is_a_usage_error(cli: Callable[..., Result], no_project: Path) -> None:
+def test_outside_a_checkout_it_is_a_usage_error(scan: Scan, no_project: Path) -> None:
     write(no_project, "pyproject.toml", "")
 
-    result = scan(cli, no_project, "--diff-base", "HEAD")
+    result = scan(no_project, "--diff-base", "HEAD")
 
     assert result.exit_code == 2
     assert len(result.stderr.strip().splitlines()) == 1
     assert "is not in a git checkout" in result.stderr
 
 
-def test_nothing_is_written_into_the_checkout(cli: Callable[..., Result], repo: Path) -> None:
+def test_nothing_is_written_into_the_checkout(scan: Scan, repo: Path) -> None:
     write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
+    scan(repo)  # the cache, where there is one, as the work tree's analysis leaves it
     before = git(repo, "status", "--porcelain", "--ignored")
-    listed = sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts)
+    held = {
+        p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
 
-    scan(cli, repo, "--diff-base", "HEAD")
+    scan(repo, "--diff-base", "HEAD")
 
     assert git(repo, "status", "--porcelain", "--ignored") == before
-    assert sorted(p.relative_to(repo) for p in repo.rglob("*") if ".git" not in p.parts) == listed
+    assert {
+        p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts
+    } == held
 
 
-def test_it_cannot_be_combined_with_write_baseline(cli: Callable[..., Result], repo: Path) -> None:
-    result = scan(cli, repo, "--diff-base", "HEAD", "--write-baseline", "b.json")
+def test_the_ref_parses_only_the_files_the_cache_lacks(
+    scan: Scan, cached: bool, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, OTHER, HEADER.replace("EchoAgent", "OtherAgent") + RUN)
+    commit(repo, "other")
+    write(repo, ECHO, HEADER + RUN + "\n" + RETRY)  # not committed: the ref's ECHO is another file
+    reports: list[Report] = []
+
+    def analyze_projects(*args: object, **kwargs: object) -> Report:
+        reports.append(analyzed(*args, **kwargs))
+        return reports[-1]
+
+    analyzed = api.analyze_projects
+    monkeypatch.setattr(api, "analyze_projects", analyze_projects)
+    result = scan(repo, "--format", "concise", "--diff-base", "HEAD")
+
+    assert reported(result) == [(ECHO, 10, "SCA001")]
+    work, ref = reports
+    assert work.root == repo.resolve() and ref.root != work.root
+    # the ref's OTHER is the work tree's, its facts in the cache: only the ref's ECHO is parsed
+    assert ref.files_parsed == (1 if cached else 2)
+
+
+def test_it_cannot_be_combined_with_write_baseline(scan: Scan, repo: Path) -> None:
+    result = scan(repo, "--diff-base", "HEAD", "--write-baseline", "b.json")
 
     assert result.exit_code == 2
     assert not (repo / "b.json").exists()
 
 
-def test_a_project_below_the_top_of_the_checkout(cli: Callable[..., Result], tmp_path: Path) -> None:
+def test_a_project_below_the_top_of_the_checkout(scan: Scan, tmp_path: Path) -> None:
     top = tmp_path / "mono"
     project = top / "services" / "gym"
     project.mkdir(parents=True)
@@ -169,6 +216,29 @@ def test_a_project_below_the_top_of_the_checkout(cli: Callable[..., Result], tmp
     commit(top, "first")
     write(project, ECHO, HEADER + RUN + "\n" + RETRY)
 
-    result = scan(cli, project, "--format", "concise", "--diff-base", "HEAD")
+    result = scan(project, "--format", "concise", "--diff-base", "HEAD")
 
     assert (result.exit_code, reported(result)) == (1, [(ECHO, 10, "SCA001")])
+
+
+def test_a_file_the_clone_lacks_is_an_error_in_one_line(scan: Scan, repo: Path) -> None:
+    blob = git(repo, "rev-parse", f"HEAD:{ECHO}")
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()  # as a partial clone lacks it
+
+    result = scan(repo, "--diff-base", "HEAD")
+
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"selfcall-audit: --diff-base: {ECHO} of {git(repo, 'rev-parse', 'HEAD')[:12]} is not in the clone (git fetch it)"
+    ]
+
+
+def test_git_failing_while_it_hands_over_the_files_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_project: Path
+) -> None:
+    monkeypatch.setattr(diffbase, "_wanted", lambda commit, top, under: [("0" * 40, ECHO)])
+
+    with pytest.raises(
+        diffbase.DiffBaseError, match=r"^--diff-base: cannot read 000000000000: fatal: not a git"
+    ):
+        diffbase._extract(no_project, "0" * 40, "", tmp_path / "into")

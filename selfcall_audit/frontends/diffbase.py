@@ -1,10 +1,13 @@
 """`scan --diff-base REF`: only the findings that are new against a git ref (semgrep's
 `--baseline-commit`), for pull-request CI.
 
-The ref's tree is extracted with `git archive` into a temporary folder of the system's (the user's
-work tree is never written), analysed there with the run's own settings, and each finding of the
-run is matched against the ref's by the baseline's fingerprint (rule, file, agent, method and the
-call's text without layout), so that lines moved by unrelated edits keep a finding old.
+The ref's files are written from git's object store into a temporary folder of the system's (the
+user's work tree is never written) and analysed there with the run's own settings and the work
+tree's cache, read and never written: its entries are keyed by path and content, so a file the ref
+shares with the work tree is not parsed again, and a ref whose files are all the work tree's gets
+the run's own result. Each finding of the run is matched against the ref's by the baseline's
+fingerprint (rule, file, agent, method and the call's text without layout), so that lines moved by
+unrelated edits keep a finding old.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from .. import api
 from ..config import Settings, load_settings
@@ -38,9 +42,10 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
         raise DiffBaseError(f"--diff-base needs git: {exc.strerror or exc}") from None
 
 
-def _said(result: subprocess.CompletedProcess[bytes]) -> str:
-    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
-    return lines[0] if lines else f"git exited with status {result.returncode}"
+def _said(stderr: bytes, status: int | None) -> str:
+    """What git said of its failure: the first line of its stderr, else its exit status."""
+    lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[0] if lines else f"git exited with status {status}"
 
 
 def _commit(top: Path, ref: str) -> str:
@@ -55,7 +60,9 @@ def _commit(top: Path, ref: str) -> str:
 def _toplevel(root: Path) -> Path:
     found = _git(root, "rev-parse", "--show-toplevel")
     if found.returncode != 0:
-        raise DiffBaseError(f"--diff-base: {root} is not in a git checkout ({_said(found)})")
+        raise DiffBaseError(
+            f"--diff-base: {root} is not in a git checkout ({_said(found.stderr, found.returncode)})"
+        )
     return Path(os.path.realpath(found.stdout.decode().strip()))
 
 
@@ -64,7 +71,9 @@ def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str]]:
     pyproject.toml) below `under` ("" for all of it): plain files only, not links or submodules."""
     listed = _git(top, "ls-tree", "-r", "-z", "--full-tree", commit, "--", under or ".")
     if listed.returncode != 0:
-        raise DiffBaseError(f"--diff-base: cannot list {commit[:12]}: {_said(listed)}")
+        raise DiffBaseError(
+            f"--diff-base: cannot list {commit[:12]}: {_said(listed.stderr, listed.returncode)}"
+        )
     wanted = []
     for entry in listed.stdout.split(b"\0"):
         meta, _, name = entry.partition(b"\t")
@@ -77,25 +86,45 @@ def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str]]:
 
 
 def _extract(top: Path, commit: str, under: str, into: Path) -> None:
-    """Those files of the commit, written below `into` from git's object store (`cat-file --batch`)."""
+    """Those files of the commit, written below `into` from git's object store (`cat-file --batch`)
+    as git hands them over: it reads the next blobs on another core while these are written."""
     wanted = _wanted(commit, top, under)
-    request = b"".join(f"{oid}\n".encode() for oid, _ in wanted)
-    found = subprocess.run(
-        [*_GIT, "-C", os.fspath(top), "cat-file", "--batch"], input=request, capture_output=True, check=False
-    )
-    if found.returncode != 0:
-        raise DiffBaseError(f"--diff-base: cannot read {commit[:12]}: {_said(found)}")
-    stream, at = found.stdout, 0
-    for _, path in wanted:
-        header_end = stream.index(b"\n", at)
-        header = stream[at:header_end].split()
-        if len(header) < 3 or header[1] != b"blob":  # `<oid> missing`: a partial clone lacks it
-            raise DiffBaseError(f"--diff-base: {path} of {commit[:12]} is not in the clone (git fetch it)")
-        size = int(header[2])
-        target = into / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(stream[header_end + 1 : header_end + 1 + size])
-        at = header_end + 1 + size + 1  # the blob, then a newline
+    with tempfile.TemporaryFile() as asked, tempfile.TemporaryFile() as said:
+        asked.write(b"".join(f"{oid}\n".encode() for oid, _ in wanted))
+        asked.seek(0)  # from a file, not a pipe: git never waits for us to read before it reads on
+        try:
+            git = subprocess.Popen(
+                [*_GIT, "-C", os.fspath(top), "cat-file", "--batch"],
+                stdin=asked,
+                stdout=subprocess.PIPE,
+                stderr=said,
+            )
+        except OSError as exc:
+            raise DiffBaseError(f"--diff-base needs git: {exc.strerror or exc}") from None
+        with git:
+            blobs: IO[bytes] = git.stdout  # type: ignore[assignment]
+            made = set()  # folders: made once each, not once per file (a tenth of a second on NeMo Gym)
+            stopped = False
+            for _, path in wanted:
+                header = blobs.readline().split()
+                if not header:  # git stopped: its status and its stderr say why
+                    stopped = True
+                    break
+                if len(header) < 3 or header[1] != b"blob":  # `<oid> missing`: a partial clone lacks it
+                    raise DiffBaseError(
+                        f"--diff-base: {path} of {commit[:12]} is not in the clone (git fetch it)"
+                    )
+                target = into / path
+                if target.parent not in made:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    made.add(target.parent)
+                target.write_bytes(blobs.read(int(header[2])))
+                blobs.read(1)  # the newline after each blob
+        if git.returncode != 0 or stopped:
+            said.seek(0)
+            raise DiffBaseError(
+                f"--diff-base: cannot read {commit[:12]}: {_said(said.read(), git.returncode)}"
+            )
 
 
 def commit_of(root: Path, ref: str) -> tuple[Path, str]:
@@ -118,16 +147,24 @@ def known_at(
         _extract(top, commit, "" if under == "." else under, tree)
         base_root = tree / under
 
+        def now(project: Path) -> Path | None:
+            """The work tree's folder for a project of the ref's tree, if there is one."""
+            folder = root / os.path.relpath(project, base_root)
+            return folder if folder.is_dir() else None
+
         def settings_then(project: Path) -> Settings:
-            now = root / os.path.relpath(project, base_root)
-            settings = settings_for(now) if now.is_dir() else load_settings(project)
-            return settings.with_overrides(cache_dir="")  # a cache in a folder deleted at once is waste
+            folder = now(project)
+            if folder is not None:
+                return settings_for(folder)  # its cache read, never written: the run's analysis filled it
+            return load_settings(project).with_overrides(
+                cache_dir=""
+            )  # a cache in a folder deleted at once is waste
 
         inside = [base_root / os.path.relpath(os.path.abspath(p), root) for p in paths or (root,)]
         there = tuple(p for p in inside if os.path.lexists(p))
         if not base_root.is_dir() or not there:
             return []
-        report = api.analyze_projects(api.Projects({base_root: there}, settings_then), base_root)
+        report = api.analyze_projects(api.Projects({base_root: there}, settings_then, now), base_root)
         return fingerprints(report)  # from the call texts in the tree: before it is deleted
 
 

@@ -108,8 +108,9 @@ class FactsCache:
     carry our signature.
     """
 
-    def __init__(self, project: Path, name: str, key: bytes):
+    def __init__(self, project: Path, name: str, key: bytes, read_only: bool = False):
         self.project = project
+        self.read_only = read_only  # another tree's analysis reads it: `save` writes nothing
         self.name = name  # the cache folder, relative to the project root
         self.version = f"v{code_version()}"
         self.root = project / name
@@ -125,13 +126,13 @@ class FactsCache:
         return self.folder / kind / f"{key}.dat"
 
     @classmethod
-    def open(cls, project: Path, name: str) -> FactsCache | None:
+    def open(cls, project: Path, name: str, read_only: bool = False) -> FactsCache | None:
         """The cache in the folder `name` of the project root, or None (no caching) when that
         folder would be outside the root or reached through a symbolic link, or there is no key."""
         parts = Path(name).parts
         if not parts or Path(name).is_absolute() or ".." in parts or parts == (".",):
             return None
-        cache = cls(project, name, b"")
+        cache = cls(project, name, b"", read_only)
         if not real_folders(project, cache._folders()):
             return None
         key = signing_key()
@@ -327,7 +328,7 @@ class FactsCache:
         """Write new entries atomically; `prune` (a whole-project run) drops unused ones. The
         folders are checked again first: nothing is written or deleted through a link put there
         since the cache was opened."""
-        if not (prune or self._changed or self._new):  # a warm run that learned nothing
+        if self.read_only or not (prune or self._changed or self._new):  # or a warm run that learned nothing
             return
         try:
             if not real_folders(self.project, self._folders()):

@@ -76,9 +76,13 @@ class Project:
         progress: Progress | None = None,
         sources: Mapping[str, bytes] | None = None,
         warm: Warm | None = None,
+        borrowed: Path | None = None,
     ):
         """`sources`: root-relative paths whose text is read from memory (an editor's unsaved buffer);
-        `warm`: what earlier runs of a long-lived process learnt of the project, kept up to date."""
+        `warm`: what earlier runs of a long-lived process learnt of the project, kept up to date;
+        `borrowed`: the root of a project whose cache this one reads and never writes (the work
+        tree's, for a commit of it written out elsewhere: its content-keyed entries hold for the
+        files the two share, whatever their folder)."""
         self.root = root
         self.warm = warm
         self.settings = settings
@@ -98,8 +102,9 @@ class Project:
         # No pyproject.toml or .git marks the folder (a home folder, `/`): no cache is written there,
         # whichever front end runs (the command line, flake8, the pytest helper). Text from memory
         # is not what the cache's fingerprints (of the files on disk) describe: no cache then.
-        cached = settings.cache_dir and not sources and not warm and is_project_root(os.fspath(root))
-        self.cache = FactsCache.open(root, settings.cache_dir) if cached else None
+        home = borrowed or root
+        cached = settings.cache_dir and not sources and not warm and is_project_root(os.fspath(home))
+        self.cache = FactsCache.open(home, settings.cache_dir, borrowed is not None) if cached else None
         self._store: FactsStore | None = None
         self._workers: Workers | None = None  # started by the first batch that repays them
         self.listed_sources: list[str] = []  # the Python files of the last analysis

@@ -18,10 +18,18 @@ class Projects:
     """The projects of a run, outermost first: those the paths belong to, then the nested projects
     each analysis finds in its scope (`found`), each analysed once."""
 
-    def __init__(self, groups: dict[Path, tuple[Path, ...]], settings_for: Callable[[Path], Settings]):
+    def __init__(
+        self,
+        groups: dict[Path, tuple[Path, ...]],
+        settings_for: Callable[[Path], Settings],
+        caches_of: Callable[[Path], Path | None] | None = None,
+    ):
+        """`caches_of(root)`: the root of the project whose cache the project at `root` reads and
+        never writes, or None for its own (see `Project`)."""
         self._pending = dict(groups)
         self._done: set[Path] = set()
         self._settings_for = settings_for
+        self._caches_of = caches_of
 
     def __iter__(self) -> Iterator[tuple[Path, Settings, tuple[Path, ...]]]:
         """Each project's root, settings and the paths to report on, the scope of its analysis."""
@@ -34,6 +42,10 @@ class Projects:
     def settings(self, root: Path) -> Settings:
         """The settings the project at `root` is analysed with."""
         return self._settings_for(root)
+
+    def borrowed(self, root: Path) -> Path | None:
+        """The root of the project whose cache the project at `root` reads, if not its own."""
+        return self._caches_of(root) if self._caches_of else None
 
     @property
     def analysed(self) -> frozenset[Path]:
