@@ -144,6 +144,7 @@ DEFERRED_IMPORTS = {
     ("frontends.display", "rich.console"),
     ("frontends.display", "rich.progress"),
     ("frontends.ending", "traceback"),
+    ("report.text", ".frames"),  # rich and pygments: only findings are drawn with them
     ("orchestration.codec", "..analysis.expr"),
     ("orchestration.codec", "..analysis"),
     ("orchestration.jobs", "..analysis.extract"),

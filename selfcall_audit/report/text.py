@@ -1,47 +1,25 @@
-"""The rich report for people: code frame, evidence chain, per-agent summary."""
+"""The report for people: each finding with its code frame and evidence chain, the self-calls per
+agent, then the files that could not be analysed and the closing line.
+
+Only findings are drawn with rich (`frames`), loaded for a report that has some: rich and pygments
+take longer to import than a warm scan takes to run, and a clean tree on a terminal needs neither.
+The lines after the findings are written as rich writes them (a test holds the two together).
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from io import StringIO
-
-from rich.console import Console
-from rich.syntax import Syntax
-from rich.table import Table
-from rich.text import Text
-
 from ..ftypes import Report
-from ..rules import RULES
 from .escape import neutralise
-from .fit import cut, left_abbreviated
-from .messages import message, note, reason
 from .summary import duration, summary_line
 
-_CONTEXT = 1
+# The styles of the lines after the findings, in the SGR codes rich writes for them.
+STYLES = {"bold": "\x1b[1m", "red": "\x1b[31m", "yellow": "\x1b[33m"}
+_RESET = "\x1b[0m"
 
 
-def _frame(report: Report, path: str, line: int, end_line: int, width: int) -> Syntax | None:
-    """The call's lines and one around them, each cut with an ellipsis to fit `width` columns."""
-    try:
-        source = (report.root / path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError):
-        return None
-    lines = source.split("\n")
-    start, stop = max(1, line - _CONTEXT), min(len(lines), end_line + _CONTEXT)
-    room = width - len(str(stop)) - 5  # rich's gutter: the marker, the number and its rule
-    # Only the lines shown are highlighted: the whole file, once per finding, was most of the
-    # time a warm scan on a terminal took.
-    shown = [cut(neutralise(text, keep="\t"), room) for text in lines[start - 1 : stop]]
-    return Syntax(
-        "\n".join(shown),  # escape sequences shown, not sent
-        "python",
-        line_numbers=True,
-        start_line=start,
-        highlight_lines=set(range(line, end_line + 1)),
-        theme="ansi_dark",
-        word_wrap=False,
-        tab_size=8,
-    )
+def styled(text: str, style: str, color: bool) -> str:
+    """One line, styled when the output is coloured."""
+    return f"{STYLES[style]}{text}{_RESET}\n" if color else f"{text}\n"
 
 
 def render(
@@ -54,63 +32,15 @@ def render(
     """`summary`: the per-agent table and the closing line, which `-q` leaves out (every finding
     and every unreadable file is printed either way); `seconds`: the run's time, since the process
     started (default: the analysis')."""
-    buffer = StringIO()
-    console = Console(
-        file=buffer, width=width or 120, force_terminal=color, no_color=not color, highlight=False
-    )
-    for finding in report.findings:
-        header = Text()
-        header.append(f"{neutralise(finding.path)}:{finding.line}:{finding.column}", style="bold")
-        header.append(": ")
-        header.append(
-            finding.code, style="bold red" if RULES[finding.code].severity == "error" else "bold yellow"
-        )
-        header.append(f" {neutralise(message(finding))}")
-        if finding.fixable:
-            header.append(" [fixable]", style="cyan")
-        console.print(header, soft_wrap=True)
-        frame = _frame(report, finding.path, finding.line, finding.end_line, console.width)
-        if frame is not None:
-            console.print(frame)
-        for evidence in finding.evidence:
-            console.print(
-                Text(neutralise(f"  = {evidence.path}:{evidence.line}: {note(evidence)}"), style="dim"),
-                soft_wrap=True,
-            )
-        if finding.fix_blocker:
-            console.print(
-                Text(neutralise(f"  = not fixable: {reason(finding.fix_blocker)}"), style="dim"),
-                soft_wrap=True,
-            )
-        console.print()
+    parts = []
+    if report.findings:
+        from .frames import render_findings
 
-    if report.findings and summary:
-        per_agent = Counter((f.agent, f.path) for f in report.findings)
-        table = Table(title="Self-calls per agent", title_justify="left")
-        table.add_column("agent", overflow="ellipsis")
-        table.add_column("file", no_wrap=True, overflow="ellipsis")
-        table.add_column("self-calls", justify="right", no_wrap=True)
-        budget = max(24, console.width - 40)  # a long path loses its start, not its file name
-        for (agent, path), count in sorted(per_agent.items(), key=lambda item: (item[0][1], item[0][0])):
-            cells = (neutralise(agent), left_abbreviated(neutralise(path), budget))
-            table.add_row(*(Text(cell) for cell in cells), str(count))  # Text: no markup
-        console.print(table)
-
+        parts.append(render_findings(report, width or 120, color, summary))
     for error in report.errors:
-        console.print(
-            Text(
-                neutralise(f"{error.path}:{error.line}:{error.column}: {error.code} {error.message}"),
-                style="red" if error.fails else "yellow",
-            ),
-            soft_wrap=True,
-        )
-
+        line = neutralise(f"{error.path}:{error.line}:{error.column}: {error.code} {error.message}")
+        parts.append(styled(line, "red" if error.fails else "yellow", color))
     if summary:
-        console.print(
-            Text(
-                f"{summary_line(report)} ({duration(seconds if seconds is not None else report.seconds)}).",
-                style="bold",
-            ),
-            soft_wrap=True,
-        )
-    return buffer.getvalue()
+        took = duration(seconds if seconds is not None else report.seconds)
+        parts.append(styled(f"{summary_line(report)} ({took}).", "bold", color))
+    return "".join(parts)
