@@ -33,7 +33,7 @@ from .workspace.listing import GitListing
 
 if TYPE_CHECKING:
     from .migrate.codemod import FixPlan
-    from .migrate.imports import Helper
+    from .migrate.fixes import Helper
 
 __all__ = [
     "Projects",
@@ -174,7 +174,7 @@ class Session:
         """What `fix` would write for the file `path`, calling the helper `helper` (MODULE:NAME),
         from the text in `sources` where it is there."""
         from .migrate.codemod import plan_rewrites  # libcst: loaded for a fix only, as in `plan_fix`
-        from .migrate.imports import Helper
+        from .migrate.fixes import Helper
 
         report = self.analyze([path], sources, located=True)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")

@@ -135,7 +135,7 @@ DEFERRED_IMPORTS = {
     ("__main__", ".frontends.cli"),
     ("__main__", ".frontends.quick"),
     ("api", ".migrate.codemod"),
-    ("api", ".migrate.imports"),
+    ("api", ".migrate.fixes"),
     # start-up kept off a warm or one-file run that does not need them
     ("analysis.gym_config", "yaml"),
     ("frontends.commands", "..report.baseline"),
@@ -144,6 +144,10 @@ DEFERRED_IMPORTS = {
     ("frontends.display", "rich.console"),
     ("frontends.display", "rich.progress"),
     ("frontends.ending", "traceback"),
+    # libcst: only a fix with something to rewrite (see migrate/fixes.py)
+    ("frontends.fixing", "..migrate.record_app"),
+    ("frontends.fixing", "..migrate.test_update"),
+    ("migrate.codemod", ".rewrite"),
     ("report.text", ".frames"),  # rich and pygments: only findings are drawn with them
     ("orchestration.codec", "..analysis.expr"),
     ("orchestration.codec", "..analysis"),

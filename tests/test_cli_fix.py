@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_quick_scan import imported
 
 from selfcall_audit.api import plan_fix
 from selfcall_audit.config import load_settings
@@ -94,6 +95,23 @@ def test_fix_on_a_project_without_self_calls_exits_0(tmp_path: Path, cli) -> Non
 
     assert result.exit_code == 0
     assert result.stdout == "Nothing to rewrite; none left to fix by hand.\n"
+
+
+def test_libcst_loads_only_when_there_is_a_self_call_to_rewrite(project: Path, command, monkeypatch) -> None:
+    """A migrated project's `fix` (the pre-commit hook, `fix --check` in CI), or one whose self-calls
+    all need a hand, is told so without libcst, which takes longer to load than the analysis."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")  # each import on stderr, as `-X importtime`
+    scoped = add_agent(project, "scoped", "async_with")  # a self-call fix leaves to a hand
+    by_hand = command("fix", "--check", scoped)
+    rewrites = command("fix", "--check", project / APP)
+    command("fix", project)
+    migrated = command("fix", "--check", project / APP)
+
+    assert (by_hand.returncode, rewrites.returncode, migrated.returncode) == (1, 1, 0)
+    assert by_hand.stdout.endswith("Nothing to rewrite; 1 self-call to fix by hand.\n")
+    assert migrated.stdout == "Nothing to rewrite; none left to fix by hand.\n"
+    assert "libcst" in imported(rewrites.stderr)
+    assert "libcst" not in imported(by_hand.stderr) | imported(migrated.stderr)
 
 
 def test_a_helper_that_cannot_be_written_stops_the_run_with_exit_2_and_nothing_rewritten(

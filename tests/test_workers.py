@@ -101,7 +101,7 @@ import os
 import sys
 
 from selfcall_audit.frontends.cli import main
-from selfcall_audit.migrate import codemod, test_impact, test_update
+from selfcall_audit.migrate import rewrite, test_impact, test_update
 
 log = sys.argv[1]
 
@@ -115,7 +115,7 @@ def recorded(job):
     return run
 
 
-codemod.rewrite_source = recorded(codemod.rewrite_source)
+rewrite.rewrite_source = recorded(rewrite.rewrite_source)
 test_update._update_file = recorded(test_update._update_file)
 test_impact._impacted_in = recorded(test_impact._impacted_in)
 with open(log, "a") as out:

@@ -16,9 +16,7 @@ import click
 from ..api import plan_fix
 from ..migrate.codemod import DEFAULT_HELPER, FixPlan, Helper, file_diff, new_file_diff
 from ..migrate.house_style import is_first_party, line_length
-from ..migrate.record_app import Recording, record_app
 from ..migrate.test_impact import ImpactedTest, Rewritten, impacted_tests, module_name
-from ..migrate.test_update import Target, TestUpdate, update_tests
 from ..migrate.vendor import (
     Placement,
     VendorError,
@@ -40,6 +38,8 @@ from .ending import Stopped
 if TYPE_CHECKING:
     from ..api import Projects
     from ..config import Settings
+    from ..migrate.record_app import Recording
+    from ..migrate.test_update import TestUpdate
     from .display import Display
 
 
@@ -138,14 +138,12 @@ def finish_project(
         recordings: list[Recording] = []
         if dry_run and plan.rewritten:
             progress.phase("updating tests")
-            tests, updates = _test_updates(fixing)
-            recordings = record_app(root, fixing.settings.agent_bases)
+            tests, updates, recordings = _test_updates(fixing)
         if not dry_run:
             plan.write(progress)
             if plan.rewritten and plan.interrupted is None:  # the tests of what was written
                 progress.phase("updating tests")
-                tests, updates = _test_updates(fixing)
-                recordings = record_app(root, fixing.settings.agent_bases)
+                tests, updates, recordings = _test_updates(fixing)
                 recorded = write_all(root, recordings)
                 recordings = [r for r in recordings if r.path in recorded.written]
                 plan.errors += [
@@ -249,8 +247,13 @@ def finish_project(
     return EXIT_FINDINGS if failed or (dry_run and rewritten) else EXIT_CLEAN
 
 
-def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpdate]]:
-    """The tests that model the HTTP self-call of the rewritten methods, and their update."""
+def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpdate], list[Recording]]:
+    """The tests that model the HTTP self-call of the rewritten methods, their update, and the
+    recording of the app each agent module builds, which the helper calls."""
+    # libcst's, as the rewrites: loaded once there are rewrites (see `migrate.fixes`)
+    from ..migrate.record_app import record_app
+    from ..migrate.test_update import Target, update_tests
+
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
     tests = impacted_tests(
@@ -260,7 +263,7 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
     targets = {o.finding.path: Target(module_name(file.path), o.callee) for file, o in rewritten}  # type: ignore[arg-type]
     first_party = functools.partial(is_first_party, root)
     updates = update_tests(root, tests, targets, line_length(root), first_party, fixing.settings.jobs)
-    return tests, updates
+    return tests, updates, record_app(root, fixing.settings.agent_bases)
 
 
 def _report_tests(

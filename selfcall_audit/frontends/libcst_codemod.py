@@ -20,7 +20,7 @@ from libcst.codemod import CodemodContext
 from .. import api
 from ..config import DEFAULT_HELPER
 from ..migrate.codemod import first_party_of, tried_by_fix
-from ..migrate.imports import Helper
+from ..migrate.fixes import Helper
 from ..migrate.rewrite import SelfCallRewrite
 from ..rules import SELF_CALL
 

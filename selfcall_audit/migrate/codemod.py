@@ -21,9 +21,8 @@ from ..report.messages import message, reason
 from ..rules import SELF_CALL
 from ..workspace.workers import Workers
 from ..workspace.write import resolved_inside, write_all
+from .fixes import CodemodError, Helper, Outcome
 from .house_style import is_first_party
-from .imports import Helper
-from .rewrite import CodemodError, Outcome, rewrite_source
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites", "tried_by_fix"]
 
@@ -240,6 +239,8 @@ class _Rewrite(NamedTuple):
 
 def _rewritten(job: _Rewrite) -> tuple[bytes, list[Outcome], list[tuple[int, str]]] | CodemodError:
     """`rewrite_source` of one file, its error returned: the other files' rewrites stand."""
+    from .rewrite import rewrite_source  # libcst: loaded once there is a self-call to rewrite
+
     try:
         return rewrite_source(*job)
     except CodemodError as exc:

@@ -1,7 +1,5 @@
-"""The helper's import: where isort (ruff's `I` rules) would put it, or merged into an existing one.
-
-Also `Helper`, the `MODULE:NAME` the self-calls are rewritten to, and what the module already
-imports of it.
+"""The helper's import: where isort (ruff's `I` rules) would put it, or merged into an existing one;
+and what a module already imports of the helper.
 """
 
 from __future__ import annotations
@@ -10,28 +8,15 @@ import re
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import libcst as cst
 import libcst.matchers as m
 
-from ..config import helper_parts
 from .arguments import uncommented
+from .fixes import Helper
 
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
 _E402 = re.compile(r"#\s*noqa\b.*\bE402\b")
-
-
-@dataclass(frozen=True)
-class Helper:
-    """The function a self-call is rewritten to, as `MODULE:NAME`."""
-
-    module: str
-    name: str
-
-    @classmethod
-    def parse(cls, spec: str) -> Helper:
-        return cls(*helper_parts(spec))
 
 
 def ident(name: str) -> str:

@@ -13,7 +13,7 @@ import io
 import tokenize
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
@@ -24,24 +24,11 @@ from ..ftypes import Blocker, CallDescription, Finding
 from ..report.messages import reason
 from . import arguments, flow, scope
 from .aliases import unused_aliases
-from .imports import Helper, add_import, ident, imported_name
+from .fixes import CodemodError, Helper, Outcome
+from .imports import add_import, ident, imported_name
 from .locate import Paths, Plan, Site, describe, locate, mismatch
 from .region import region
 from .splice import SpliceError, spliced
-
-
-class CodemodError(Exception):
-    """The codemod produced text that does not parse: a bug; the file is left as it was."""
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """One SCA001 finding after the codemod looked at it: rewritten when `reason` is None."""
-
-    finding: Finding
-    reason: str | None = None
-    blocker: Blocker | None = None  # what the reason is about, where the analysis or the tree tells
-    callee: str | None = None  # rewritten: the helper's name in the module, which the call now uses
 
 
 class _Planner:

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import libcst as cst
 import libcst.matchers as m
 
-from .imports import Helper, dotted_name, ident, module_name
+from .fixes import Helper
+from .imports import dotted_name, ident, module_name
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NEW_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)

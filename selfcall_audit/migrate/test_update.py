@@ -25,7 +25,8 @@ from typing import NamedTuple
 import libcst as cst
 
 from ..workspace.workers import Workers
-from .imports import Helper, add_import, imported_name
+from .fixes import Helper
+from .imports import add_import, imported_name
 from .region import Region, region
 from .splice import SpliceError, spliced
 from .test_impact import ImpactedTest
