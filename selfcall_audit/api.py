@@ -15,6 +15,7 @@ outermost root.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import sys
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from .config import Settings, load_settings, python_floor
 from .ftypes import Progress, Report
-from .migrate.copies import stale_copies
+from .migrate.copies import code_digest, stale_copies
 from .orchestration.project import Project
 from .orchestration.projects import Projects, by_project, merged
 from .orchestration.warm import Warm
@@ -99,7 +100,8 @@ def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Rep
     report = report._replace(errors=errors, inputs_failed=any(error.fails for error in errors))
     if not project.settings.selects(STALE_HELPER):
         return report
-    stale = stale_copies(project.root, project.listed_sources, project.settings.helper)
+    digest = functools.partial(project.remembered, compute=code_digest)  # once per copy, not per run
+    stale = stale_copies(project.root, project.listed_sources, project.settings.helper, digest)
     return report._replace(findings=sorted(report.findings + stale, key=lambda f: f.sort_key))
 
 

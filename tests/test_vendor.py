@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from selfcall_audit import api
+from selfcall_audit.config import load_settings
+from selfcall_audit.migrate import copies
 from selfcall_audit.migrate.vendor import helper_source
 
 AGENT = """\
@@ -323,6 +326,35 @@ def test_a_copy_reformatted_or_headed_by_the_repo_stays_current(repo: Path, cli)
 
     assert scan.exit_code == 0, scan.stdout
     assert again.exit_code == 0 and copy.read_bytes() == reformatted
+
+
+def test_a_copy_is_digested_once_and_its_edits_at_once(repo: Path, cli, monkeypatch) -> None:
+    """Every run of a migrated project checks its copy of the helper: the digests of its code and of
+    the shipped helper's are kept in the cache (and a language server's memory), worked out again
+    only for bytes not seen before."""
+    cli("fix", repo)
+    digested: list[bytes] = []
+
+    def code_digest(data: bytes) -> str | None:
+        digested.append(data)
+        return copies.code_digest(data)
+
+    monkeypatch.setattr(api, "code_digest", code_digest)
+    copy = repo / COPY
+    current = copy.read_bytes()
+    runs = []
+    for data in (current, current, current + b"\nTUNED = True\n", current):
+        copy.write_bytes(data)
+        digested.clear()
+        runs.append((cli("scan", "--format", "concise", repo).exit_code, len(digested)))
+    session = api.Session(repo, load_settings(repo))
+    for _ in range(2):
+        digested.clear()
+        runs.append((len(session.analyze().findings), len(digested)))
+
+    # the copy and the shipped helper; neither; the edited copy (SCA004); neither, the copy's
+    # bytes as before; then the session's two analyses
+    assert runs == [(0, 2), (0, 0), (1, 1), (0, 0), (0, 2), (0, 0)]
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,11 +75,12 @@ def _normalised(body: list[ast.stmt]) -> list[ast.stmt]:
     return result
 
 
-def shipped_code() -> str:
-    """The digest of the helper this tool ships, as `code_digest` sees it."""
-    digest = code_digest(SHIPPED.read_bytes())
-    assert digest is not None  # the shipped helper parses
-    return digest
+def shipped_code(digest: Callable[[bytes], str | None] = code_digest) -> str:
+    """The digest of the helper this tool ships, as `code_digest` (or the `digest` that stands for
+    it) sees it."""
+    code = digest(SHIPPED.read_bytes())
+    assert code is not None  # the shipped helper parses
+    return code
 
 
 def _record(data: bytes) -> tuple[str, str, str, int] | None:
@@ -99,21 +101,24 @@ def is_vendored(data: bytes) -> bool:
     return _record(data) is not None
 
 
-def staleness(data: bytes) -> tuple[Staleness, str] | None:
+def staleness(
+    data: bytes, digest: Callable[[bytes], str | None] = code_digest
+) -> tuple[Staleness, str] | None:
     """How a vendored copy is not the tool's helper ("edited" or "outdated") and the version that
-    wrote it, or None when its code is the tool's, however it was formatted or headed."""
+    wrote it, or None when its code is the tool's, however it was formatted or headed. `digest`:
+    `code_digest`, or what stands for it (the same, remembered between runs)."""
     record = _record(data)
     if record is None:
         return None
-    version, kind, digest, end = record
-    code = code_digest(data)
-    if code == shipped_code():
+    version, kind, recorded, end = record
+    code = digest(data)
+    if code == shipped_code(digest):
         return None
     if kind == "code":
-        edited = code != digest
+        edited = code != recorded
     else:  # the two-line header of 0.1.0, then the module as it shipped
         rest = data[end:]
-        edited = _digest(rest[rest.find(b"\n") + 1 :]) != digest
+        edited = _digest(rest[rest.find(b"\n") + 1 :]) != recorded
     return ("edited" if edited else "outdated"), version
 
 
@@ -130,9 +135,12 @@ def module_file(root: Path, module: str) -> str | None:
     return None
 
 
-def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Finding]:
+def stale_copies(
+    root: Path, sources: tuple[str, ...], helper: str, digest: Callable[[bytes], str | None] = code_digest
+) -> list[Finding]:
     """SCA004 for each vendored copy in the project that was edited or is older than the tool's:
-    files named like the default copy, and the module the `helper` setting names."""
+    files named like the default copy, and the module the `helper` setting names. `digest` as
+    for `staleness`."""
     in_folder = f"/{FILE_NAME}"  # read on every edit of a language server's buffer: no list per path
     candidates = {rel for rel in sources if rel == FILE_NAME or rel.endswith(in_folder)}
     if helper and ":" in helper and is_dotted(module := helper.partition(":")[0]):
@@ -149,7 +157,7 @@ def stale_copies(root: Path, sources: tuple[str, ...], helper: str) -> list[Find
                 data = head + stream.read()
         except OSError:
             continue
-        stale = staleness(data)
+        stale = staleness(data, digest)
         if stale is not None:
             findings.append(
                 Finding(

@@ -2,9 +2,10 @@
 
 Facts are a pure function of a file's path and bytes and of the tool version, so they are
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
-index of import lines, a word index of the class names one-file runs searched for, and the last
-whole-project result (with what that run saw of each file, for `reuse`) are keyed by the files'
-content keys too: never by size and modification time, which an edit can leave as they were.
+index of import lines, a word index of the class names one-file runs searched for, what
+`Project.remembered` keeps and the last whole-project result (with what that run saw of each
+file, for `reuse`) are keyed by the files' content keys too: never by size and modification time,
+which an edit can leave as they were.
 A file's content key is read back without reading the file only while its full status (change
 time, inode and device as well: see `FileSet.statuses`) is the one it was recorded with, and a
 whole listing's fingerprint while every file's status is as it was then. Entries
@@ -91,6 +92,7 @@ def facts_payload(facts: ModuleFacts) -> bytes:
 
 
 _KINDS = ("facts", "instances")
+REMEMBERED = 8  # values `remember` keeps
 
 
 def statuses_digest(statuses: dict[str, Status]) -> bytes:
@@ -256,6 +258,19 @@ class FactsCache:
     def put_import_lines(self, path: str, key: str, lines: str) -> None:
         self.imports()[path] = [key, lines]
         self._changed.add("imports")
+
+    def remembered(self, key: str) -> list[Any] | None:
+        """`[value]` as `remember` kept it under `key`, or None."""
+        return self._index("remembered").get(key)
+
+    def remember(self, key: str, value: Any) -> None:
+        """Keep `value` under `key`, with the last few kept before it (the oldest go: an edited
+        file's earlier bytes are seldom asked about again)."""
+        kept = self._index("remembered")
+        kept[key] = [value]
+        while len(kept) > REMEMBERED:
+            del kept[next(iter(kept))]
+        self._changed.add("remembered")
 
     def known_key(self, rel: str, status: Status | None) -> str | None:
         """The content key a run recorded for the file, if its status (settled, as listed, see

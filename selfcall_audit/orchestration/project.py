@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..analysis.limits import LIMITS
 from ..config import Settings
@@ -20,7 +20,7 @@ from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, dis
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
 from ..workspace.workers import Workers
-from .cache import FactsCache, content_key
+from .cache import REMEMBERED, FactsCache, content_key
 from .fingerprint import Fingerprints
 from .indexes import Indexes
 from .jobs import Search, files_naming
@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # the analysis modules load only when a run analyses: not on 
     from ..workspace.listing import GitListing
     from .reuse import Observed
     from .warm import Warm
+
+
+T = TypeVar("T")
 
 
 class Analysis(NamedTuple):
@@ -220,6 +223,28 @@ class Project:
     def preload(self, rels: Iterable[str]) -> None:
         """Facts for many files at once: from the cache, else parsed (in parallel when it pays)."""
         self._facts_store().preload(rels)
+
+    def remembered(self, data: bytes, compute: Callable[[bytes], T]) -> T:
+        """`compute(data)`, for a pure function of a file's bytes that costs far more than reading
+        them (the digest of a vendored helper's code, which every run of a migrated project checks),
+        kept between runs under the function's name and the bytes: in the cache (written at once:
+        the run's own entries are already saved), or in a long-lived process' memory."""
+        if self.warm is not None:
+            memory, key = self.warm.remembered, (compute.__qualname__, data)
+            if key not in memory:
+                if len(memory) >= REMEMBERED:  # not an edited file's every version
+                    del memory[next(iter(memory))]
+                memory[key] = compute(data)
+            return memory[key]
+        if self.cache is None:
+            return compute(data)
+        key = content_key(compute.__qualname__, data)
+        if (found := self.cache.remembered(key)) is not None:
+            return found[0]
+        value = compute(data)
+        self.cache.remember(key, value)
+        self.cache.save(prune=False)
+        return value
 
     def release(self) -> None:
         """Drop the facts store and the workers: they call back into the project, a cycle that

@@ -17,6 +17,8 @@ from ..workspace.discovery import FileSet
 from ..workspace.prefilter import import_lines, word_matcher
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ..analysis.around import Sites
     from ..analysis.extract import Functions
     from ..analysis.facts import Inlined, ModuleFacts
@@ -41,6 +43,7 @@ class Warm:
         "named_at",
         "names",
         "paths",
+        "remembered",
         "sites",
         "version",
     )
@@ -67,6 +70,7 @@ class Warm:
         self.inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
         self.names: Names = {}  # each module's own names, and the facts they are of
         self.paths: tuple[FileSet, Paths] | None = None  # where imports lead, and the listing that says so
+        self.remembered: dict[tuple[str, bytes], Any] = {}  # `Project.remembered`: by function and bytes
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""
