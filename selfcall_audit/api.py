@@ -125,15 +125,16 @@ def plan_fix(
     paths: Iterable[Path],
     helper: Helper,
     progress: Progress | None = None,
+    early: GitListing | None = None,
 ) -> FixPlan:
     """Analyse one project and compute the new text of every file with fixable self-calls, from
-    the very bytes the analysis read; nothing is written."""
+    the very bytes the analysis read; nothing is written. `early`: git's listing, started before."""
     # The codemod is libcst's, which takes longer to import than a warm scan takes to run: it loads
     # for a fix only (tests/test_cache.py checks that a scan never loads it).
     from .migrate.codemod import plan_rewrites
 
     project = Project(root, settings, progress=progress)
-    report = _analyzed(project, paths)
+    report = _analyzed(project, paths, early=early)
     return plan_rewrites(root, report, project.read, helper, progress, settings.jobs)
 
 

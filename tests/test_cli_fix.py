@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import errno
 import json
+import os
 import re
 import shutil
 import stat
@@ -112,6 +113,29 @@ def test_libcst_loads_only_when_there_is_a_self_call_to_rewrite(project: Path, c
     assert migrated.stdout == "Nothing to rewrite; none left to fix by hand.\n"
     assert "libcst" in imported(rewrites.stderr)
     assert "libcst" not in imported(by_hand.stderr) | imported(migrated.stderr)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell script stands for git")
+def test_fix_lists_the_files_with_the_git_started_first(
+    project: Path, command, monkeypatch, tmp_path
+) -> None:
+    """The console script starts git's listing before its modules load; `fix` uses it, as `scan`
+    does, instead of listing the work tree a second time."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    log, wrapper = tmp_path / "git.log", tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}")
+
+    command("fix", APP, cwd=project)
+    log.unlink()
+    check = command("fix", "--check", APP, cwd=project)  # the pre-commit hook, once migrated
+
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert [line for line in log.read_text().splitlines() if "ls-files" in line] == [
+        f"-C {project} -c core.fsmonitor=false -c core.hooksPath=/dev/null ls-files -z --cached --others --exclude-standard"
+    ]
 
 
 def test_a_helper_that_cannot_be_written_stops_the_run_with_exit_2_and_nothing_rewritten(

@@ -280,7 +280,7 @@ def fix(
     progress = common.progress()  # one display for the run, every project's phases on it
     try:
         planned = [  # each project with its own settings and helper (a monorepo's nested projects)
-            plan_project(root, settings, paths, projects, helper_spec, progress)
+            plan_project(root, settings, paths, projects, helper_spec, progress, common.early)
             for root, settings, paths in projects
         ]
         named = len(planned) > 1  # one summary per project: each says which

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ..config import Settings
     from ..migrate.record_app import Recording
     from ..migrate.test_update import TestUpdate
+    from ..workspace.listing import GitListing
     from .display import Display
 
 
@@ -61,10 +62,12 @@ def plan_project(
     projects: Projects,
     helper_spec: str | None,
     progress: Display,
+    early: GitListing | None = None,
 ) -> ProjectFix:
     """`fix`'s plan for one project of the run's `projects` (the nested ones it finds are added
     to them). Every project is planned, and its helper placed, before any file is written: a
-    helper that cannot go where asked stops the run with nothing written."""
+    helper that cannot go where asked stops the run with nothing written. `early`: git's listing
+    of the current folder's project, started before (another project's lists its own)."""
     spec = helper_spec or settings.helper
     try:
         if spec:
@@ -77,7 +80,7 @@ def plan_project(
     unplaced = placement is None  # no nemo_gym package: beside the files to rewrite, once known
     placement = placement or Placement(DEFAULT_HELPER)
     helper = Helper.parse(placement.spec)
-    plan = plan_fix(root, settings, paths, helper, progress)
+    plan = plan_fix(root, settings, paths, helper, progress, early)
     projects.found(plan.report)
     if unplaced and plan.rewritten:
         try:
@@ -86,7 +89,7 @@ def plan_project(
             progress.close()
             raise Stopped(f"selfcall-audit: {exc}; nothing was written", EXIT_ERROR) from None
         helper = Helper.parse(placement.spec)
-        plan = plan_fix(root, settings, paths, helper, progress)
+        plan = plan_fix(root, settings, paths, helper, progress, early)
     return ProjectFix(root, settings, plan, helper, placement.write_to if plan.rewritten else None)
 
 
