@@ -9,6 +9,9 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   an edit, the file restored after each run: an agent file with a new trailing comment (its
   meaning unchanged), the same file with a new first statement (its code and every line number
   changed), and a module that is not an agent with a new first statement;
+- selfcall-audit on a **migrated** copy of the tree (made by that install's ``fix`` in the
+  unmeasured round): ``scan --format json`` warm, and ``fix --check <agent file>`` as the
+  pre-commit hook runs it once the migration is merged;
 - selfcall-audit **--diff-base HEAD** (``scan --format json --diff-base HEAD``), the gate of a
   pull request, the cache warm, in a git checkout only: its findings must be some of the cold
   run's, the same in every round;
@@ -281,6 +284,29 @@ class Checker:
 
         return check
 
+    def steady(self, label: str) -> Callable[[Outcome], int]:
+        """A scan's findings, the same in every round."""
+        first: list[list] = []
+
+        def check(outcome: Outcome) -> int:
+            found = triples(json.loads(outcome.stdout))
+            if not first:
+                first.append(found)
+            self._compare(label, found, first[0])
+            return len(found)
+
+        return check
+
+    def nothing_to_rewrite(self, label: str) -> Callable[[Outcome], int]:
+        """`fix --check` of a migrated file: nothing left to rewrite (what is left, by hand)."""
+
+        def check(outcome: Outcome) -> int:
+            if "Nothing to rewrite" not in outcome.stdout:
+                self.problems.append(f"{label}: {outcome.stdout.strip().splitlines()[-1:]}")
+            return len(REWROTE.findall(outcome.stdout))
+
+        return check
+
     def flake8(self, label: str) -> Callable[[Outcome], int]:
         """flake8 prints `./path:line:column: CODE message`; a crash shows as missing findings."""
 
@@ -404,6 +430,28 @@ def sca_measures(
             cwd=root if against else None,
         )
     )
+    # A migrated project, as its hooks and CI run once `fix` is merged: a copy of the tree that this
+    # install's `fix` rewrote (made in the unmeasured round), scanned warm, and `fix --check` of the
+    # agent file as the pre-commit hook runs it.
+    migrated = root.with_name(f"{root.name}-migrated")
+    found += [
+        Measure(
+            f"{prefix}sca_migrated_warm",
+            f"selfcall-audit warm, migrated tree{suffix}",
+            scan,
+            before=lambda: migrate(root, migrated, sca),
+            check=checker.steady(f"selfcall-audit warm, migrated tree{suffix}"),
+            cwd=migrated,
+        ),
+        Measure(
+            f"{prefix}sca_migrated_fix_check",
+            f"selfcall-audit fix --check <agent file>, migrated tree{suffix}",
+            [sca, "fix", "--check", target],
+            before=lambda: migrate(root, migrated, sca),
+            check=checker.nothing_to_rewrite(f"selfcall-audit fix --check, migrated tree{suffix}"),
+            cwd=migrated,
+        ),
+    ]
     for key, label, rel, first_line in (
         ("sca_one_file", "selfcall-audit one file, comment", target, False),
         ("sca_one_edit", "selfcall-audit one file, code edit", target, True),
@@ -422,6 +470,13 @@ def sca_measures(
             )
         )
     return found
+
+
+def migrate(root: Path, copy: Path, sca: str) -> None:
+    """`copy`: the tree at `root` as `sca fix` leaves it, made the first time it is asked for."""
+    if not copy.exists():
+        shutil.copytree(root, copy, symlinks=True, ignore=shutil.ignore_patterns(CACHE_DIR, ".ruff_cache"))
+        run([sca, "fix"], copy)
 
 
 def measures(
@@ -667,6 +722,9 @@ def side_by_side(
             (f"{key.removeprefix('sca_')}_vs_python_pass", key, "python_pass", "<=", target)
             for key, target in TARGET_ONE_FILE_VS_PYTHON.items()
         ),
+        # a migrated project's warm scan and pre-commit `fix --check`, against ruff's warm lint
+        ("migrated_warm_vs_ruff_warm", "sca_migrated_warm", "ruff_warm", "", None),
+        ("migrated_fix_check_vs_ruff_warm", "sca_migrated_fix_check", "ruff_warm", "", None),
         # a pull request's gate with the cache warm, against a cold scan: no target
         ("diff_base_vs_cold", "sca_diff_base", "sca_cold", "", None),
         # what the command-line shortcut (`frontends/quick.py`) buys a one-file run: no target
