@@ -207,9 +207,12 @@ def plan_rewrites(
     largest_first = sorted(jobs_of, key=lambda path: -len(jobs_of[path].source))  # none left to the end
     workers = Workers(jobs, min_batch=2)
     try:
-        done = dict(
-            zip(largest_first, workers.map(_rewritten, [jobs_of[p] for p in largest_first], chunksize=1))
-        )
+        done = {}
+        if jobs_of:  # libcst: loaded here, once there is a call to rewrite, before the workers fork
+            from .rewrite import rewritten
+
+            jobs_in_order = [jobs_of[p] for p in largest_first]
+            done = dict(zip(largest_first, workers.map(rewritten, jobs_in_order, chunksize=1)))
         for count, (path, source, outcomes, fixable) in enumerate(planned, 1):
             progress(path, count, len(planned))
             after, removed_aliases = source or b"", []
@@ -229,19 +232,9 @@ def plan_rewrites(
 
 
 class _Rewrite(NamedTuple):
-    """One file's rewrite, as a worker process is handed it."""
+    """One file's rewrite, as a worker process is handed it (`rewrite.rewritten`)."""
 
     source: bytes
     findings: list[Finding]
     helper: Helper
     first_party: Callable[[str], bool]
-
-
-def _rewritten(job: _Rewrite) -> tuple[bytes, list[Outcome], list[tuple[int, str]]] | CodemodError:
-    """`rewrite_source` of one file, its error returned: the other files' rewrites stand."""
-    from .rewrite import rewrite_source  # libcst: loaded once there is a self-call to rewrite
-
-    try:
-        return rewrite_source(*job)
-    except CodemodError as exc:
-        return exc

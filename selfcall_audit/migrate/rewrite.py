@@ -270,6 +270,17 @@ def rewrite_source(
     return result, outcomes, removed_aliases
 
 
+def rewritten(
+    job: tuple[bytes, Sequence[Finding], Helper, Callable[[str], bool]],
+) -> tuple[bytes, list[Outcome], list[tuple[int, str]]] | CodemodError:
+    """`rewrite_source` of one file's job, as a worker process runs it: its error is returned, so
+    that the other files' rewrites stand."""
+    try:
+        return rewrite_source(*job)
+    except CodemodError as exc:
+        return exc
+
+
 # Readings of a file: blanked but for the helper's name, again blanked but for the names the
 # checks asked about (in the calls' own methods, so the same whatever is blanked), then whole.
 _READINGS = 3
