@@ -271,27 +271,15 @@ class Checker:
 
         return check
 
-    def new_only(self, label: str) -> Callable[[Outcome], int]:
-        """A `--diff-base` run's findings: some of the reference's, the same in every round."""
+    def steady(self, label: str, of_reference: bool = False) -> Callable[[Outcome], int]:
+        """A scan's findings, the same in every round; `of_reference`: each one of the cold run's
+        (a `--diff-base` run shows some of them)."""
         first: list[list] = []
 
         def check(outcome: Outcome) -> int:
             found = triples(json.loads(outcome.stdout))
             if not first:
-                first.append(found)
-            self._compare(label, found, [t for t in first[0] if t in (self.reference or [])])
-            return len(found)
-
-        return check
-
-    def steady(self, label: str) -> Callable[[Outcome], int]:
-        """A scan's findings, the same in every round."""
-        first: list[list] = []
-
-        def check(outcome: Outcome) -> int:
-            found = triples(json.loads(outcome.stdout))
-            if not first:
-                first.append(found)
+                first.append([t for t in found if t in (self.reference or [])] if of_reference else found)
             self._compare(label, found, first[0])
             return len(found)
 
@@ -425,7 +413,7 @@ def sca_measures(
             f"{prefix}sca_diff_base",
             f"selfcall-audit --diff-base HEAD{suffix}",
             [*scan, "--diff-base", "HEAD"],
-            check=checker.new_only(f"selfcall-audit --diff-base HEAD{suffix}"),
+            check=checker.steady(f"selfcall-audit --diff-base HEAD{suffix}", of_reference=True),
             optional=True,
             cwd=root if against else None,
         )
