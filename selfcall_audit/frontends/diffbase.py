@@ -156,9 +156,8 @@ def known_at(
             folder = now(project)
             if folder is not None:
                 return settings_for(folder)  # its cache read, never written: the run's analysis filled it
-            return load_settings(project).with_overrides(
-                cache_dir=""
-            )  # a cache in a folder deleted at once is waste
+            # a project the work tree lacks: a cache in a folder deleted at once is waste
+            return load_settings(project).with_overrides(cache_dir="")
 
         inside = [base_root / os.path.relpath(os.path.abspath(p), root) for p in paths or (root,)]
         there = tuple(p for p in inside if os.path.lexists(p))

@@ -107,7 +107,7 @@ class Project:
         # is not what the cache's fingerprints (of the files on disk) describe: no cache then.
         home = borrowed or root
         cached = settings.cache_dir and not sources and not warm and is_project_root(os.fspath(home))
-        self.cache = FactsCache.open(home, settings.cache_dir, borrowed is not None) if cached else None
+        self.cache = FactsCache.open(home, settings.cache_dir, read_only=bool(borrowed)) if cached else None
         self._store: FactsStore | None = None
         self._workers: Workers | None = None  # started by the first batch that repays them
         self.listed_sources: list[str] = []  # the Python files of the last analysis
