@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.text import Text
 from test_quick_scan import imported
 
-from selfcall_audit.report.text import STYLES, styled
+from selfcall_audit.report.escape import SGR
+from selfcall_audit.report.text import styled
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -57,7 +58,7 @@ def test_a_report_without_findings_is_written_without_rich(
 
 
 @pytest.mark.parametrize("color", [True, False])
-@pytest.mark.parametrize("style", sorted(STYLES))
+@pytest.mark.parametrize("style", sorted(SGR))
 @pytest.mark.parametrize(
     "line",
     [
@@ -65,7 +66,7 @@ def test_a_report_without_findings_is_written_without_rich(
         "agents/é/app.py:1:1: SCA900 cannot read: 日本語 " + "x" * 150,
     ],
 )
-def test_the_lines_after_the_findings_are_what_rich_writes(line: str, style: str, color: bool) -> None:
+def test_the_colours_written_without_rich_are_what_rich_writes(line: str, style: str, color: bool) -> None:
     buffer = StringIO()
     console = Console(
         file=buffer,

@@ -92,7 +92,15 @@ def facts_payload(facts: ModuleFacts) -> bytes:
 
 
 _KINDS = ("facts", "instances")
-REMEMBERED = 8  # values `remember` keeps
+_REMEMBERED = 8  # values `remember` keeps (and `Project.remembered` in a long-lived process' memory)
+
+
+def keep_last(kept: dict[Any, Any], key: Any, value: Any) -> None:
+    """`kept[key] = value`, the oldest entries dropped past a few: an edited file's earlier bytes
+    are seldom asked about again."""
+    kept[key] = value
+    while len(kept) > _REMEMBERED:
+        del kept[next(iter(kept))]
 
 
 def statuses_digest(statuses: dict[str, Status]) -> bytes:
@@ -264,12 +272,8 @@ class FactsCache:
         return self._index("remembered").get(key)
 
     def remember(self, key: str, value: Any) -> None:
-        """Keep `value` under `key`, with the last few kept before it (the oldest go: an edited
-        file's earlier bytes are seldom asked about again)."""
-        kept = self._index("remembered")
-        kept[key] = [value]
-        while len(kept) > REMEMBERED:
-            del kept[next(iter(kept))]
+        """Keep `value` under `key`, with the last few kept before it (`keep_last`)."""
+        keep_last(self._index("remembered"), key, [value])
         self._changed.add("remembered")
 
     def known_key(self, rel: str, status: Status | None) -> str | None:

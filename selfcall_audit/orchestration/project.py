@@ -20,7 +20,7 @@ from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, dis
 from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
 from ..workspace.workers import Workers
-from .cache import REMEMBERED, FactsCache, content_key
+from .cache import FactsCache, content_key, keep_last
 from .fingerprint import Fingerprints
 from .indexes import Indexes
 from .jobs import Search, files_naming
@@ -232,9 +232,7 @@ class Project:
         if self.warm is not None:
             memory, key = self.warm.remembered, (compute.__qualname__, data)
             if key not in memory:
-                if len(memory) >= REMEMBERED:  # not an edited file's every version
-                    del memory[next(iter(memory))]
-                memory[key] = compute(data)
+                keep_last(memory, key, compute(data))
             return memory[key]
         if self.cache is None:
             return compute(data)

@@ -6,19 +6,18 @@ the closing count (not the run's time: the same input gives the same bytes)."""
 from __future__ import annotations
 
 from ..ftypes import Report
-from .escape import neutralise
+from .escape import RESET, SGR, neutralise
 from .messages import message
 from .summary import summary_line
 
-_BOLD, _CYAN, _RESET = "\x1b[1m", "\x1b[36m", "\x1b[0m"
-_CODE = {"error": "\x1b[1;31m", "warning": "\x1b[1;33m"}  # bold red, bold yellow
+_CODE = {"error": SGR["bold red"], "warning": SGR["bold yellow"]}
 
 
 def render(report: Report, color: bool = False, summary: bool = True) -> str:
     """`summary`: the closing count, which `-q` leaves out."""
     rows = [(f.path, f.line, f.column, f.code, message(f), "error") for f in report.findings]
     rows += [(e.path, e.line, e.column, e.code, e.message, e.severity) for e in report.errors]
-    bold, cyan, reset = (_BOLD, _CYAN, _RESET) if color else ("", "", "")
+    bold, cyan, reset = (SGR["bold"], SGR["cyan"], RESET) if color else ("", "", "")
     colon = f"{cyan}:{reset}"
     lines = "".join(  # one line each, whatever the names hold
         f"{bold}{neutralise(path)}{reset}{colon}{line}{colon}{col}{colon} "

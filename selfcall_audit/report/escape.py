@@ -14,6 +14,18 @@ import re
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
+# The colours the reports write themselves, in the SGR codes rich writes for them (a test holds the
+# two together): the concise report's, and the text report's lines after its findings.
+SGR = {
+    "bold": "\x1b[1m",
+    "cyan": "\x1b[36m",
+    "red": "\x1b[31m",
+    "yellow": "\x1b[33m",
+    "bold red": "\x1b[1;31m",
+    "bold yellow": "\x1b[1;33m",
+}
+RESET = "\x1b[0m"
+
 
 def _escaped(match: re.Match[str]) -> str:
     char = match.group()

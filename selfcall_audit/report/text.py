@@ -3,23 +3,19 @@ agent, then the files that could not be analysed and the closing line.
 
 Only findings are drawn with rich (`frames`), loaded for a report that has some: rich and pygments
 take longer to import than a warm scan takes to run, and a clean tree on a terminal needs neither.
-The lines after the findings are written as rich writes them (a test holds the two together).
+The lines after the findings are written as rich writes them (`escape.SGR`).
 """
 
 from __future__ import annotations
 
 from ..ftypes import Report
-from .escape import neutralise
+from .escape import RESET, SGR, neutralise
 from .summary import duration, summary_line
-
-# The styles of the lines after the findings, in the SGR codes rich writes for them.
-STYLES = {"bold": "\x1b[1m", "red": "\x1b[31m", "yellow": "\x1b[33m"}
-_RESET = "\x1b[0m"
 
 
 def styled(text: str, style: str, color: bool) -> str:
-    """One line, styled when the output is coloured."""
-    return f"{STYLES[style]}{text}{_RESET}\n" if color else f"{text}\n"
+    """One line, styled (a key of `SGR`) when the output is coloured."""
+    return f"{SGR[style]}{text}{RESET}\n" if color else f"{text}\n"
 
 
 def render(
