@@ -25,14 +25,25 @@ import libcst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
 
 from selfcall_audit.config import load_settings
+from selfcall_audit.orchestration import store
 from selfcall_audit.orchestration.project import Project
 
 
 def parsed_by_scan(root: Path) -> list[Path]:
-    """The files a cold scan of `root` parses, as the scan reports them one by one."""
+    """The files a cold scan of `root` parses, each recorded as its facts are extracted."""
     parsed: list[str] = []
+    extract_facts = store.extract_facts
+
+    def recorded(item: tuple[str, bytes, bool], functions: object = None) -> object:
+        parsed.append(item[0])
+        return extract_facts(item, functions)
+
     settings = load_settings(root).with_overrides(cache_dir="", jobs=1)
-    Project(root, settings, progress=lambda rel, done, total: parsed.append(rel)).analyze([root])
+    store.extract_facts = recorded
+    try:
+        Project(root, settings).analyze([root])
+    finally:
+        store.extract_facts = extract_facts
     return [root / rel for rel in parsed]
 
 

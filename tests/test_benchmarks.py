@@ -539,6 +539,28 @@ def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None
     assert "quick fix after the edits: what `fix` writes (responses_api_agents/" in done.stdout
 
 
+def test_the_parse_cost_benchmark_parses_the_files_a_scan_parses(tmp_path: Path) -> None:
+    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache", "--format", "json", str(demo)],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "parse_cost.py"), str(demo), "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{report['summary']['files_parsed']} files parsed by the scan, ")
+    assert [line.split()[0] for line in lines[1:3]] == ["ast.parse", "libcst.parse_module"]
+
+
 def test_the_deferred_imports_are_found_written_absolute_with_the_functions_making_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
