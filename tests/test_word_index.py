@@ -5,13 +5,17 @@ searched again (every file's content key is worked out by the run anyway)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.config import Settings
+from selfcall_audit.orchestration import jobs
+from selfcall_audit.orchestration import project as pipeline
 from selfcall_audit.orchestration.cache import FactsCache, content_key
 from selfcall_audit.orchestration.indexes import _MAX_NAMES, Indexes
 from selfcall_audit.workspace.discovery import discover, read_file
@@ -186,6 +190,35 @@ def test_an_edit_after_a_whole_scan_reads_the_edited_file_and_those_naming_agent
     found = run.naming("JudgeAgent")
     assert edited in found and found == _uncached(root, "JudgeAgent", include_tests=False)
     assert sorted(run.read_files) == sorted([*naming_agents, edited])
+
+
+def test_a_whole_scan_after_an_edit_takes_the_word_index_answers(cli, tmp_path: Path, monkeypatch) -> None:
+    """The facts of unchanged files come from the cache, and so do the word index's answers: no
+    file is read again to search it for the agents' names, and none whose facts are cached is
+    read to load them (a file is read at most twice: for the prefilter, or its content key when
+    it changed, and once more to be searched or parsed)."""
+    root, _, _ = _scanned_demo(cli, tmp_path)
+    edited = root / "responses_api_agents/judge_agent/app.py"
+    edited.write_text("import os\n" + edited.read_text())
+    reads: Counter[str] = Counter()
+
+    def counted(path, limit):
+        reads[os.path.relpath(path, root)] += 1
+        return read_file(path, limit)
+
+    def searched(search):
+        raise AssertionError(f"{search.rels} read again to search them")
+
+    monkeypatch.setattr(pipeline, "read_file", counted)
+    monkeypatch.setattr(jobs, "read_file", counted)
+    monkeypatch.setattr(pipeline, "files_naming", searched)
+    report = json.loads(cli("scan", root, "--format", "json").stdout)
+
+    assert reads and max(reads.values()) <= 2, reads.most_common(3)
+    assert report["summary"]["files_parsed"] == 1
+    monkeypatch.undo()
+    uncached = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)
+    assert report["findings"] == uncached["findings"] and report["errors"] == uncached["errors"]
 
 
 MIXIN_USER = """\

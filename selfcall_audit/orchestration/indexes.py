@@ -167,6 +167,11 @@ class Indexes:
             self.cache.put_names(asked, updated)
         return found
 
+    def answers(self, names: Collection[str]) -> bool:
+        """Does the word index answer for `names` (all asked before), so that `naming` reads only
+        the files changed since and those naming one of the names asked?"""
+        return self.warm is None and self.cache is not None and set(self.cache.names()[0]).issuperset(names)
+
     def keep_names(self, asked: Collection[str], naming: Collection[str]) -> None:
         """A whole run searched every source file for the agent names in `asked`: keep its
         answers as the word index, so that a one-file run looking for an agent's subclasses

@@ -24,6 +24,7 @@ from .cache import FactsCache, content_key, keep_last
 from .fingerprint import Fingerprints
 from .indexes import Indexes
 from .jobs import Search, files_naming
+from .resolving import Evaluation
 from .reuse import observe, still_holds
 from .store import FactsStore
 
@@ -422,11 +423,19 @@ class Project:
         instances = indexes.instances(
             fingerprints.of(self.key, files.configs) if fingerprints else None, background=whole
         )
+        # For the one-file runs to come, not this one: indexed by a worker while this process parses.
+        indexed = indexes.index_imports(files.sources) if whole and not self.warm else lambda: None
         self._phase("parsing")
-        chosen = Targets(files.sources, files.statuses, self.names_a_base, self.naming, indexes.naming, store)
+
+        def search(rels: Iterable[str], names: Collection[str]) -> list[str]:
+            """The word index's answer when it has one (the files it vouches for are not read
+            again), else the files searched, by the workers when they run."""
+            return indexes.naming(names) if indexes.answers(names) else self.naming(rels, names)
+
+        chosen = Targets(files.sources, files.statuses, self.names_a_base, search, indexes.naming, store)
         targets = None
+        sharing: Workers | None = None
         only: dict[str, tuple[ClassRef, ...]] = {}  # modules evaluated with these agents first
-        indexed: Callable[[], None] | None = None
         # kept by a long-lived process from one run to the next
         sites = self.warm.sites if self.warm else None
         inlined = Inlined(self.warm.inlined) if self.warm else None
@@ -456,26 +465,20 @@ class Project:
             )
             targets, rounds, searched, naming_agents = chosen.whole(hierarchy)
             indexes.keep_names(set().union(*searched), naming_agents)
-            # For the one-file runs to come, not this one: indexed by a worker while this process
-            # analyses, when the workers would otherwise wait.
-            indexed = indexes.index_imports(files.sources)
+            if not whole and not self.warm:  # too many files in scope: as a whole run
+                indexed = indexes.index_imports(files.sources)
+            # every module evaluated, a share by each core: by processes forked now
+            sharing = None if self.warm else self._pool()
             # Files named one by one (pre-commit's changed files) are always read: their errors show.
             self.preload([rel for rel in files.sources if rel in scopes])
-        findings: list[Finding] = []
-        suppressed = 0
         source_set = set(files.sources)
         self._phase("resolving agents")
+        evaluation = Evaluation(resolver, store, only, source_set, self.progress)
         targets = list(dict.fromkeys(targets))
-        for done, rel in enumerate(targets, 1):
-            self.progress(rel, done, len(targets))
-            module = index.module(rel)
-            if module is None or rel not in source_set:
-                continue
-            for finding in resolver.findings_in(rel, only.get(rel)):
-                if _noqa(module, finding):
-                    suppressed += 1
-                else:
-                    findings.append(finding)
+        indexed()
+        if sharing is not None:
+            instances()  # out of the workers before they stop
+        findings, suppressed = evaluation.run(targets, sharing)
         for rel, helper in sorted(resolver.cut.items()):
             message = (
                 f"helpers forward a server-client call more than {LIMITS.helper_depth} deep: "
@@ -488,8 +491,6 @@ class Project:
                 "followed further (a self-call through it is not reported)"
             )
             self.errors.setdefault(rel, InputError(rel, message, "too_deep", line))
-        if indexed is not None:
-            indexed()
         if fingerprints and whole:
             self._observed = observe(
                 fingerprints.setup,
@@ -578,10 +579,3 @@ def _excluded(files: FileSet, scopes: tuple[str, ...]) -> tuple[str, ...]:
         ):
             found.append(scope)
     return tuple(found)
-
-
-def _noqa(module: ModuleFacts, finding: Finding) -> bool:
-    for line, codes in module.noqa:
-        if finding.line <= line <= finding.end_line and (codes is None or finding.code.startswith(codes)):
-            return True
-    return False

@@ -56,11 +56,25 @@ class FactsStore:
         self._facts: dict[str, ModuleFacts | None] = {}
         self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
         self._ahead: dict[str, Extracted] = {}  # extracted before being asked for
+        # what this process extracted, when a process forked to share the work records it to
+        # hand it over (see `resolving`)
+        self.extracted: dict[str, Extracted] | None = None
 
     def facts(self, rel: str) -> ModuleFacts | None:
         if rel not in self._facts:
             self.preload([rel])
         return self._facts.get(rel)
+
+    def known(self) -> list[str]:
+        """The files asked for so far, in order (those with facts and those without)."""
+        return list(self._facts)
+
+    def adopt(self, rels: Iterable[str], extracted: dict[str, Extracted]) -> None:
+        """Take over what another process learned asking for `rels`: the facts it extracted
+        (`extracted`, with their cache entries) count as extracted here, not extracted again; the
+        others come from the cache, or their errors show, as if asked for here first."""
+        self._ahead.update((rel, found) for rel, found in extracted.items() if rel not in self._facts)
+        self.preload([rel for rel in rels if rel not in self._facts])
 
     def keys(self) -> dict[str, str]:
         """The content key of each file that has facts."""
@@ -116,21 +130,25 @@ class FactsStore:
         for rel in rels:
             if rel in self._facts:
                 continue
+            kept = self.memory.get(rel) if self.memory is not None else None
+            # facts the cache holds for the file's content key (known without reading the file
+            # when the cache recorded its status): the file is not read again
+            key = self.key(rel) if self.cache is not None and kept is None else None
+            cached = self.cache.facts(rel, key) if self.cache is not None and key is not None else None
+            if cached is not None:
+                self._keys[rel] = key  # type: ignore[assignment]
+                self._facts[rel] = cached
+                continue
             data = self.read(rel)
             if data is None:
                 self._facts[rel] = None
                 continue
-            kept = self.memory.get(rel) if self.memory is not None else None
             if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
                 if self.cache is not None:  # unless a stored result will depend on it
                     self._keys[rel] = self.key(rel)  # type: ignore[assignment]
                 self._keep(rel, kept[1], None, parsed=False)
                 continue
-            key = self._keys[rel] = self.key(rel)  # type: ignore[assignment]
-            cached = self.cache.facts(rel, key) if self.cache else None
-            if cached is not None:
-                self._facts[rel] = cached
-                continue
+            self._keys[rel] = self.key(rel)  # type: ignore[assignment]
             ahead = self._ahead.pop(rel, None)
             if ahead is None and kept is not None and self.functions is not None:
                 # other bytes than last time (an edit): extracted here, reusing the functions
@@ -145,6 +163,8 @@ class FactsStore:
         self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True
     ) -> None:
         self.parsed += parsed
+        if parsed and self.extracted is not None:
+            self.extracted[rel] = (result, payload)
         if parsed and self.memory is not None:
             self.memory[rel] = (self.read(rel), result)
         if isinstance(result, InputError):

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import _signal
 import contextlib
+import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import TYPE_CHECKING
 
 from .signals import terminate_as_interrupt
@@ -41,6 +42,18 @@ def worker_started(parent: int) -> None:
             os._exit(1)
 
 
+def _may_fork() -> bool:
+    """May this process fork workers: not a daemonic worker itself (flake8's), on a system that
+    forks, with no other thread running (a fork beside one can deadlock)?"""
+    import multiprocessing  # only now: it costs a warm run more than the rest of its imports
+
+    return (
+        not multiprocessing.current_process().daemon
+        and "fork" in multiprocessing.get_all_start_methods()
+        and threading.active_count() == 1
+    )
+
+
 class Workers:
     """The worker processes of one run, started for the first batch large enough to repay them,
     and only where this process may fork: not in flake8's daemonic workers, and not beside other
@@ -64,17 +77,11 @@ class Workers:
         """The pool, if a batch of this size is worth sharing out (started on first need)."""
         if self._pool is not None:
             return self._pool if batch >= 2 else None
-        if self.jobs < 2 or batch < self.min_batch:
+        if self.jobs < 2 or batch < self.min_batch or not _may_fork():
             return None
-        import multiprocessing  # only now: it costs a warm run more than the rest of its imports
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        if (
-            multiprocessing.current_process().daemon
-            or "fork" not in multiprocessing.get_all_start_methods()
-            or threading.active_count() > 1
-        ):
-            return None
         self._size = min(self.jobs, max(1, batch // (self.min_batch // 2)))
         self._pool = ProcessPoolExecutor(
             self._size,
@@ -104,6 +111,73 @@ class Workers:
         pool = self.for_batch(batch)
         pending: Future | None = pool.submit(job, *args) if pool else None
         return pending.result if pending else lambda: job(*args)
+
+    def share(
+        self,
+        items: Sequence[Any],
+        here: Callable[[Callable[[], Any]], Any],
+        forked: Callable[[Callable[[], Any]], Any],
+    ) -> list[Any]:
+        """`here(take)` run in this process and `forked(take)` in a process forked now for each
+        other core, which finds in its memory all this process holds (only results travel back);
+        `take()` gives the next of `items` that no process took yet (None once all are taken), so
+        each process does as much as it can. The pool is stopped first (a fork beside its threads
+        can deadlock). The results of the processes that finished, this one's first: a child that
+        failed leaves its items undone, for the caller to do. Without forking (one job, a fork that
+        may not be made), `here` does all."""
+        self.close()
+        if self.jobs < 2 or len(items) < 2 or not _may_fork():
+            return [here(functools.partial(next, iter(items), None))]
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        taken = context.Value("q", 0)
+
+        def take() -> Any:
+            with taken.get_lock():
+                place = taken.value
+                taken.value = place + 1
+            return items[place] if place < len(items) else None
+
+        children = []
+        try:
+            for _ in range(min(self.jobs, len(items)) - 1):
+                receiving, sending = context.Pipe(duplex=False)
+                child = context.Process(
+                    target=self._child, args=(forked, take, sending, os.getpid()), daemon=True
+                )
+                child.start()
+                sending.close()
+                children.append((child, receiving))
+            results = [here(take)]
+            for child, receiving in children:
+                with contextlib.suppress(EOFError):  # it died (killed, out of memory)
+                    done, result = receiving.recv()
+                    if done:
+                        results.append(result)
+                child.join()
+            return results
+        finally:
+            for child, receiving in children:
+                receiving.close()
+                if child.exitcode is None:  # interrupted here, or the task here failed
+                    child.kill()
+                    child.join()
+
+    def _child(
+        self, task: Callable[[Callable[[], Any]], Any], take: Callable[[], Any], sending: Any, parent: int
+    ) -> None:
+        """A forked child's life: the task, with no pool of its own (its parent's is not its), its
+        result sent back, or its failure."""
+        worker_started(parent)
+        self._pool, self.jobs = None, 1
+        try:
+            outcome = (True, task(take))
+        except BaseException:  # whatever it was, the parent does what it took
+            outcome = (False, None)
+        with contextlib.suppress(BaseException):  # a result that cannot be sent: the same
+            sending.send(outcome)
+        sending.close()
 
     def close(self) -> None:
         """Stop the workers (pending work is cancelled) and put SIGTERM back."""
