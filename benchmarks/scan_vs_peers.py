@@ -271,6 +271,18 @@ class Checker:
 
         return check
 
+    def edited(self, label: str, rel: str) -> Callable[[Outcome], int]:
+        """A whole scan after `rel` got a new first statement: the reference's findings, those in
+        `rel` one line further down."""
+
+        def check(outcome: Outcome) -> int:
+            found = triples(json.loads(outcome.stdout))
+            wanted = sorted([code, path, line + (path == rel)] for code, path, line in self.reference or [])
+            self._compare(label, found, wanted)
+            return len(found)
+
+        return check
+
     def steady(self, label: str, of_reference: bool = False) -> Callable[[Outcome], int]:
         """A scan's findings, the same in every round; `of_reference`: each one of the cold run's
         (a `--diff-base` run shows some of them)."""
@@ -457,6 +469,27 @@ def sca_measures(
                 cwd=root if against else None,
             )
         )
+    # A whole scan after an agent's code changed, as CI scans a pull request with the last run's
+    # cache: the stored result no longer holds, the facts of every other file do. The tree is then
+    # restored and scanned again, unmeasured, so that the rows after it find the cache as before.
+    editor = Editor(root / target, first_line=True)
+    label = f"selfcall-audit whole, after an agent edit{suffix}"
+
+    def restored() -> None:
+        editor.restore()
+        run(scan, root)
+
+    found.append(
+        Measure(
+            f"{prefix}sca_edit_whole",
+            label,
+            scan,
+            before=editor.edit,
+            after=restored,
+            check=checker.edited(label, target),
+            cwd=root if against else None,
+        )
+    )
     return found
 
 
@@ -713,8 +746,10 @@ def side_by_side(
         # a migrated project's warm scan and pre-commit `fix --check`, against ruff's warm lint
         ("migrated_warm_vs_ruff_warm", "sca_migrated_warm", "ruff_warm", "", None),
         ("migrated_fix_check_vs_ruff_warm", "sca_migrated_fix_check", "ruff_warm", "", None),
-        # a pull request's gate with the cache warm, against a cold scan: no target
+        # a pull request's gate with the cache warm, and a whole scan after an agent edit, against
+        # a cold scan: no target
         ("diff_base_vs_cold", "sca_diff_base", "sca_cold", "", None),
+        ("edit_whole_vs_cold", "sca_edit_whole", "sca_cold", "", None),
         # what the command-line shortcut (`frontends/quick.py`) buys a one-file run: no target
         ("one_file_through_click_vs_quick", "sca_one_file_click", "sca_one_file", "", None),
     ]

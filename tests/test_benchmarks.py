@@ -102,12 +102,19 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
     values = _values(result.stdout)
     assert values["exact"] == "yes"
     assert values["findings"] == values["expected"] == "12"
-    for key in ("sca_cold_s", "sca_warm_s", "sca_one_file_s", "sca_one_edit_s", "sca_other_edit_s"):
+    for key in (
+        "sca_cold_s",
+        "sca_warm_s",
+        "sca_one_file_s",
+        "sca_one_edit_s",
+        "sca_other_edit_s",
+        "sca_edit_whole_s",
+    ):
         assert float(values[key]) > 0
     assert float(values["sca_one_file_click_s"]) > 0  # the same scan through click's command line
     assert float(values["one_file_through_click_vs_quick"]) > 0
     assert "cold_peak_mb: " in result.stdout
-    for key in ("sca_cold", "sca_warm", "sca_one_file", "sca_one_edit", "sca_other_edit"):
+    for key in ("sca_cold", "sca_warm", "sca_one_file", "sca_one_edit", "sca_other_edit", "sca_edit_whole"):
         assert float(values[f"against_{key}_s"]) > 0 and float(values[f"{key}_vs_against"]) > 0
     assert "--against differs" not in result.stdout
     assert float(values["python_stdlib_s"]) > 0 and float(values["stdlib_vs_python_pass"]) > 0
