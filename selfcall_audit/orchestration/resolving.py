@@ -105,24 +105,23 @@ class Evaluation:
         index = resolver.index
         asked_before = set(store.known())
         errors_before, failed_before = dict(store.errors), set(store.failed)
-        store.extracted = {}
         modules = []
-        while (rel := take()) is not None:
-            tick(rel)
-            cut, reexports = dict(resolver.cut), dict(index.cut)
-            findings: list[Finding] = []
-            suppressed = 0
-            module = index.module(rel)
-            if module is not None and rel in self.sources:
-                for finding in resolver.findings_in(rel, self.only.get(rel)):
-                    if _noqa(module, finding):
-                        suppressed += 1
-                    else:
-                        findings.append(finding)
-            modules.append(
-                Module(rel, findings, suppressed, _new(resolver.cut, cut), _new(index.cut, reexports))
-            )
-        extracted, store.extracted = store.extracted, None
+        with store.recording() as extracted:
+            while (rel := take()) is not None:
+                tick(rel)
+                cut, reexports = dict(resolver.cut), dict(index.cut)
+                findings: list[Finding] = []
+                suppressed = 0
+                module = index.module(rel)
+                if module is not None and rel in self.sources:
+                    for finding in resolver.findings_in(rel, self.only.get(rel)):
+                        if _noqa(module, finding):
+                            suppressed += 1
+                        else:
+                            findings.append(finding)
+                modules.append(
+                    Module(rel, findings, suppressed, _new(resolver.cut, cut), _new(index.cut, reexports))
+                )
         return Share(
             modules,
             dict(resolver.posters),

@@ -3,6 +3,7 @@ when a batch repays them."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import TYPE_CHECKING
 
@@ -56,9 +57,7 @@ class FactsStore:
         self._facts: dict[str, ModuleFacts | None] = {}
         self._keys: dict[str, str] = {}  # content keys of the files whose facts were asked for
         self._ahead: dict[str, Extracted] = {}  # extracted before being asked for
-        # what this process extracted, when a process forked to share the work records it to
-        # hand it over (see `resolving`)
-        self.extracted: dict[str, Extracted] | None = None
+        self._recorded: dict[str, Extracted] | None = None  # see `recording`
 
     def facts(self, rel: str) -> ModuleFacts | None:
         if rel not in self._facts:
@@ -68,6 +67,15 @@ class FactsStore:
     def known(self) -> list[str]:
         """The files asked for so far, in order (those with facts and those without)."""
         return list(self._facts)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[dict[str, Extracted]]:
+        """What this store extracts meanwhile, for a forked process to hand over (see `adopt`)."""
+        self._recorded = {}
+        try:
+            yield self._recorded
+        finally:
+            self._recorded = None
 
     def adopt(self, rels: Iterable[str], extracted: dict[str, Extracted]) -> None:
         """Take over what another process learned asking for `rels`: the facts it extracted
@@ -163,8 +171,8 @@ class FactsStore:
         self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True
     ) -> None:
         self.parsed += parsed
-        if parsed and self.extracted is not None:
-            self.extracted[rel] = (result, payload)
+        if parsed and self._recorded is not None:
+            self._recorded[rel] = (result, payload)
         if parsed and self.memory is not None:
             self.memory[rel] = (self.read(rel), result)
         if isinstance(result, InputError):
