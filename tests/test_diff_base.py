@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cli_support import finding_lines
@@ -198,6 +201,78 @@ def test_the_ref_parses_only_the_files_the_cache_lacks(
     assert ref.files_parsed == (1 if cached else 2)
 
 
+def _extracting_into(monkeypatch: pytest.MonkeyPatch, full: Path | None = None) -> list[Path]:
+    """The folders the ref's files are written into, run after run; writing below `full` fails as
+    on a full disk."""
+    folders: list[Path] = []
+    extract = diffbase._extract
+
+    def recorded(top: Path, commit: str, wanted: list, into: Path) -> None:
+        folders.append(into)
+        if full is not None and into.is_relative_to(full):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        extract(top, commit, wanted, into)
+
+    monkeypatch.setattr(diffbase, "_extract", recorded)
+    return folders
+
+
+@pytest.fixture
+def memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder standing for the system's folder in memory, TMPDIR unset."""
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    monkeypatch.setattr(diffbase, "_MEMORY", os.fspath(folder))
+    monkeypatch.delenv("TMPDIR", raising=False)
+    return folder.resolve()
+
+
+def test_the_refs_files_are_written_in_memory_where_there_is_room(
+    scan: Scan, repo: Path, memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
+    folders = _extracting_into(monkeypatch)
+
+    result = scan(repo, "--format", "concise", "--diff-base", "HEAD")
+
+    assert reported(result) == [(ECHO, 10, "SCA001")]
+    assert len(folders) == 1 and folders[0].parent == memory
+    assert list(memory.iterdir()) == []  # deleted after
+
+
+def test_the_refs_files_go_where_tmpdir_says_or_to_disk_when_memory_lacks_room(
+    scan: Scan, repo: Path, memory: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
+    folders = _extracting_into(monkeypatch)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("TMPDIR", os.fspath(elsewhere))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+
+    assert reported(scan(repo, "--format", "concise", "--diff-base", "HEAD")) == [(ECHO, 10, "SCA001")]
+    monkeypatch.delenv("TMPDIR")
+    no_room = SimpleNamespace(f_bavail=0, f_frsize=4096, f_favail=1 << 20)  # no block free
+    monkeypatch.setattr(os, "statvfs", lambda path: no_room)
+    assert reported(scan(repo, "--format", "concise", "--diff-base", "HEAD")) == [(ECHO, 10, "SCA001")]
+
+    assert folders[0].parent == elsewhere.resolve()
+    assert not folders[1].is_relative_to(memory)
+
+
+def test_a_memory_folder_that_fills_up_gives_way_to_the_system_folder(
+    scan: Scan, repo: Path, memory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(repo, ECHO, HEADER + RUN + "\n" + RETRY)
+    folders = _extracting_into(monkeypatch, full=memory)
+
+    result = scan(repo, "--format", "concise", "--diff-base", "HEAD")
+
+    assert reported(result) == [(ECHO, 10, "SCA001")]
+    assert [folder.is_relative_to(memory) for folder in folders] == [True, False]
+    assert list(memory.iterdir()) == []
+
+
 def test_it_cannot_be_combined_with_write_baseline(scan: Scan, repo: Path) -> None:
     result = scan(repo, "--diff-base", "HEAD", "--write-baseline", "b.json")
 
@@ -236,7 +311,7 @@ def test_a_file_the_clone_lacks_is_an_error_in_one_line(scan: Scan, repo: Path) 
 def test_git_failing_while_it_hands_over_the_files_is_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_project: Path
 ) -> None:
-    monkeypatch.setattr(diffbase, "_wanted", lambda commit, top, under: [("0" * 40, ECHO)])
+    monkeypatch.setattr(diffbase, "_wanted", lambda commit, top, under: [("0" * 40, ECHO, 0)])
 
     with pytest.raises(
         diffbase.DiffBaseError, match=r"^--diff-base: cannot read 000000000000: fatal: not a git"

@@ -1,8 +1,8 @@
 """`scan --diff-base REF`: only the findings that are new against a git ref (semgrep's
 `--baseline-commit`), for pull-request CI.
 
-The ref's files are written from git's object store into a temporary folder of the system's (the
-user's work tree is never written) and analysed there with the run's own settings and the work
+The ref's files are written from git's object store into a temporary folder, in memory where the
+system has room there (the user's work tree is never written), and analysed there with the run's own settings and the work
 tree's cache, read and never written: its entries are keyed by path and content, so a file the ref
 shares with the work tree is not parsed again, and a ref whose files are all the work tree's gets
 the run's own result. Each finding of the run is matched against the ref's by the baseline's
@@ -12,11 +12,13 @@ unrelated edits keep a finding old.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
@@ -29,6 +31,10 @@ from ..workspace.discovery import PYPROJECT
 # A repository's own configuration must not run code while we read it (a hook, an fsmonitor).
 _GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 _READ = (".py", ".yaml", ".yml")  # what discovery lists, with pyproject.toml: the rest is not extracted
+# Where the ref's files go unless TMPDIR names a place: a folder in memory (Linux's), when it has
+# room for twice their size. Creating NeMo Gym's 2,159 files on a slow disk was most of a run: 3.3 s
+# against 0.53 s in memory.
+_MEMORY = "/dev/shm"
 
 
 class DiffBaseError(Exception):
@@ -66,10 +72,10 @@ def _toplevel(root: Path) -> Path:
     return Path(os.path.realpath(found.stdout.decode().strip()))
 
 
-def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str]]:
-    """The object id and path of each file of the commit the analysis reads (Python, YAML,
+def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str, int]]:
+    """The object id, path and size of each file of the commit the analysis reads (Python, YAML,
     pyproject.toml) below `under` ("" for all of it): plain files only, not links or submodules."""
-    listed = _git(top, "ls-tree", "-r", "-z", "--full-tree", commit, "--", under or ".")
+    listed = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", commit, "--", under or ".")
     if listed.returncode != 0:
         raise DiffBaseError(
             f"--diff-base: cannot list {commit[:12]}: {_said(listed.stderr, listed.returncode)}"
@@ -78,19 +84,53 @@ def _wanted(commit: str, top: Path, under: str) -> list[tuple[str, str]]:
     for entry in listed.stdout.split(b"\0"):
         meta, _, name = entry.partition(b"\t")
         path = os.fsdecode(name)
-        if meta.split()[:2] in ([b"100644", b"blob"], [b"100755", b"blob"]) and (
+        fields = meta.split()
+        if fields[:2] in ([b"100644", b"blob"], [b"100755", b"blob"]) and (
             path.endswith(_READ) or path.rsplit("/", 1)[-1] == PYPROJECT
         ):
-            wanted.append((meta.split()[2].decode(), path))
+            size = int(fields[3]) if fields[3].isdigit() else 0  # "BAD": a blob the clone lacks
+            wanted.append((fields[2].decode(), path, size))
     return wanted
 
 
-def _extract(top: Path, commit: str, under: str, into: Path) -> None:
+def _in_memory(wanted: list[tuple[str, str, int]]) -> str | None:
+    """The folder in memory for these files, if there is one with room for twice them (their bytes
+    and their number) and TMPDIR names no other place; else None: the system's temporary folder."""
+    if os.environ.get("TMPDIR"):
+        return None
+    try:
+        room = os.statvfs(_MEMORY)
+    except (OSError, AttributeError):  # no such folder; no statvfs (Windows)
+        return None
+    size = sum(size for _, _, size in wanted)
+    if room.f_bavail * room.f_frsize < 2 * size or room.f_favail < 2 * len(wanted):
+        return None
+    return _MEMORY if os.access(_MEMORY, os.W_OK | os.X_OK) else None
+
+
+@contextlib.contextmanager
+def _written(top: Path, commit: str, under: str) -> Iterator[Path]:
+    """A temporary folder holding those files of the commit, deleted after: in memory if it has
+    room (see `_in_memory`), else, or when it fills up meanwhile, the system's temporary folder."""
+    wanted = _wanted(commit, top, under)
+    for place in dict.fromkeys((_in_memory(wanted), None)):
+        with tempfile.TemporaryDirectory(prefix="selfcall-audit-base-", dir=place) as folder:
+            tree = Path(os.path.realpath(folder))
+            try:
+                _extract(top, commit, wanted, tree)
+            except OSError as exc:
+                if place is None or exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                continue  # full: the files go to the system's temporary folder instead
+            yield tree
+            return
+
+
+def _extract(top: Path, commit: str, wanted: list[tuple[str, str, int]], into: Path) -> None:
     """Those files of the commit, written below `into` from git's object store (`cat-file --batch`)
     as git hands them over: it reads the next blobs on another core while these are written."""
-    wanted = _wanted(commit, top, under)
     with tempfile.TemporaryFile() as asked, tempfile.TemporaryFile() as said:
-        asked.write(b"".join(f"{oid}\n".encode() for oid, _ in wanted))
+        asked.write(b"".join(f"{oid}\n".encode() for oid, _, _ in wanted))
         asked.seek(0)  # from a file, not a pipe: git never waits for us to read before it reads on
         try:
             git = subprocess.Popen(
@@ -105,7 +145,7 @@ def _extract(top: Path, commit: str, under: str, into: Path) -> None:
             blobs: IO[bytes] = git.stdout  # type: ignore[assignment]
             made = set()  # folders: made once each, not once per file (a tenth of a second on NeMo Gym)
             stopped = False
-            for _, path in wanted:
+            for _, path, _ in wanted:
                 header = blobs.readline().split()
                 if not header:  # git stopped: its status and its stderr say why
                     stopped = True
@@ -141,10 +181,8 @@ def known_at(
     the commit `base` (from `commit_of`), analysed with the settings the run uses now
     (`settings_for` each project of the work tree)."""
     top, commit = base
-    with tempfile.TemporaryDirectory(prefix="selfcall-audit-base-") as folder:
-        tree = Path(os.path.realpath(folder))
-        under = os.path.relpath(root, top).replace(os.sep, "/")
-        _extract(top, commit, "" if under == "." else under, tree)
+    under = os.path.relpath(root, top).replace(os.sep, "/")
+    with _written(top, commit, "" if under == "." else under) as tree:
         base_root = tree / under
 
         def now(project: Path) -> Path | None:
