@@ -155,7 +155,7 @@ import time
 
 from selfcall_audit.workspace.workers import Workers
 
-items = list(range(200))
+items = list(range(int(sys.argv[2])))
 
 
 def task(take):
@@ -172,8 +172,9 @@ print(len(taken), sorted(item for share in taken for _, item in share) == items,
 
 
 def test_each_item_is_taken_once_by_one_process() -> None:
-    for jobs, processes in (("1", 1), ("3", 3)):
+    # as many processes as the jobs allow, each with half a batch of items (12) or more
+    for jobs, items, processes in (("1", "200", 1), ("3", "200", 3), ("8", "30", 2), ("2", "23", 1)):
         done = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(SHARE), jobs], capture_output=True, text=True
+            [sys.executable, "-c", textwrap.dedent(SHARE), jobs, items], capture_output=True, text=True
         )
         assert done.stdout.split() == [str(processes), "True", str(processes)], done.stderr

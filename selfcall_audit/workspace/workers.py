@@ -119,14 +119,16 @@ class Workers:
         forked: Callable[[Callable[[], Any]], Any],
     ) -> list[Any]:
         """`here(take)` run in this process and `forked(take)` in a process forked now for each
-        other core, which finds in its memory all this process holds (only results travel back);
+        other core (as many as have half a batch's worth of items each, see `min_batch`), which
+        finds in its memory all this process holds (only results travel back);
         `take()` gives the next of `items` that no process took yet (None once all are taken), so
         each process does as much as it can. The pool is stopped first (a fork beside its threads
         can deadlock). The results of the processes that finished, this one's first: a child that
         failed leaves its items undone, for the caller to do. Without forking (one job, a fork that
         may not be made), `here` does all."""
         self.close()
-        if self.jobs < 2 or len(items) < 2 or not _may_fork():
+        count = min(self.jobs, len(items) // (self.min_batch // 2))  # processes, each worth its fork
+        if count < 2 or not _may_fork():
             return [here(functools.partial(next, iter(items), None))]
         import multiprocessing
 
@@ -141,7 +143,7 @@ class Workers:
 
         children = []
         try:
-            for _ in range(min(self.jobs, len(items)) - 1):
+            for _ in range(count - 1):
                 receiving, sending = context.Pipe(duplex=False)
                 child = context.Process(
                     target=self._child, args=(forked, take, sending, os.getpid()), daemon=True
