@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from ..analysis.resolve import Resolver
     from .store import Extracted
 
-# Fewer modules than this are evaluated in this process alone: a fork would cost more.
-_SHARED_MIN = 24
-
 
 class Module(NamedTuple):
     """One module's findings (`noqa` applied, `suppressed` counted), and the limits its
@@ -72,9 +69,10 @@ class Evaluation:
         self.progress = progress
 
     def run(self, targets: list[str], workers: Workers | None = None) -> tuple[list[Finding], int]:
-        """The findings, and how many `noqa` suppressed; shared out by `workers` if given."""
+        """The findings, and how many `noqa` suppressed; shared out by `workers` if given (when
+        there are enough modules to repay a fork, see `Workers.share`)."""
         total = len(targets)
-        if workers is None or total < _SHARED_MIN:
+        if workers is None:
             return self._merged([self._evaluate(_taking(targets), self._ticking(total, 0))], targets)
         cut, reexports = dict(self.resolver.cut), dict(self.resolver.index.cut)
         shares = workers.share(
