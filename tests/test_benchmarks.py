@@ -546,7 +546,7 @@ def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None
     assert "quick fix after the edits: what `fix` writes (responses_api_agents/" in done.stdout
 
 
-def test_the_parse_cost_benchmark_parses_the_files_a_scan_parses(tmp_path: Path) -> None:
+def test_the_parse_cost_benchmark_parses_the_files_a_scan_parses() -> None:
     demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
     report = json.loads(
         subprocess.run(

@@ -120,9 +120,9 @@ class Workers:
     ) -> list[Any]:
         """`here(take)` run in this process and `forked(take)` in a process forked now for each
         other core (as many as have half a batch's worth of items each, see `min_batch`), which
-        finds in its memory all this process holds (only results travel back);
-        `take()` gives the next of `items` that no process took yet (None once all are taken), so
-        each process does as much as it can. The pool is stopped first (a fork beside its threads
+        finds in its memory all this process holds (only results travel back); `take()` gives the
+        next of `items` that no process took yet (None once all are taken), so each process does as
+        much as it can. The pool is stopped first (a fork beside its threads
         can deadlock). The results of the processes that finished, this one's first: a child that
         failed leaves its items undone, for the caller to do. Without forking (one job, a fork that
         may not be made), `here` does all."""
