@@ -16,6 +16,7 @@ from fixture_annotations import NOT_COPIED, annotated_findings
 
 from selfcall_audit.analysis.extract import extract
 from selfcall_audit.orchestration import codec
+from selfcall_audit.orchestration.cache import FactsCache
 from selfcall_audit.orchestration.codec import decode, encode
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -60,6 +61,56 @@ def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path
         "libcst",
     ):
         assert module not in warm
+
+
+def test_a_state_the_checkout_goes_back_to_answers_from_its_own_result(tmp_path: Path) -> None:
+    """pre-commit scans the staged files, the user the work tree; a checkout goes from one branch to
+    another and back: each state answers from the result kept for it, though another came between."""
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    app = root / "responses_api_agents" / "simple_agent" / "app.py"
+    original = app.read_bytes()
+    analysis = ("selfcall_audit.analysis.facts", "selfcall_audit.analysis.resolve")
+
+    first = _run(root)
+    app.write_bytes(original.replace(b"name=self.config.name,", b"name=self.config.resources_server.name,"))
+    other = _run(root)  # the self-call posts elsewhere now: analysed again
+    app.write_bytes(original)
+    back = _run(root)
+
+    assert int(other[0]) == int(first[0]) - 1
+    assert all(module in other for module in analysis)
+    assert back[:2] == [first[0], "0"]
+    assert not any(module in back for module in analysis)
+
+
+def test_the_last_four_states_are_kept_and_an_older_one_is_analysed_again(tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    shutil.copytree(FIXTURES / "demo-gym", root, ignore=NOT_COPIED)
+    app = root / "responses_api_agents" / "simple_agent" / "app.py"
+    original = app.read_bytes()
+    expected = str(len(annotated_findings(root)))
+    cache = root / ".selfcall_audit_cache"
+
+    for state in range(6):  # six states: a comment changes no finding, only the listing's fingerprint
+        app.write_bytes(original + f"# state {state}\n".encode())
+        assert _run(root)[0] == expected
+        if state == 0:
+            (snapshots,) = cache.glob("v*/snapshots")
+            (snapshots / "notes.dat").write_bytes(b"not the tool's\n")
+    kept = sorted(p.name for p in snapshots.iterdir())
+    app.write_bytes(original + b"# state 1\n")
+    again = _run(root)  # dropped: brought up to date from the last result
+    newest_first = FactsCache.open(root, ".selfcall_audit_cache").recent()
+    app.write_bytes(original + b"# state 4\n")
+    kept_one = _run(root)
+
+    assert len(kept) == 5 and "notes.dat" in kept  # four results, and a file the tool did not write
+    assert again[0] == expected and len(sorted(snapshots.iterdir())) == 5
+    assert kept_one[:2] == [expected, "0"]
+    assert (
+        FactsCache.open(root, ".selfcall_audit_cache").recent() == newest_first
+    )  # answered, not stored anew
 
 
 def test_a_scan_from_the_command_line_never_loads_the_codemod(tmp_path: Path) -> None:

@@ -172,7 +172,7 @@ def test_a_signing_key_that_is_a_special_file_neither_hangs_nor_exhausts_the_sca
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-@pytest.mark.parametrize("entry", ["snapshot.dat", "observed.dat", "facts"])
+@pytest.mark.parametrize("entry", ["snapshots", "observed.dat", "facts"])
 def test_a_cache_entry_that_is_a_special_file_neither_hangs_nor_exhausts_the_scan(
     kind: str, entry: str, tmp_path: Path
 ) -> None:
@@ -180,7 +180,7 @@ def test_a_cache_entry_that_is_a_special_file_neither_hangs_nor_exhausts_the_sca
     env = isolated_env(tmp_path)
     assert run("scan", root, env=env).returncode == 1
     (version,) = [e for e in (root / CACHE).iterdir() if e.is_dir()]
-    targets = sorted((version / "facts").iterdir()) if entry == "facts" else [version / entry]
+    targets = sorted((version / entry).iterdir()) if entry in ("facts", "snapshots") else [version / entry]
     (root / APP).write_bytes((root / APP).read_bytes() + b"\n")  # a change: the cache is read again
     for target in targets:
         make_special(target, kind)

@@ -3,9 +3,9 @@
 Facts are a pure function of a file's path and bytes and of the tool version, so they are
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
 index of import lines, a word index of the class names one-file runs searched for, what
-`Project.remembered` keeps and the last whole-project result (with what that run saw of each
-file, for `reuse`) are keyed by the files' content keys too: never by size and modification time,
-which an edit can leave as they were.
+`Project.remembered` keeps and the last few whole-project results (with what the last run saw
+of each file, for `reuse`) are keyed by the files' content keys too: never by size and
+modification time, which an edit can leave as they were.
 A file's content key is read back without reading the file only while its full status (change
 time, inode and device as well: see `FileSet.statuses`) is the one it was recorded with, and a
 whole listing's fingerprint while every file's status is as it was then. Entries
@@ -92,6 +92,10 @@ def facts_payload(facts: ModuleFacts) -> bytes:
 
 
 _KINDS = ("facts", "instances")
+# Whole-project results kept, each under its listing's fingerprint: the states a checkout goes back
+# to (the staged files pre-commit scans and the work tree, one branch and another) each answer at
+# once, not after the last result is checked against them file by file.
+_SNAPSHOTS = 4
 _REMEMBERED = 8  # values `remember` keeps (and `Project.remembered` in a long-lived process' memory)
 
 
@@ -111,7 +115,7 @@ def statuses_digest(statuses: dict[str, Status]) -> bytes:
 
 class FactsCache:
     """Facts of Python files keyed by path and content, one small file each so that a run reads
-    only what it needs; the YAML instances; the import-line index; the last whole-project result.
+    only what it needs; the YAML instances; the import-line index; the last whole-project results.
 
     A whole-project run deletes the entries it did not use: those of files since changed,
     renamed or deleted, and those of other versions of the tool, each only once it is shown to
@@ -156,7 +160,7 @@ class FactsCache:
         return [
             self.name,
             f"{self.name}/{self.version}",
-            *(f"{self.name}/{self.version}/{k}" for k in _KINDS),
+            *(f"{self.name}/{self.version}/{k}" for k in (*_KINDS, "snapshots")),
         ]
 
     def _get(self, kind: str, key: str) -> Any:
@@ -203,15 +207,14 @@ class FactsCache:
         """Keep a file's facts, given as `facts_payload` made them."""
         self._put("facts", key, payload)
 
-    def snapshot(self, fingerprint: str | None) -> dict[str, Any] | None:
-        """The last whole-project result, if it was computed for exactly these files and settings
-        (any fingerprint: whatever it was computed for, with its "fingerprint")."""
+    def snapshot(self, fingerprint: str) -> dict[str, Any] | None:
+        """The whole-project result computed for exactly these files and settings, if it is one
+        of the last few kept."""
         try:
-            found = load(self.folder / "snapshot.dat", self.key)
-            if found is None or fingerprint not in (None, found["fingerprint"]):
+            found = load(self._snapshot_path(fingerprint), self.key)
+            if found is None or found["fingerprint"] != fingerprint:
                 return None
             return {
-                "fingerprint": found["fingerprint"],
                 "findings": [decode(f, "Finding") for f in found["findings"]],
                 "suppressed": found["suppressed"],
                 "errors": [decode(e, "InputError") for e in found["errors"]],
@@ -225,19 +228,33 @@ class FactsCache:
         except (OSError, AttributeError, KeyError, TypeError, ValueError, IndexError):
             return None
 
-    def observed(self, fingerprint: str) -> dict[str, Any] | None:
-        """What the run behind the snapshot of this fingerprint saw of each file (see `reuse`)."""
+    def observed(self) -> tuple[str, dict[str, Any]] | None:
+        """The fingerprint of the last whole-project result stored, and what the run behind it saw
+        of each file (see `reuse`); None when it saw nothing a later run can trust."""
         found = load(self.folder / "observed.dat", self.key)
-        if not isinstance(found, dict) or found.get("fingerprint") != fingerprint:
+        if not isinstance(found, dict) or not isinstance(found.get("observed"), dict):
             return None
-        return found.get("observed")
+        return found.get("fingerprint"), found["observed"]
 
     def put_snapshot(self, fingerprint: str, result: dict[str, Any], observed: dict[str, Any] | None) -> None:
+        """Keep a whole-project result under its fingerprint, the newest of `_SNAPSHOTS`: the
+        oldest beyond them goes when the cache is saved."""
         encoded = {key: encode_all(v) if isinstance(v, list) else v for key, v in result.items()}
-        self._new[self.folder / "snapshot.dat"] = marshalled({**encoded, "fingerprint": fingerprint})
+        self._new[self._snapshot_path(fingerprint)] = marshalled({**encoded, "fingerprint": fingerprint})
         self._new[self.folder / "observed.dat"] = marshalled(
             {"fingerprint": fingerprint, "observed": observed}
         )
+        recent = [fingerprint, *(f for f in self.recent() if f != fingerprint)]
+        self._indexes["recent"] = {"snapshots": recent[:_SNAPSHOTS]}
+        self._changed.add("recent")
+
+    def recent(self) -> list[str]:
+        """The fingerprints of the whole-project results kept, the newest first."""
+        found = self._index("recent").get("snapshots")
+        return [f for f in found if isinstance(f, str)] if isinstance(found, list) else []
+
+    def _snapshot_path(self, fingerprint: str) -> Path:
+        return self.folder / "snapshots" / f"{fingerprint}.dat"
 
     def instances(self, key: str) -> tuple[list[AgentInstance], dict[str, InputError]] | None:
         try:
@@ -365,11 +382,20 @@ class FactsCache:
                     dump(path, self.key, data)
             if prune:
                 self._prune()
+            elif "recent" in self._changed:
+                self._prune_snapshots()
         except OSError:
             pass  # a read-only checkout still scans; it is only slower next time
         finally:
             self._new.clear()
             self._changed.clear()
+
+    def _prune_snapshots(self) -> None:
+        """Delete our whole-project results that are no longer among the newest kept."""
+        kept = {self._snapshot_path(f) for f in self.recent()}
+        for entry in (self.folder / "snapshots").glob("*.dat"):
+            if entry not in kept and ours(entry, self.key):
+                entry.unlink(missing_ok=True)
 
     def _create(self) -> None:
         """The cache's folders; a new cache folder also gets a `.gitignore` that ignores it."""
@@ -388,10 +414,11 @@ class FactsCache:
             for entry in (self.folder / kind).glob("*.dat"):
                 if entry not in self._used and ours(entry, self.key):
                     entry.unlink(missing_ok=True)
+        self._prune_snapshots()
         with os.scandir(self.root) as entries:
             others = [e.path for e in entries if e.name != self.version and e.is_dir(follow_symlinks=False)]
         for other in map(Path, others):
-            for folder in (*(other / kind for kind in _KINDS), other):
+            for folder in (*(other / kind for kind in (*_KINDS, "snapshots")), other):
                 if not is_folder(folder):
                     continue
                 for entry in folder.iterdir():

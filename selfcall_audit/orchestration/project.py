@@ -354,17 +354,22 @@ class Project:
     def _stored(
         self, files: FileSet, fingerprints: Fingerprints | None, fingerprint: str | None, inventory: bool
     ) -> Analysis | None:
-        """The last whole-project result, when it was computed for these very files or still
-        holds for them as they are now (then kept again under their new fingerprint)."""
-        stored = self.cache.snapshot(None) if self.cache and fingerprints and fingerprint else None
-        if stored is None or (stored["agents"] is None and inventory):
+        """A whole-project result kept for these very files, or the last one stored, when it
+        still holds for them as they are now (then kept again under their new fingerprint)."""
+        if not (self.cache and fingerprints and fingerprint):
             return None
-        then = stored.pop("fingerprint")
-        if then == fingerprint:
+        stored = self.cache.snapshot(fingerprint)
+        if stored is not None:
+            if stored["agents"] is None and inventory:
+                return None
             unchanged = all(self.key(rel) == key for rel, key in stored["outside"].items())
             return Analysis(**stored) if unchanged else None
+        last = self.cache.observed()
+        stored = self.cache.snapshot(last[0]) if last is not None else None
+        if last is None or stored is None or (stored["agents"] is None and inventory):
+            return None
         observed = still_holds(
-            self.cache.observed(then),
+            last[1],
             fingerprints.setup,
             self._contents(files),
             files.sources,

@@ -61,7 +61,7 @@ def _first_round(data: bytes, base_tokens: tuple[bytes, ...], searched: list[tup
 
 
 def still_holds(
-    observed: Observed | None,
+    observed: Observed,
     setup: str,
     contents: Mapping[str, str | None],
     sources: Collection[str],
@@ -76,7 +76,7 @@ def still_holds(
     configs, whose instances are not observed, and files that had errors); `key` gives a file's
     content key (the files parsed outside `contents`, imported test code, are compared by it);
     `same_facts(rel, then)`: are the file's facts now those its bytes of content key `then` had?"""
-    if observed is None or observed["setup"] != setup:
+    if observed["setup"] != setup:
         return None
     then = observed["contents"]
     changed = {rel for rel in then.keys() | contents.keys() if then.get(rel) != contents.get(rel)}
