@@ -29,7 +29,10 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it; and
   ``python -c 'import ...'`` of the standard-library modules a one-file run loads (read from its
   ``PYTHONPROFILEIMPORTTIME`` report after the unmeasured round): the floor that no code of
-  selfcall-audit's own can go below.
+  selfcall-audit's own can go below; in a git checkout, the same imports while git lists the
+  files (started first, as the console script starts it), then a status of each listed Python and
+  YAML file (``LISTING_FLOOR``): the floor under any one-file run that checks the rest of the
+  project before it answers.
 
 Commands run without ``PYTHONDONTWRITEBYTECODE``, so that Python tools start from compiled
 bytecode as installed tools do (pip compiles at install time). A peer that is not installed, or
@@ -126,6 +129,24 @@ sys.exit(main())
 """
 # Child processes: compiled bytecode may be written and used, as for an installed tool.
 ENVIRONMENT = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+# The modules named after it imported while git lists the checkout, then a status of each file
+# listed: no code of selfcall-audit's, only what checking the whole project takes.
+LISTING_FLOOR = """\
+import os, sys
+read_end, write_end = os.pipe()
+listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+git = os.posix_spawnp("git", listing, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1)])
+os.close(write_end)
+for name in sys.argv[1:]:
+    __import__(name)
+chunks = []
+while chunk := os.read(read_end, 1 << 20):
+    chunks.append(chunk)
+os.waitpid(git, 0)
+for name in b"".join(chunks).split(b"\\0"):
+    if name.endswith((b".py", b".yaml", b".yml")):
+        os.stat(name)
+"""
 
 
 def find_tool(name: str) -> str | None:
@@ -673,6 +694,20 @@ def stdlib_floor(one_file: Measure, root: Path) -> Measure | None:
     )
 
 
+def listing_floor(stdlib: Measure, root: Path) -> Measure | None:
+    """`stdlib`'s imports while git lists the checkout at `root`, then a status of each listed file
+    (`LISTING_FLOOR`); None outside a git checkout, where the tool walks the folders itself."""
+    if not (root / ".git").exists() or not hasattr(os, "posix_spawnp"):
+        return None
+    modules = stdlib.command[-1].removeprefix("import ").split(", ")
+    return Measure(
+        "python_listing",
+        "the same imports while git lists the files, then a status of each",
+        [sys.executable, "-c", LISTING_FLOOR, *modules],
+        optional=True,
+    )
+
+
 def side_by_side(
     root: Path,
     workdir: Path,
@@ -703,7 +738,8 @@ def side_by_side(
     one_file = next((m for m in commands if m.key == "sca_one_file"), None)
     floor = stdlib_floor(one_file, root) if one_file is not None else None
     if floor is not None:
-        commands += warm_up([floor], root, notes)
+        listing = listing_floor(floor, root)
+        commands += warm_up([floor] if listing is None else [floor, listing], root, notes)
     elif one_file is not None:
         notes.append("skipped python_stdlib: the one-file run's import report could not be read")
     for note in notes:
@@ -782,6 +818,10 @@ def side_by_side(
         floor = by_key["python_stdlib"].median / by_key["python_pass"].median
         print(f"stdlib_vs_python_pass: {floor:.2f}x (the floor under the one-file ratios)")
         values["stdlib_vs_python_pass"] = f"{floor:.3f}"
+    if "python_listing" in by_key and "python_pass" in by_key:
+        floor = by_key["python_listing"].median / by_key["python_pass"].median
+        print(f"listing_vs_python_pass: {floor:.2f}x (the floor under a one-file run that checks every file)")
+        values["listing_vs_python_pass"] = f"{floor:.3f}"
     findings = by_key["sca_cold"].findings
     values["findings"] = str(findings)
     if expected is not None:
