@@ -1,94 +1,92 @@
 """Value types of the analysis' results: findings, their evidence, agents and unreadable inputs.
 
 Named tuples: every run loads this module, and a frozen dataclass costs about 1 ms to define
-against a tenth of that (`benchmarks/README.md`). Changed copies come from `_replace`."""
-
-from __future__ import annotations
+against a tenth of that (`benchmarks/README.md`). Changed copies come from `_replace`. Their
+annotations are evaluated as the classes are made, not postponed: `NamedTuple` compiles each
+field's annotation written as a string, which cost every run 3 ms here."""
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Literal, NamedTuple
 
 from .rules import UNREADABLE
 
-if TYPE_CHECKING:
-    from typing import Literal
-
-    ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
-    ReceiverKind = Literal["self_attribute", "alias", "bound_method", "partial", "helper"]
-    CallContext = Literal["expression", "with", "default", "decorator"]
-    # What is wrong with an input: "syntax" (a Python file that does not parse: syntax error, null
-    # bytes, undecodable), "unreadable" (cannot be opened or listed, not a regular file, vanished),
-    # "too_large" (over max-file-size), "too_deep" (nested past what can be parsed or analysed),
-    # "yaml" (a config that cannot be loaded), "config_paths" (an entry naming no file it can
-    # read), "internal" (a bug of ours while analysing the file).
-    ErrorKind = Literal["syntax", "unreadable", "too_large", "too_deep", "yaml", "config_paths", "internal"]
-    # What an evidence line shows: "bound" (a name is bound here), "defined" (a constant or class
-    # attribute), "property" (a property is defined here), "registered" (a route is registered
-    # here), "runs_agent" (a YAML instance runs the agent), "routes_back" (a YAML instance routes a
-    # config reference back to itself), "runs_in" (the agent a base class's code runs in),
-    # "through" (the helper whose call at this line the finding's call goes through).
-    EvidenceKind = Literal[
-        "bound", "defined", "property", "registered", "runs_agent", "routes_back", "runs_in", "through"
-    ]
-    # Why a possible self-call (SCA003) is only possible: "server" (the name of the server it
-    # posts the route to cannot be resolved statically), "target" (the analysis stopped at a limit
-    # following the server name: any path would make it a self-call), "path" (it stopped following
-    # a path that may be the route), "method" (a call to the agent's own route whose HTTP method
-    # cannot be resolved).
-    Doubt = Literal["server", "target", "path", "method"]
-    # How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
-    # "outdated" (written by another version).
-    Staleness = Literal["edited", "outdated"]
-    # How a class is known to be an agent: "base" (it derives from a configured agent base),
-    # "route" (its server setup, or a base's, registers the agent route), "configured" (neither
-    # shows in the code the analysis read: a configured base named it).
-    Recognition = Literal["base", "route", "configured"]
-    # Why a self-call is not rewritten (`report.messages` words each kind). From its description:
-    # "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
-    # "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
-    # "outside_method"; from the configs: "other_instances"; from the tree around the call (`fix`):
-    # the others.
-    BlockerKind = Literal[
-        "partial",
-        "through_helper",
-        "helper_positional",
-        "helper_keyword",
-        "helper_expansion",
-        "helper_default",
-        "helper_overridden",
-        "not_a_post",
-        "async_with",
-        "in_default",
-        "in_decorator",
-        "passed_twice",
-        "expanded_key",
-        "star_expansion",
-        "positional",
-        "keyword",
-        "no_server_or_path",
-        "outside_method",
-        "other_instances",
-        "not_found",
-        "not_described",
-        "self_shadowed",
-        "self_rebound",
-        "walrus_in_removed_part",
-        "call_in_removed_part",
-        "helper_name_taken",
-        "streamed",
-        "bound_around_the_call",
-        "rebound_in_loop",
-        "rebound_after_closure",
-        "rebound_by_nonlocal",
-        "rebound_by_global",
-        "bound_by_handler",
-        "bound_by_walrus",
-        "maybe_unbound",
-        "several_bindings",
-        "not_a_plain_binding",
-        "unreachable",
-    ]
+# The words each kind of value may be.
+ArgumentRole = Literal["server_name", "url_path", "method", "json", "cookies", "headers", "other"]
+ReceiverKind = Literal["self_attribute", "alias", "bound_method", "partial", "helper"]
+CallContext = Literal["expression", "with", "default", "decorator"]
+# What is wrong with an input: "syntax" (a Python file that does not parse: syntax error, null
+# bytes, undecodable), "unreadable" (cannot be opened or listed, not a regular file, vanished),
+# "too_large" (over max-file-size), "too_deep" (nested past what can be parsed or analysed),
+# "yaml" (a config that cannot be loaded), "config_paths" (an entry naming no file it can
+# read), "internal" (a bug of ours while analysing the file).
+ErrorKind = Literal["syntax", "unreadable", "too_large", "too_deep", "yaml", "config_paths", "internal"]
+# What an evidence line shows: "bound" (a name is bound here), "defined" (a constant or class
+# attribute), "property" (a property is defined here), "registered" (a route is registered
+# here), "runs_agent" (a YAML instance runs the agent), "routes_back" (a YAML instance routes a
+# config reference back to itself), "runs_in" (the agent a base class's code runs in),
+# "through" (the helper whose call at this line the finding's call goes through).
+EvidenceKind = Literal[
+    "bound", "defined", "property", "registered", "runs_agent", "routes_back", "runs_in", "through"
+]
+# Why a possible self-call (SCA003) is only possible: "server" (the name of the server it
+# posts the route to cannot be resolved statically), "target" (the analysis stopped at a limit
+# following the server name: any path would make it a self-call), "path" (it stopped following
+# a path that may be the route), "method" (a call to the agent's own route whose HTTP method
+# cannot be resolved).
+Doubt = Literal["server", "target", "path", "method"]
+# How a vendored helper (SCA004) differs from the tool's: "edited" since it was written, or
+# "outdated" (written by another version).
+Staleness = Literal["edited", "outdated"]
+# How a class is known to be an agent: "base" (it derives from a configured agent base),
+# "route" (its server setup, or a base's, registers the agent route), "configured" (neither
+# shows in the code the analysis read: a configured base named it).
+Recognition = Literal["base", "route", "configured"]
+# Why a self-call is not rewritten (`report.messages` words each kind). From its description:
+# "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
+# "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
+# "outside_method"; from the configs: "other_instances"; from the tree around the call (`fix`):
+# the others.
+BlockerKind = Literal[
+    "partial",
+    "through_helper",
+    "helper_positional",
+    "helper_keyword",
+    "helper_expansion",
+    "helper_default",
+    "helper_overridden",
+    "not_a_post",
+    "async_with",
+    "in_default",
+    "in_decorator",
+    "passed_twice",
+    "expanded_key",
+    "star_expansion",
+    "positional",
+    "keyword",
+    "no_server_or_path",
+    "outside_method",
+    "other_instances",
+    "not_found",
+    "not_described",
+    "self_shadowed",
+    "self_rebound",
+    "walrus_in_removed_part",
+    "call_in_removed_part",
+    "helper_name_taken",
+    "streamed",
+    "bound_around_the_call",
+    "rebound_in_loop",
+    "rebound_after_closure",
+    "rebound_by_nonlocal",
+    "rebound_by_global",
+    "bound_by_handler",
+    "bound_by_walrus",
+    "maybe_unbound",
+    "several_bindings",
+    "not_a_plain_binding",
+    "unreachable",
+]
 
 
 class Progress:
@@ -213,7 +211,7 @@ class Finding(NamedTuple):
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
 
-    def moved(self, move: Callable[[str], str]) -> Finding:
+    def moved(self, move: Callable[[str], str]) -> "Finding":
         """The finding with every path it names seen from elsewhere (a monorepo's top, the
         current folder): its file, its evidence and its config reference."""
         return self._replace(
@@ -250,13 +248,13 @@ class InputError(NamedTuple):
         """ "error" when the entry fails the gate, "warning" otherwise: as every reporter shows it."""
         return "error" if self.fails else "warning"
 
-    def gated(self, strict: bool) -> InputError:
+    def gated(self, strict: bool) -> "InputError":
         """The entry as a run with this strictness judges it: a Python file that does not parse
         fails the gate (a self-call in it would go unseen, and ruff fails it too); any other entry
         fails it only under `strict`."""
         return self._replace(fails=strict or self.kind == "syntax")
 
-    def joined(self, other: InputError) -> InputError:
+    def joined(self, other: "InputError") -> "InputError":
         """One entry for two problems of the same file (a config with two bad `config_paths`)."""
         if other.message in self.message:
             return self

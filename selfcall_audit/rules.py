@@ -1,7 +1,5 @@
 """The rules registry: the one place a rule's code, words, severity and examples live."""
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 # The codes, for the code that emits or treats a rule specially; everything else about a rule is

@@ -4,7 +4,9 @@ itself back through others, and every front end reaches the analysis through `ap
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
+from typing import ForwardRef
 
 import selfcall_audit
 
@@ -175,6 +177,37 @@ def _imported_in_functions(path: Path) -> set[tuple[str, str]]:
                 elif isinstance(node, ast.Import):
                     found |= {(module, alias.name) for alias in node.names}
     return found
+
+
+# Modules of value types evaluate their annotations: `typing.NamedTuple` compiles each field's
+# annotation that is a string (all of them under `from __future__ import annotations`) when the
+# class is made, in every run that loads the module (`benchmarks/annotation_cost.py`).
+EVALUATED_ANNOTATIONS = (
+    "ftypes",
+    "rules",
+    "analysis.limits",
+    "analysis.calls",
+    "analysis.facts",
+    "analysis.policy",
+)
+
+
+def test_the_value_types_of_modules_that_evaluate_their_annotations_hold_no_string():
+    for name in EVALUATED_ANNOTATIONS:
+        module = importlib.import_module(f"selfcall_audit.{name}")
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        assert not any(isinstance(n, ast.ImportFrom) and n.module == "__future__" for n in tree.body), name
+        classes = [
+            c for c in vars(module).values() if isinstance(c, type) and c.__module__ == module.__name__
+        ]
+        fields = {
+            f"{c.__name__}.{field}": hint
+            for c in classes
+            if issubclass(c, tuple) and hasattr(c, "_fields")
+            for field, hint in c.__annotations__.items()
+        }
+        assert fields, name
+        assert not {f for f, hint in fields.items() if isinstance(hint, str | ForwardRef)}, name
 
 
 def test_imports_inside_functions_are_only_those_listed_with_why():

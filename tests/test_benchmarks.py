@@ -633,3 +633,23 @@ def test_the_deferred_imports_benchmark_measures_the_imports_the_architecture_te
     }
     assert {module for module, _ in DEFERRED_IMPORTS} <= makers
     assert len(found) >= len({target for _, target in DEFERRED_IMPORTS})
+
+
+def test_the_annotation_cost_benchmark_runs_each_module_the_architecture_test_lists_both_ways(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import annotation_cost
+    from test_architecture import EVALUATED_ANNOTATIONS
+
+    assert tuple(f"selfcall_audit.{name}" for name in EVALUATED_ANNOTATIONS) == annotation_cost.MODULES
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "annotation_cost.py"), "--rounds", "1"],
+        capture_output=True,
+        text=True,
+    )
+
+    assert result.returncode == 0, result.stderr
+    modules = json.loads(result.stdout.splitlines()[-1].removeprefix("modules="))
+    assert sorted(modules) == sorted(name.rsplit(".", 1)[-1] for name in EVALUATED_ANNOTATIONS)
+    assert all(times["evaluated_ms"] > 0 and times["postponed_ms"] > 0 for times in modules.values())

@@ -1,8 +1,6 @@
 """Which calls the facts keep, and what a kept call holds: where it is, its callee and arguments
 as expressions, the local bindings it went through and its arguments as written."""
 
-from __future__ import annotations
-
 import ast
 from collections.abc import Callable
 from typing import NamedTuple

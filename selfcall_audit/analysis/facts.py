@@ -6,20 +6,16 @@ so that resolution across modules never needs the syntax tree.
 
 Named tuples, as the results' value types are: a frozen dataclass takes ten times as long to
 define, and `dataclasses` loads `inspect`, in every run that parses a file (`benchmarks/README.md`).
+Their annotations are evaluated as the classes are made (see `ftypes`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
-from ..ftypes import InputError
+from ..ftypes import ErrorKind, InputError
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline
 from .walker import Binding
-
-if TYPE_CHECKING:
-    from ..ftypes import ErrorKind
 
 __all__ = [
     "Binding",
@@ -63,7 +59,7 @@ class FunctionBody:
         self._decode: Callable[[], FunctionBody] | None = None
 
     @classmethod
-    def later(cls, decode: Callable[[], FunctionBody]) -> FunctionBody:
+    def later(cls, decode: "Callable[[], FunctionBody]") -> "FunctionBody":
         """The body `decode()` gives, called when a field is first read (a partial of a
         module-level function: a body still encoded can be pickled to a worker)."""
         body = cls.__new__(cls)
@@ -155,7 +151,7 @@ class Inlined:
     function, an edit left as they were (a function an edit moved keeps its calls' callees and
     arguments). `previous`: the last run's; what this run does not read of them is dropped."""
 
-    def __init__(self, previous: Inlined | None = None):
+    def __init__(self, previous: "Inlined | None" = None):
         self._previous = previous._entries if previous is not None else {}
         # each entry holds the facts its key is the ids of: no other object can take those ids
         self._entries: dict[tuple[int, ...], tuple[tuple, Any]] = {}

@@ -20,8 +20,6 @@ of `Limits` below; the others are named where they live):
 | characters compared per changed block by `fix` (`splice.MAX_COMPARED_CHARS`) | 4,000 | none: the block is one edit (the bytes written are the same) |
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 

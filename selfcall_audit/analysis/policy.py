@@ -6,34 +6,28 @@ syntax tree around the call shows (a rebound `self`, a name the helper would col
 through `name_blocker`, whether `self` and the names the rewrite removes are bound on every path
 to the call as the analysis read them). A refusal is a `Blocker`: a kind and what it is about
 (`report.messages` words it).
-This module imports nothing but the value types: a scan can use it without libcst.
+This module imports nothing but the value types: a scan can use it without libcst. Its own value
+types' annotations are evaluated as the classes are made (see `ftypes`).
 """
 
-from __future__ import annotations
+from typing import Literal, NamedTuple
 
-from typing import TYPE_CHECKING, NamedTuple
-
-from ..ftypes import Blocker, CallArgument, CallDescription, CallReceiver
+from ..ftypes import ArgumentRole, Blocker, BlockerKind, CallArgument, CallDescription, CallReceiver
 from .calls import CLIENT_SIGNATURES
 
-if TYPE_CHECKING:
-    from typing import Literal
-
-    from ..ftypes import ArgumentRole, BlockerKind
-
-    DefinitionForm = Literal[
-        "param",
-        "assign",
-        "import",
-        "augmented",
-        "walrus",
-        "for",
-        "except",
-        "with",
-        "delete",
-        "other",
-        "unbound",
-    ]
+DefinitionForm = Literal[
+    "param",
+    "assign",
+    "import",
+    "augmented",
+    "walrus",
+    "for",
+    "except",
+    "with",
+    "delete",
+    "other",
+    "unbound",
+]
 
 # The client methods a rewrite replaces: those that can say POST (the helper sends nothing else).
 REWRITTEN_METHODS = frozenset({"post", "request"})
