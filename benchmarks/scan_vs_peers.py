@@ -134,7 +134,8 @@ ENVIRONMENT = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTEC
 LISTING_FLOOR = """\
 import os, sys
 read_end, write_end = os.pipe()
-listing = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
+safely = ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]  # as the tool runs git
+listing = ["git", *safely, "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
 git = os.posix_spawnp("git", listing, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1)])
 os.close(write_end)
 for name in sys.argv[1:]:

@@ -365,8 +365,10 @@ class Project:
             unchanged = all(self.key(rel) == key for rel, key in stored["outside"].items())
             return Analysis(**stored) if unchanged else None
         last = self.cache.observed()
-        stored = self.cache.snapshot(last[0]) if last is not None else None
-        if last is None or stored is None or (stored["agents"] is None and inventory):
+        if last is None:
+            return None
+        stored = self.cache.snapshot(last[0])
+        if stored is None or (stored["agents"] is None and inventory):
             return None
         observed = still_holds(
             last[1],
