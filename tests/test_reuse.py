@@ -179,15 +179,16 @@ def test_a_scan_after_a_change_reports_what_an_uncached_scan_reports(
 
 
 @pytest.mark.parametrize("same_bytes", [True, False])
-def test_an_agent_gaining_a_comment_is_compared_by_its_facts_entry_before_any_decoding(
+def test_an_agent_whose_code_line_gains_a_comment_is_compared_by_its_facts_entry_before_any_decoding(
     tmp_path: Path, scanned: tuple[Path, dict], monkeypatch, same_bytes: bool
 ) -> None:
-    """The agent file's facts are extracted again and encoded for the cache: the same bytes as the
-    entry stored for it before say its facts are the same, without decoding that entry. Equal facts
-    stored in other bytes (marshal marks objects by their reference counts) are decoded and compared."""
+    """A code line changed (by a comment at its end): the agent file's facts are extracted again
+    and encoded for the cache, and the same bytes as the entry stored for it before say its facts
+    are the same, without decoding that entry. Equal facts stored in other bytes (marshal marks
+    objects by their reference counts) are decoded and compared."""
     original, before = scanned
     root = shutil.copytree(original, tmp_path / "repo", symlinks=True)
-    _append("responses_api_agents/tutor/app.py", "# reviewed\n")(root)
+    _replace("responses_api_agents/tutor/app.py", "json=body)\n", "json=body)  # reviewed\n")(root)
     decoded, analysed = [], []
 
     def facts(self: FactsCache, rel: str, key: str) -> object:

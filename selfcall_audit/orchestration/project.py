@@ -21,6 +21,7 @@ from ..workspace.listing import is_project_root
 from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
 from ..workspace.workers import Workers
 from .cache import FactsCache, content_key, keep_last
+from .comments import outline
 from .fingerprint import Fingerprints
 from .indexes import Indexes
 from .jobs import Search, files_naming
@@ -206,6 +207,17 @@ class Project:
         self._keys[rel] = None if data is None else content_key(rel, data)
         if data is not None and self.cache is not None:
             self.cache.keep_key(rel, self._keys[rel])
+
+    def _outline(self, rel: str, key: str) -> str | None:
+        """The outline (see `comments`) of the bytes of content key `key`; None if the file no
+        longer holds them or cannot be read."""
+        data = self.peek(rel)
+        if data is None:
+            try:
+                data = read_file(os.path.join(self.root, rel), self.settings.max_file_size)
+            except UnreadableFile:
+                return None
+        return outline(data) if content_key(rel, data) == key else None
 
     def _facts(self, rel: str) -> ModuleFacts | None:
         return self._facts_store().facts(rel)
@@ -499,13 +511,15 @@ class Project:
             )
             self.errors.setdefault(rel, InputError(rel, message, "too_deep", line))
         if fingerprints and whole:
+            parsed = store.keys()
             self._observed = observe(
                 fingerprints.setup,
                 self._contents(files),
-                store.keys(),
+                parsed,
                 rounds,
                 searched,
                 resolver.posters,
+                {rel: self._outline(rel, key) for rel, key in parsed.items()},
             )
         return Analysis(
             findings=sorted(set(findings), key=lambda f: f.sort_key),

@@ -7,8 +7,9 @@ hold one of the agent names found so far as a word (which decides the round of t
 that parses it), could it post to a server client. If every changed file gives the answers the
 last run got (and its facts, when it was parsed, are equal), the run would take the same steps
 to the same findings. Most commits change files no analysis parses, or an agent file without
-changing its facts (a comment that moves no line), so the one-file runs of pre-commit are then
-answered about as fast as for an unchanged tree.
+changing its facts (a comment that moves no line, which the file's outline tells without
+extracting them: see `comments`), so the one-file runs of pre-commit are then answered about as
+fast as for an unchanged tree.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..workspace.prefilter import POSTER_TOKENS, as_words, mentions_any, names_found
+from .comments import comments_outside_strings, outline
 
 if TYPE_CHECKING:
     from typing import Any
@@ -34,9 +36,11 @@ def observe(
     rounds: Sequence[Collection[str]],
     searched: Sequence[Collection[str]],
     posters: Mapping[str, bool],
+    outlines: Mapping[str, str | None],
 ) -> Observed | None:
     """What a whole run saw: `contents` maps each source and config file to its content key,
-    `parsed` each parsed file to its content key, `rounds` are the
+    `parsed` each parsed file to its content key (and `outlines` to its outline, None if its bytes
+    were not had), `rounds` are the
     files each prefilter round parsed (the first: those naming an agent base), `searched` the
     agent names each later round searched for, `posters` the files asked whether they could post.
     None when it cannot be trusted later."""
@@ -47,7 +51,7 @@ def observe(
         "setup": setup,
         "contents": dict(contents),
         "searched": [tuple(sorted(names)) for names in searched],
-        "parsed": {rel: (key, first_round.get(rel)) for rel, key in parsed.items()},
+        "parsed": {rel: (key, first_round.get(rel), outlines.get(rel)) for rel, key in parsed.items()},
         "posters": dict(posters),
     }
 
@@ -97,7 +101,9 @@ def still_holds(
         if rel in sources and _first_round(data, base_tokens, observed["searched"]) != (seen and seen[1]):
             return None
         if seen is not None and key(rel) != seen[0]:
-            if not same_facts(rel, seen[0]):
+            shape = outline(data)
+            comments_alone = shape == seen[2] and comments_outside_strings(data)
+            if not comments_alone and not same_facts(rel, seen[0]):
                 return None
-            parsed[rel] = (key(rel), seen[1])
+            parsed[rel] = (key(rel), seen[1], shape)
     return {**observed, "contents": dict(contents), "parsed": parsed}
