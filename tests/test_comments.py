@@ -83,6 +83,8 @@ def test_a_file_whose_strings_hold_a_line_like_a_comment_is_never_taken_for_a_co
     source = AGENT + b'DOC = """\n# not a comment: part of a value\n"""\n'
 
     assert not comments_alone(source, source.replace(b"part of a value", b"another value"))
+    closing = AGENT + b'DOC = """\n# its last line"""\n'
+    assert not comments_alone(closing, closing.replace(b"its last line", b"another"))
     assert not comments_alone(source, source.replace(b"# the route it posts to", b"# another"))
 
 
@@ -98,6 +100,14 @@ def test_a_file_that_does_not_parse_is_never_taken_for_a_comment_edit() -> None:
     source = b"x = 1\ny = 2\n# a comment\ndef broken(:\n"
 
     assert not comments_alone(source, source.replace(b"a comment", b"another"))
+
+
+def test_a_line_of_a_string_in_a_decorator_lies_in_a_string() -> None:
+    """A definition's node starts at its `def`: its decorators' lines are above it."""
+    source = b'x = 1\ny = 2\n@decorated("""\n# a decorator\'s value\n""")\ndef f():\n    pass\n'
+
+    assert not comments_outside_strings(source)
+    assert comments_outside_strings(source.replace(b'"""\n# a', b'"""\n  a'))
 
 
 def test_a_comment_inside_an_f_strings_braces_lies_in_a_string() -> None:
@@ -126,6 +136,8 @@ def test_every_edit_taken_for_one_to_comments_leaves_the_facts_as_they_were() ->
     sources = {path.relative_to(FIXTURES).as_posix(): path.read_bytes() for path in FIXTURES.rglob("*.py")}
     sources["strings.py"] = AGENT + (
         b'\nS = ("a"\n     # between\n     "b")\nB = b"""\n# bytes\n"""\nD = """\n# a value\n"""\n'
+        b'E = """\n# its last line"""\n'
+        b'@decorated("""\n# a decorator\'s value\n""")\ndef f():\n    pass\n'
     )
     taken = 0
     for rel, source in sorted(sources.items()):

@@ -19,6 +19,7 @@ file with a line that `\\r` alone ends is outlined whole.
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 import warnings
 
@@ -84,13 +85,24 @@ def comments_outside_strings(data: bytes) -> bool:
             tree = ast.parse(data, type_comments=False)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
-    if not lines:
-        return True
-    spans = [
-        (node.lineno, node.end_lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Constant, ast.JoinedStr))
-        and node.end_lineno is not None
-        and node.end_lineno > node.lineno
-    ]
-    return not any(start <= line <= end for line in lines for start, end in spans)
+    return not _in_a_string(tree, lines)
+
+
+def _in_a_string(tree: ast.AST, lines: list[int]) -> bool:
+    """Does a string spanning lines (an f-string: any part of it) hold one of these lines, which
+    are in order? Only the nodes whose lines hold one are walked into."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        start = getattr(node, "lineno", None)
+        if start is not None:
+            end = node.end_lineno
+            # a definition's lines start at its `def` or `class`, its decorators' above them
+            start = min([start, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            at = bisect.bisect_left(lines, start)
+            if at == len(lines) or lines[at] > end:
+                continue
+            if isinstance(node, (ast.Constant, ast.JoinedStr)) and end > start:
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
