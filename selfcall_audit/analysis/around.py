@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
-from .extract import parse
+from .parsing import parse
 from .policy import Reach
 from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
 

@@ -4,16 +4,15 @@ runs of a long-lived process (`Functions`)."""
 from __future__ import annotations
 
 import ast
-import functools
 import io
 import re
 import tokenize
-import warnings
 from collections.abc import Callable
 from typing import NamedTuple
 
 from .expr import UNKNOWN, merge, prune
 from .facts import Binding, ClassFacts, FactsError, FunctionBody, FunctionFacts, Import, ModuleFacts
+from .parsing import parse
 from .walker import FunctionWalker, ModuleScope, param_names
 
 _NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -374,15 +373,6 @@ def _noqa_lines(source: bytes) -> tuple[tuple[int, tuple[str, ...] | None], ...]
         parsed = tuple(c.upper() for c in re.split(r"[,\s]+", codes.decode()) if c) if codes else None
         found.append((line, parsed))
     return tuple(found)
-
-
-@functools.lru_cache(maxsize=2)
-def parse(source: bytes) -> ast.Module:
-    """The module's tree, shared by its facts and the questions `around` asks of its self-calls
-    right after (an editor's edit, a one-file run): parsed once, never changed by either."""
-    with warnings.catch_warnings():  # `"\d"` and the like: the audited code's business, not our output
-        warnings.simplefilter("ignore")
-        return ast.parse(source, type_comments=False)
 
 
 def extract(path: str, source: bytes, functions: Functions | None = None) -> ModuleFacts:

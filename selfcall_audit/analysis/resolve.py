@@ -40,7 +40,7 @@ class Resolver:
         """`sites`: the method parts of each file's self-call sites, kept by a long-lived process
         from one run to the next (see `around.Sites`); each file's are replaced by this run's;
         `inlined`: this run's inlined calls, from the last run's (see `facts.Inlined`); `parsed`:
-        the files this process has just parsed whole (an edited buffer), whose tree `extract.parse`
+        the files this process has just parsed whole (an edited buffer), whose tree `parsing.parse`
         still holds: their sites are read on it rather than on their methods' lines parsed again."""
         self.hierarchy = hierarchy
         self.index = hierarchy.index

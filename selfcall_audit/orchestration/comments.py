@@ -21,8 +21,8 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-import warnings
 
+from ..analysis.parsing import parse
 from .cache import blake2b
 
 # A line holding only a comment, after the line end before it (a literal the search can skip
@@ -62,27 +62,24 @@ def _utf8(text: bytes) -> bool:
     return True
 
 
-def outline(data: bytes) -> str:
+def outline(data: bytes) -> tuple[str, list[int]]:
     """A digest of the file that the text of its comment lines does not change, nor comment or
-    blank lines after its last code."""
-    blanked, _ = _blanked(data)
+    blank lines after its last code; and the numbers of those comment lines."""
+    blanked, lines = _blanked(data)
     end = len(blanked)
     while (start := blanked.rfind(b"\n", 0, end)) >= 0 and blanked[start + 1 : end].strip() in (b"", _MARK):
         end = start  # a blank or comment line after the last code
     digest = blake2b(blanked[:end].rstrip(b"\r\n"), digest_size=16)
     returns, line_ends = data.count(b"\r"), data.count(b"\r\n")
     digest.update(f"\0{returns}\0{line_ends}".encode())
-    return digest.hexdigest()
+    return digest.hexdigest(), lines
 
 
-def comments_outside_strings(data: bytes) -> bool:
-    """Does the file parse, with none of the comment lines `outline` ignores inside a string that
+def comments_outside_strings(data: bytes, lines: list[int]) -> bool:
+    """Does the file parse, with none of these comment lines (`outline`'s) inside a string that
     spans lines (a docstring line that starts with `#`)?"""
-    _, lines = _blanked(data)
     try:
-        with warnings.catch_warnings():  # the file's own invalid escapes are not ours to report
-            warnings.simplefilter("ignore", SyntaxWarning)
-            tree = ast.parse(data, type_comments=False)
+        tree = parse(data)  # kept: the facts, if they must be extracted after all, read it again
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     return not _in_a_string(tree, lines)

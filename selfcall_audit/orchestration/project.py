@@ -217,7 +217,7 @@ class Project:
                 data = read_file(os.path.join(self.root, rel), self.settings.max_file_size)
             except UnreadableFile:
                 return None
-        return outline(data) if content_key(rel, data) == key else None
+        return outline(data)[0] if content_key(rel, data) == key else None
 
     def _facts(self, rel: str) -> ModuleFacts | None:
         return self._facts_store().facts(rel)

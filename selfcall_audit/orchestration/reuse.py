@@ -101,8 +101,8 @@ def still_holds(
         if rel in sources and _first_round(data, base_tokens, observed["searched"]) != (seen and seen[1]):
             return None
         if seen is not None and key(rel) != seen[0]:
-            shape = outline(data)
-            comments_alone = shape == seen[2] and comments_outside_strings(data)
+            shape, comment_lines = outline(data)
+            comments_alone = shape == seen[2] and comments_outside_strings(data, comment_lines)
             if not comments_alone and not same_facts(rel, seen[0]):
                 return None
             parsed[rel] = (key(rel), seen[1], shape)
