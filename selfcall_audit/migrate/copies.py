@@ -26,7 +26,8 @@ FILE_NAME = "inprocess.py"
 SHIPPED = Path(__file__).resolve().parents[1] / "inprocess.py"
 # Where a copy came from, among its first comment lines: "code" is the digest of its code as
 # `code_digest` sees it; "blake2b" (copies of 0.1.0) the digest of the bytes after the header.
-_ATTRIBUTION = re.compile(
+# Compiled when first used (`re` keeps it): most runs meet no copy.
+_ATTRIBUTION = (
     r"# Vendored from selfcall-audit (\S+) \(selfcall_audit/inprocess\.py, (code|blake2b) ([0-9a-f]{16,32})\)\."
 )
 _HEAD = 8192  # the license header and the attribution lie within
@@ -90,7 +91,7 @@ def _record(data: bytes) -> tuple[str, str, str, int] | None:
     for line in data[:_HEAD].splitlines(keepends=True):
         if not line.startswith(b"#") and line.strip():
             return None
-        match = _ATTRIBUTION.match(line.decode("utf-8", "replace"))
+        match = re.match(_ATTRIBUTION, line.decode("utf-8", "replace"))
         if match is not None:
             return match[1], match[2], match[3], offset + len(line)
         offset += len(line)
