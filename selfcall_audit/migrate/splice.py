@@ -141,6 +141,10 @@ def _byte_offsets(body: bytes, text: str, codec: str, positions: Iterable[int]) 
     wanted = sorted(set(positions))
     if body.isascii() and len(body) == len(text):
         return {p: p for p in wanted}
+    if codecs.lookup(codec).name == "utf-8" and text.encode("utf-8", "replace") == body:
+        # UTF-8 encodes each character alone, so one starts after the bytes of the text before it:
+        # worked out in C, where the loop below decodes byte by byte (a fifth of `fix`'s splicing)
+        return _utf8_offsets(text, wanted)
     decoder = codecs.getincrementaldecoder(codec)()
     offsets: dict[int, int] = {}
     chars = 0
@@ -157,6 +161,19 @@ def _byte_offsets(body: bytes, text: str, codec: str, positions: Iterable[int]) 
         chars += len(decoder.decode(body[index : index + 1]))
     if target is not None:
         raise SpliceError("the rewrite reaches past the end of the file")
+    return offsets
+
+
+def _utf8_offsets(text: str, wanted: list[int]) -> dict[int, int]:
+    """`_byte_offsets` of `wanted` (sorted) in the UTF-8 bytes of `text`."""
+    if wanted and wanted[-1] > len(text):
+        raise SpliceError("the rewrite reaches past the end of the file")
+    offsets: dict[int, int] = {}
+    at = start = 0
+    for position in wanted:
+        at += len(text[start:position].encode("utf-8", "replace"))
+        offsets[position] = at
+        start = position
     return offsets
 
 
