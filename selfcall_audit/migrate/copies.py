@@ -27,9 +27,7 @@ SHIPPED = Path(__file__).resolve().parents[1] / "inprocess.py"
 # Where a copy came from, among its first comment lines: "code" is the digest of its code as
 # `code_digest` sees it; "blake2b" (copies of 0.1.0) the digest of the bytes after the header.
 # Compiled when first used (`re` keeps it): most runs meet no copy.
-_ATTRIBUTION = (
-    r"# Vendored from selfcall-audit (\S+) \(selfcall_audit/inprocess\.py, (code|blake2b) ([0-9a-f]{16,32})\)\."
-)
+_ATTRIBUTION = r"# Vendored from selfcall-audit (\S+) \(selfcall_audit/inprocess\.py, (code|blake2b) ([0-9a-f]{16,32})\)\."
 _HEAD = 8192  # the license header and the attribution lie within
 
 

@@ -23,7 +23,9 @@ def edited(text: str, edits: list[tuple[int, int, str]]) -> str:
 
 
 @given(TEXT, EDITS, st.sampled_from(["utf-8", "UTF8", "euc-jp"]), st.booleans())
-def test_the_bytes_are_the_new_texts(old: str, edits: list[tuple[int, int, str]], encoding: str, bom: bool) -> None:
+def test_the_bytes_are_the_new_texts(
+    old: str, edits: list[tuple[int, int, str]], encoding: str, bom: bool
+) -> None:
     """With or without a byte-order mark, in UTF-8 (however its name is spelled) and in another
     encoding that holds every character here but the emoji and the separator."""
     new = edited(old, edits)
