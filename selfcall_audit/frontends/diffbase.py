@@ -4,10 +4,10 @@
 The ref's files are written from git's object store into a temporary folder, in memory where the
 system has room there (the user's work tree is never written), and analysed there with the run's
 own settings and the work tree's cache, read and never written: its entries are keyed by path and
-content, so a file the ref shares with the work tree is not parsed again, and a ref whose files
-are all the work tree's gets the run's own result. Each finding of the run is matched against the ref's by the baseline's
-fingerprint (rule, file, agent, method and the call's text without layout), so that lines moved by
-unrelated edits keep a finding old.
+content, so a file the ref shares with the work tree is not parsed again, and a ref whose files are
+all the work tree's gets the run's own result. Each finding of the run is matched against the ref's
+by the baseline's fingerprint (rule, file, agent, method and the call's text without layout), so
+that lines moved by unrelated edits keep a finding old.
 """
 
 from __future__ import annotations

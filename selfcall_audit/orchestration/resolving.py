@@ -1,13 +1,13 @@
 """The last phase of a run: the findings of each module it reports on.
 
-A whole run shares its modules out between this process and one forked for each other core, as
-long as each has a dozen modules to evaluate (`Workers.share`); a child finds the project's facts
-in its memory, so only results travel back. What a child learned on the way comes back with them
-and is taken over here as if learned here: the files it parsed (their facts and cache entries:
-not parsed again), the files whose facts it loaded, the errors of files it could not read, the
-helper files it asked whether they post, the limits it hit (in the modules' order, as one process
-meets them). A module's findings depend on
-the facts alone, not on which process evaluated the other modules first.
+A whole run shares its modules out between this process and one forked for each other core, as long
+as each has a dozen modules to evaluate (`Workers.share`); a child finds the project's facts in its
+memory, so only results travel back. What a child learned on the way comes back with them and is
+taken over here as if learned here: the files it parsed (their facts and cache entries: not parsed
+again), the files whose facts it loaded, the errors of files it could not read, the helper files it
+asked whether they post, the limits it hit (in the modules' order, as one process meets them). A
+module's findings depend on the facts alone, not on which process evaluated the other modules
+first.
 """
 
 from __future__ import annotations
