@@ -591,6 +591,27 @@ def test_the_parse_cost_benchmark_parses_the_files_a_scan_parses() -> None:
     assert [line.split()[0] for line in lines[1:3]] == ["ast.parse", "libcst.parse_module"]
 
 
+def test_the_walk_cost_benchmark_times_each_walk_over_the_same_nodes() -> None:
+    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "walk_cost.py"), str(demo), "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"files={len(list(demo.glob('responses_api_agents/*/app.py')))}"
+    assert int(lines[1].removeprefix("nodes=")) > 1000  # the walks met the same nodes, or it stops
+    assert [line.rsplit(maxsplit=3)[0] for line in lines[2:]] == [
+        "libcst visit",
+        "matchers.findall",
+        "migrate.walk.descendants",
+    ]
+    assert lines[-1].endswith(" 1.00x")
+
+
 def test_the_deferred_imports_are_found_written_absolute_with_the_functions_making_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-import libcst.matchers as m
 
 from .imports import ident
 from .locate import Plan
 from .scope import binds, reads_locals
+from .walk import children, descendants
 
 
 def unused_aliases(
@@ -53,36 +53,27 @@ def _is_plain_value(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Name, cst.SimpleString))
 
 
-class _Uses(cst.CSTVisitor):
-    """Counts a name's occurrences as a variable: attribute names and keywords are not uses."""
-
-    def __init__(self, name: str):
-        super().__init__()
-        self.name = ident(name)
-        self.count = 0
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.count += ident(node.value) == self.name
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
-        return False
-
-    def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
-        return False
-
-
 def _count_uses(node: cst.CSTNode, name: str) -> int:
-    uses = _Uses(name)
-    node.visit(uses)
-    return uses.count
+    """The name's occurrences as a variable: attribute names and keywords are not uses."""
+    name = ident(name)
+    count = 0
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.Attribute, cst.Arg)):
+            stack.append(current.value)
+            continue
+        count += isinstance(current, cst.Name) and ident(current.value) == name
+        stack += children(current)
+    return count
 
 
 def _sole_binding(method: cst.FunctionDef, name: str) -> cst.SimpleStatementLine | None:
     """The statement `name = <plain value>` in the method, when removing it leaves a valid block."""
-    for block in m.findall(method, m.IndentedBlock()):
-        body = block.body  # type: ignore[attr-defined]
+    for block in descendants(method):
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        body = block.body
         for index, statement in enumerate(body):
             if not (
                 isinstance(statement, cst.SimpleStatementLine)

@@ -15,11 +15,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
-import libcst.matchers as m
 
 from ..analysis.policy import Definition, Reach
 from .imports import ident
 from .scope import COMPREHENSIONS, bindings, binds
+from .walk import children, descendants
 
 if TYPE_CHECKING:
     from ..analysis.policy import DefinitionForm
@@ -163,7 +163,7 @@ def _parents(root: cst.CSTNode) -> dict[cst.CSTNode, cst.CSTNode]:
     stack = [root]
     while stack:
         node = stack.pop()
-        for child in node.children:
+        for child in children(node):
             parents[child] = node
             stack.append(child)
     return parents
@@ -246,7 +246,7 @@ class Flows:
         return Reach(
             name,
             "function",
-            tuple(sorted(definitions, key=lambda d: (d.line, d.form))),
+            tuple(sorted(definitions, key=_in_order)),
             closure=closure is not None,
             nonlocal_line=writer,
         )
@@ -264,13 +264,13 @@ class Flows:
             flow = _Flow(name, bool(self.in_body(owner, name)))
             params = [p for p in bindings(owner.params, name) if isinstance(p, cst.Param)]
             flow.block(owner.body, frozenset(params) if params else frozenset({_UNBOUND}))
-            writer = next(
+            writer = min(
                 (
                     self.line(n)
-                    for n in m.findall(owner.body, m.FunctionDef() | m.Lambda())
-                    if self._rebinds(n, name)
+                    for n in descendants(owner.body)
+                    if isinstance(n, (cst.FunctionDef, cst.Lambda)) and self._rebinds(n, name)
                 ),
-                None,
+                default=None,
             )
             self._flows[key] = (flow.states, writer)
         return self._flows[key]
@@ -281,14 +281,21 @@ def global_reach(module: cst.Module, name: str, line: Callable[[cst.CSTNode], in
     name = ident(name)
     own = [node for node in bindings(module, name, own_scope=True) if not isinstance(node, cst.Global)]
     parents = _parents(module) if any(isinstance(node, cst.AsName) for node in own) else {}
-    writer = next((node for node in m.findall(module, m.Global()) if _declares_name(node, name)), None)
-    definitions = tuple(Definition(_form(node, parents), line(node)) for node in own)
-    return Reach(
-        name,
-        "module",
-        definitions or (Definition("unbound", 0),),
-        global_line=None if writer is None else line(writer),
+    writer = min(
+        (
+            line(node)
+            for node in descendants(module)
+            if isinstance(node, cst.Global) and _declares_name(node, name)
+        ),
+        default=None,
     )
+    definitions = sorted((Definition(_form(node, parents), line(node)) for node in own), key=_in_order)
+    return Reach(name, "module", tuple(definitions) or (Definition("unbound", 0),), global_line=writer)
+
+
+def _in_order(definition: Definition) -> tuple[int, str]:
+    """Definitions by line: the bindings' walk meets them in no particular order."""
+    return definition.line, definition.form
 
 
 def _declares_name(node: cst.CSTNode, name: str) -> bool:

@@ -14,6 +14,7 @@ import libcst.matchers as m
 
 from .arguments import uncommented
 from .fixes import Helper
+from .walk import descendants
 
 _FUTURE, _STDLIB, _THIRD_PARTY, _FIRST_PARTY, _LOCAL = range(5)
 _E402 = re.compile(r"#\s*noqa\b.*\bE402\b")
@@ -195,7 +196,9 @@ def _last_path_change(body: Sequence[cst.BaseStatement]) -> int | None:
     )
     found = None
     for index, statement in enumerate(body):
-        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and m.findall(statement, change):
+        if not isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and any(
+            m.matches(node, change) for node in descendants(statement)
+        ):
             found = index
     return found
 

@@ -58,15 +58,18 @@ class Site:
     ancestors: tuple[cst.CSTNode, ...]  # outermost first; the call's parent last
 
 
-def locate(paths: Paths, findings: Sequence[Finding], source_lines: Sequence[bytes]) -> dict[Finding, Site]:
-    """The Call node each finding points at. A column may be counted in characters or, for a
-    file in another encoding than UTF-8, as the analysis counts it from the UTF-8 byte offset."""
+def locate(
+    paths: Paths, findings: Sequence[Finding], code: str, source_lines: Sequence[bytes]
+) -> dict[Finding, Site]:
+    """The Call node each finding points at, in the module whose text libcst prints as `code`. A
+    column may be counted in characters or, for a file in another encoding than UTF-8, as the
+    analysis counts it from the UTF-8 byte offset."""
     positions = paths.positions
     by_lines: dict[tuple[int, int], list[cst.Call]] = {}
     for node, where in positions.items():
         if isinstance(node, cst.Call):
             by_lines.setdefault((where.start.line, where.end.line), []).append(node)
-    lines = re.split(r"\r\n|\r|\n", paths.module.code)  # as Python counts lines: not at form feeds
+    lines = re.split(r"\r\n|\r|\n", code)  # as Python counts lines: not at form feeds
     sites = {}
     for finding in findings:
         wanted = (finding.column - 1, finding.end_column - 1)

@@ -44,6 +44,7 @@ class _Planner:
         first_party: Callable[[str], bool],
     ):
         self.module = module
+        self.code = module.code  # libcst's text of the tree, which the splice compares too
         self.source_lines = source.splitlines()
         self.helper = helper
         self.first_party = first_party
@@ -54,7 +55,8 @@ class _Planner:
         # a file that never spells the name binds nothing by it; NFKC-normalised whole, a text keeps
         # each identifier whole (in code, ASCII delimits them), as Python reads them
         spelt = ident(self.callee) in ident(source.decode(module.encoding, "replace"))
-        self.clash = scope.helper_binding(module, helper, self.callee) if spelt else None
+        clashes = scope.helper_bindings(module, helper, self.callee) if spelt else []
+        self.clash = min(clashes, key=self._line, default=None)
         self.flows = flow.Flows(module, self._line)
         self.rebound: dict[tuple[cst.FunctionDef, str], cst.CSTNode | None] = {}
 
@@ -64,7 +66,7 @@ class _Planner:
         return self.flows.module_names | {ident(self.callee)}
 
     def run(self, findings: Sequence[Finding]) -> tuple[dict[cst.Call, Plan], list[Outcome]]:
-        sites = locate(self.paths, findings, self.source_lines)
+        sites = locate(self.paths, findings, self.code, self.source_lines)
         plans: dict[cst.Call, Plan] = {}
         outcomes = []
         for finding in findings:
@@ -97,7 +99,8 @@ class _Planner:
         ]
         if (method, self_name) not in self.rebound:  # once a method, however many calls it holds
             rebinds = self.flows.in_body(method, self_name)  # the method's own scope holds less
-            self.rebound[method, self_name] = scope.rebinding(method, self_name) if rebinds else None
+            rebinding = scope.bindings(method.body, self_name, own_scope=True) if rebinds else []
+            self.rebound[method, self_name] = min(rebinding, key=self._line, default=None)
         rebound = self.rebound[method, self_name]
         scopes = [method, *scope.nested_scopes(site.ancestors, at)]
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
@@ -162,6 +165,7 @@ class SelfCallRewrite(VisitorBasedCodemodCommand):
         self.source = source
         self.outcomes: list[Outcome] = []
         self.asked: frozenset[str] = frozenset()  # the names the checks read module-wide
+        self.code = ""  # libcst's text of the tree as it came in, which the new text is compared with
         self.removed_aliases: list[tuple[int, str]] = []
         self.plans: dict[cst.Call, Plan] = {}
         self.dropped: set[cst.BaseStatement] = set()
@@ -172,7 +176,7 @@ class SelfCallRewrite(VisitorBasedCodemodCommand):
         source = tree.bytes if self.source is None else self.source
         planner = _Planner(tree, positions, source, self.helper, self.first_party)  # type: ignore[arg-type]
         self.plans, self.outcomes = planner.run(self.findings)
-        self.asked = planner.asked
+        self.asked, self.code = planner.asked, planner.code
         if not self.plans:
             return tree
         self.dropped, removed = unused_aliases(self.plans.values())
@@ -254,7 +258,7 @@ def rewrite_source(
         if not command.plans:
             return source, outcomes, removed_aliases
         try:
-            result = spliced(source, encoding, text, module.code, new_module.code, read)
+            result = spliced(source, encoding, text, command.code, new_module.code, read)
         except SpliceError as exc:
             if read is not None:
                 continue

@@ -12,6 +12,7 @@ import libcst.matchers as m
 
 from .fixes import Helper
 from .imports import dotted_name, ident, module_name
+from .walk import children, descendants
 
 COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 _NEW_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
@@ -19,113 +20,78 @@ _NEW_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 _LOCALS_READERS = frozenset({"locals", "vars", "eval", "exec"})
 
 
-class _Binders(cst.CSTVisitor):
-    """The nodes that bind `name`, by every construct Python has. With `own_scope`, only those of
-    the visited function's own scope: nested functions, lambdas and classes bind their name and
-    nothing more, and a comprehension's `for` targets stay inside it."""
+# The field holding the name each binding construct binds (`import`, `global` and `nonlocal`
+# statements are read apart): the `as` of an import, a `with` and an `except` is an `AsName`.
+_TARGETS: dict[type[cst.CSTNode], str] = {
+    cst.Param: "name",
+    cst.AssignTarget: "target",
+    cst.AnnAssign: "target",
+    cst.AugAssign: "target",
+    cst.NamedExpr: "target",
+    cst.For: "target",
+    cst.CompFor: "target",
+    cst.AsName: "name",
+    cst.Del: "target",
+    cst.FunctionDef: "name",
+    cst.ClassDef: "name",
+    cst.MatchAs: "name",
+    cst.MatchStar: "name",
+    cst.MatchMapping: "rest",
+    cst.TypeAlias: "name",
+}
 
-    def __init__(self, name: str, root: cst.CSTNode | None):
-        super().__init__()
-        self.name = ident(name)
-        self.root = root  # the scope whose own bindings are wanted; None: everywhere
-        self.found: list[cst.CSTNode] = []
 
-    def _target(self, owner: cst.CSTNode, target: cst.CSTNode | None) -> None:
-        if binds(target, self.name):
-            self.found.append(owner)
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.root is None or node is self.root:
-            return super().on_visit(node)
-        match node:
-            case cst.FunctionDef(name=name) | cst.ClassDef(name=name):
-                self._target(node, name)
-                return False
-            case cst.Lambda():
-                return False
-            case cst.CompFor():
-                node.iter.visit(self)
-                for condition in node.ifs:
-                    condition.visit(self)
-                if node.inner_for_in is not None:
-                    node.inner_for_in.visit(self)
-                return False
-        return super().on_visit(node)
-
-    def visit_Param(self, node: cst.Param) -> None:
-        self._target(node, node.name)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._target(node, node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node, node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node, node.target)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._target(node, node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._target(node, node.target)
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._target(node, node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:  # import, with and except `as`
-        self._target(node, node.name)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._target(node, node.target)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._target(node, node.name)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._target(node, node.name)
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        if node.asname is None and (dotted_name(node.name) or "").split(".")[0] == self.name:
-            self.found.append(node)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        self._target(node, next((i.name for i in node.names if ident(i.name.value) == self.name), None))
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        self._target(node, next((i.name for i in node.names if ident(i.name.value) == self.name), None))
-
-    def visit_MatchAs(self, node: cst.MatchAs) -> None:
-        self._target(node, node.name)
-
-    def visit_MatchStar(self, node: cst.MatchStar) -> None:
-        self._target(node, node.name)
-
-    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
-        self._target(node, node.rest)
-
-    def visit_TypeAlias(self, node: cst.TypeAlias) -> None:
-        self._target(node, node.name)
+def _binds_here(node: cst.CSTNode, name: str) -> bool:
+    """Does the node itself bind `name` (an identifier, normalised)?"""
+    field = _TARGETS.get(type(node))
+    if field is not None:
+        return binds(getattr(node, field), name)
+    if isinstance(node, cst.ImportAlias):
+        return node.asname is None and (dotted_name(node.name) or "").split(".")[0] == name
+    if isinstance(node, (cst.Global, cst.Nonlocal)):
+        return any(ident(item.name.value) == name for item in node.names)
+    return False
 
 
 def bindings(node: cst.CSTNode, name: str, own_scope: bool = False) -> list[cst.CSTNode]:
-    """The nodes in `node` that bind `name` (only in `node`'s own scope with `own_scope`)."""
-    binders = _Binders(name, node if own_scope else None)
-    node.visit(binders)
-    return binders.found
+    """The nodes in `node` that bind `name`, by every construct Python has, in no particular order.
+    With `own_scope`, only those of `node`'s own scope: nested functions, lambdas and classes bind
+    their name and nothing more, and a comprehension's `for` targets stay inside it."""
+    name = ident(name)
+    found: list[cst.CSTNode] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if own_scope and current is not node:
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef)):
+                if binds(current.name, name):
+                    found.append(current)
+                continue
+            if isinstance(current, cst.Lambda):
+                continue
+            if isinstance(current, cst.CompFor):
+                stack += [current.iter, *current.ifs]
+                if current.inner_for_in is not None:
+                    stack.append(current.inner_for_in)
+                continue
+        if _binds_here(current, name):
+            found.append(current)
+        stack += children(current)
+    return found
 
 
-def helper_binding(module: cst.Module, helper: Helper, callee: str) -> cst.CSTNode | None:
-    """Anything in the file that binds `callee` other than an import of the helper itself:
-    a call of `callee` there might reach it instead of the helper."""
+def helper_bindings(module: cst.Module, helper: Helper, callee: str) -> list[cst.CSTNode]:
+    """What in the file binds `callee` other than an import of the helper itself: a call of
+    `callee` there might reach it instead of the helper."""
     provides: set[cst.CSTNode] = set()
-    for node in m.findall(module, m.ImportFrom()):
-        assert isinstance(node, cst.ImportFrom)
-        if module_name(node) == helper.module and not isinstance(node.names, cst.ImportStar):
+    for node in descendants(module):
+        if not isinstance(node, cst.ImportFrom) or isinstance(node.names, cst.ImportStar):
+            continue
+        if module_name(node) == helper.module:
             for alias in node.names:
                 if dotted_name(alias.name) == helper.name:
                     provides.add(alias if alias.asname is None else alias.asname)
-    return next((node for node in bindings(module, callee) if node not in provides), None)
+    return [node for node in bindings(module, callee) if node not in provides]
 
 
 def enclosing_method(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.FunctionDef | None, str | None, int]:
@@ -146,8 +112,7 @@ def shadows(scopes: Sequence[cst.CSTNode], name: str) -> bool:
     """Does a function, lambda, class or comprehension between the method and the call bind `name`?"""
     for scope in scopes:
         if isinstance(scope, COMPREHENSIONS):
-            clauses = m.findall(scope, m.CompFor())
-            if any(isinstance(c, cst.CompFor) and binds(c.target, name) for c in clauses):
+            if any(isinstance(c, cst.CompFor) and binds(c.target, name) for c in descendants(scope)):
                 return True
         elif bindings(scope, name, own_scope=True):
             return True
@@ -164,12 +129,6 @@ def binds(target: cst.CSTNode | None, name: str) -> bool:
         case cst.StarredElement(value=value):
             return binds(value, name)
     return False
-
-
-def rebinding(method: cst.FunctionDef, name: str) -> cst.CSTNode | None:
-    """A statement of the method's own scope that binds `name` again (`self = other`)."""
-    found = bindings(method.body, name, own_scope=True)
-    return found[0] if found else None
 
 
 def walrus_targets(parts: Sequence[cst.CSTNode]) -> tuple[str, ...]:
@@ -198,11 +157,13 @@ def first_call(parts: Sequence[cst.CSTNode]) -> str | None:
 
 def reads_locals(function: cst.FunctionDef) -> bool:
     """`locals()`, `vars()`, `eval` or `exec` inside: any local may be read by its name."""
-    for node in m.findall(function, m.Call(func=m.Name())):
-        assert isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
-        if node.func.value in _LOCALS_READERS and not (node.func.value == "vars" and node.args):
-            return True
-    return False
+    return any(
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Name)
+        and node.func.value in _LOCALS_READERS
+        and not (node.func.value == "vars" and node.args)
+        for node in descendants(function)
+    )
 
 
 def nested_scopes(ancestors: Sequence[cst.CSTNode], method_index: int) -> list[cst.CSTNode]:
@@ -224,15 +185,12 @@ def streamed_response(ancestors: Sequence[cst.CSTNode], method: cst.FunctionDef)
         return None
     name = target.value
     uses = reads = 0  # `r.content`, and `r.content.read` among them: one walk of the method
-    stack: list[cst.CSTNode] = [method]
-    while stack:
-        node = stack.pop()
+    for node in descendants(method):
         if isinstance(node, cst.Attribute):
             if _is_content(node, name):
                 uses += 1
             elif node.attr.value == "read" and _is_content(node.value, name):
                 reads += 1
-        stack.extend(node.children)
     return f"{name}.content" if uses > reads else None
 
 

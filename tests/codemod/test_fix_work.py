@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import shutil
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -180,8 +181,8 @@ def test_a_file_that_cannot_spell_the_helpers_name_is_not_searched_for_it(
     not spell the name, NFKC-normalised as Python reads identifiers, is spared it, whatever else
     its non-ASCII text holds (on NeMo Gym, 10 of the 24 files `fix` rewrites)."""
     walks: list[str] = []
-    search = scope.helper_binding
-    monkeypatch.setattr(scope, "helper_binding", lambda *args: walks.append(args[2]) or search(*args))
+    search = scope.helper_bindings
+    monkeypatch.setattr(scope, "helper_bindings", lambda *args: walks.append(args[2]) or search(*args))
     source = (CASES / "client_alias" / "before.py").read_text() + comment + "\n"
 
     _, rewritten = rewritten_case(tmp_path, source)
@@ -197,20 +198,21 @@ def test_a_method_that_never_binds_self_is_searched_once_for_it(
     `self`: one walk of the body answers both when nothing in it binds `self` (the rebinding's
     search of the method's own scope would find less)."""
     walks: list[tuple[str, ...]] = []
-    search, rebinding = flow.bindings, scope.rebinding
+    rebindings: list[tuple[str, ...]] = []
+    search = scope.bindings
 
-    def counted(node: libcst.CSTNode, name: str, own_scope: bool = False) -> list[libcst.CSTNode]:
-        walks.append((type(node).__name__, name))
+    def counted(into: list, node: libcst.CSTNode, name: str, own_scope: bool = False) -> list[libcst.CSTNode]:
+        into.append((type(node).__name__, name))
         return search(node, name, own_scope)
 
-    monkeypatch.setattr(flow, "bindings", counted)
-    monkeypatch.setattr(scope, "rebinding", lambda *args: walks.append(("rebinding",)) or rebinding(*args))
+    monkeypatch.setattr(flow, "bindings", functools.partial(counted, walks))
+    monkeypatch.setattr(scope, "bindings", functools.partial(counted, rebindings))  # the planner's
 
     _, rewritten = rewritten_case(tmp_path, (CASES / "client_alias" / "before.py").read_text())
 
     assert rewritten.code.encode() == (CASES / "client_alias" / "after.py").read_bytes()
     assert walks.count(("IndentedBlock", "self")) == 2  # the bodies of `run` and `replay`, once each
-    assert ("rebinding",) not in walks
+    assert ("IndentedBlock", "self") not in rebindings
 
 
 def updated_tests(root: Path, tests_source: str) -> tuple[str, Counter]:

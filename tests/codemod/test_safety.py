@@ -191,6 +191,16 @@ def test_self_rebound_before_the_call_is_refused() -> None:
     assert outcome.reason == "`self` is rebound in the method (line 6); the helper needs the agent itself"
 
 
+def test_the_first_rebinding_of_self_is_named() -> None:
+    """The bindings' search meets them in no particular order: the line named is the first."""
+    source = AGENT.format(module="", before="self = body.agent\n        self = body.other\n        ")
+    finding = finding_at(source, "self.server_client.post(")
+
+    _, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert outcome.reason == "`self` is rebound in the method (line 6); the helper needs the agent itself"
+
+
 def test_a_nested_function_whose_parameter_is_self_is_refused() -> None:
     source = AGENT.format(module="", before="").replace(
         "        response = await", "        async def ask(self):\n            return await"
@@ -338,6 +348,32 @@ def test_a_global_server_name_is_bound_once_in_its_module(module: str, server: s
 
     assert (outcome.blocker.kind if outcome.blocker else "none") == kind
     assert (after == source.encode()) == (kind != "none")
+
+
+@pytest.mark.parametrize(
+    ("module", "kind", "line"),
+    [
+        ("TARGET = 'x_agent'\nTARGET = 'policy_model'\nTARGET = 'judge'\n", "several_bindings", 6),
+        (
+            "TARGET = 'x_agent'\n\ndef one():\n    global TARGET\n    TARGET = 'a'\n\n"
+            "def two():\n    global TARGET\n    TARGET = 'b'\n",
+            "rebound_by_global",
+            7,
+        ),
+    ],
+    ids=["the last of three bindings", "the first of two global statements"],
+)
+def test_the_line_a_global_blocker_names(module: str, kind: str, line: int) -> None:
+    """The module's bindings and `global` statements are met in no particular order: several
+    bindings name the last one, as the bindings are read in the order of their lines, and a
+    rebinding through `global` names the first function's."""
+    source, finding = _flow_case("        CALL", module)
+    source = source.replace("server_name=target", "server_name=TARGET")
+
+    _, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+
+    assert outcome.blocker is not None
+    assert (outcome.blocker.kind, outcome.blocker.line) == (kind, line)
 
 
 def test_a_comprehension_target_at_the_call_is_refused() -> None:
