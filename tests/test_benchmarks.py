@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+DEMO = BENCHMARKS.parent / "fixtures" / "demo-gym"
 TINY = 40  # .py files: every self-call form once, plus a little filler
 
 
@@ -554,9 +555,8 @@ def test_the_latency_benchmarks_edits_go_where_at_says(monkeypatch: pytest.Monke
 
 
 def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None:
-    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "lsp_latency.py"), "--repo", str(demo), "--edits", "3"],
+        [sys.executable, str(BENCHMARKS / "lsp_latency.py"), "--repo", str(DEMO), "--edits", "3"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -569,40 +569,36 @@ def test_the_language_server_latency_benchmark_runs_on_a_small_project() -> None
     assert "quick fix after the edits: what `fix` writes (responses_api_agents/" in done.stdout
 
 
-def test_the_parse_cost_benchmark_parses_the_files_a_scan_parses() -> None:
-    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
-    report = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache", "--format", "json", str(demo)],
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
+def run_on_demo(script: str) -> list[str]:
+    """The lines a benchmark script prints run once on the demo tree; it must succeed."""
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "parse_cost.py"), str(demo), "--rounds", "1"],
+        [sys.executable, str(BENCHMARKS / script), str(DEMO), "--rounds", "1"],
         capture_output=True,
         text=True,
         timeout=300,
     )
-
     assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    return done.stdout.splitlines()
+
+
+def test_the_parse_cost_benchmark_parses_the_files_a_scan_parses() -> None:
+    report = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "selfcall_audit", "scan", "--no-cache", "--format", "json", str(DEMO)],
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
+    lines = run_on_demo("parse_cost.py")
+
     assert lines[0].startswith(f"{report['summary']['files_parsed']} files parsed by the scan, ")
     assert [line.split()[0] for line in lines[1:3]] == ["ast.parse", "libcst.parse_module"]
 
 
 def test_the_walk_cost_benchmark_times_each_walk_over_the_same_nodes() -> None:
-    demo = BENCHMARKS.parent / "fixtures" / "demo-gym"
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "walk_cost.py"), str(demo), "--rounds", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    lines = run_on_demo("walk_cost.py")
 
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0] == f"files={len(list(demo.glob('responses_api_agents/*/app.py')))}"
+    assert lines[0] == f"files={len(list(DEMO.glob('responses_api_agents/*/app.py')))}"
     assert int(lines[1].removeprefix("nodes=")) > 1000  # the walks met the same nodes, or it stops
     assert [line.rsplit(maxsplit=3)[0] for line in lines[2:]] == [
         "libcst visit",
