@@ -135,7 +135,8 @@ def plan_fix(
 
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths, early=early)
-    return plan_rewrites(root, report, project.read, helper, progress, settings.jobs)
+    tests = (settings.route, settings.exclude)  # searched for beside the planning
+    return plan_rewrites(root, report, project.read, helper, progress, settings.jobs, tests)
 
 
 def settle() -> None:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from selfcall_audit.migrate.test_impact import Rewritten, impacted_tests
+from selfcall_audit.migrate import test_impact
+from selfcall_audit.migrate.test_impact import Impact, Rewritten, impacted_tests
 from selfcall_audit.report.messages import modelled
+from selfcall_audit.workspace.workers import Workers
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -293,3 +295,68 @@ def test_a_method_name_two_classes_share_reaches_the_rewritten_method_through_ei
 
     # EchoAgent.run reaches the self-call, though the module's last `run` (QuietAgent's) does not
     assert f"{ECHO_TESTS}::test_run_posts_seed_then_self_call" in [t.node_id for t in found]
+
+
+ECHO_APP = "responses_api_agents/echo/app.py"
+
+
+def test_the_search_started_before_the_planning_answers_for_the_methods_it_was_started_for(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fix` searches for the tests of the calls it means to rewrite while it plans them; asked for
+    the methods it did rewrite, the search answers if they are the same, else searches again."""
+    searched: list[list[Rewritten]] = []
+
+    def recorded(root: Path, methods: list[Rewritten], *rest: object) -> list:
+        searched.append(list(methods))
+        return impacted_tests(root, methods, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(test_impact, "impacted_tests", recorded)
+    meant = [Rewritten(ECHO_APP, "run"), Rewritten(ECHO_APP, "_run_once")]
+    done = [Rewritten(ECHO_APP, "responses")]
+    started, other = (
+        Impact(repo, meant, "/v1/responses", (), Workers(1)),
+        Impact(repo, meant, "/v1/responses", (), Workers(1)),
+    )
+
+    assert started.of(meant) == impacted_tests(repo, meant, "/v1/responses")
+    assert searched == [meant]
+    assert other.of(done) == impacted_tests(repo, done, "/v1/responses")
+    assert searched == [meant, meant, done]  # the search started, then the methods rewritten
+
+
+REBOUND_AGENT = """\
+from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
+
+
+class ReboundAgent(SimpleResponsesAPIAgent):
+    async def run(self, request, body, delegate=None):
+        response = await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        if delegate is not None:
+            self = delegate
+        return await response.json()
+"""
+REBOUND_TESTS = """\
+async def test_run_posts_to_itself(agent):
+    await agent.run(request, body)
+
+    agent.server_client.post.assert_awaited_once_with(server_name="rebound", url_path="/v1/responses", json=body)
+"""
+
+
+@pytest.mark.slow
+def test_the_tests_of_a_call_the_rewrite_refused_are_not_named(repo: Path, command) -> None:
+    """The search began with the calls meant to be rewritten, the rebound agent's among them;
+    the rewrite refuses that one, so its test is not named (in worker processes or one)."""
+    rebound = repo / "responses_api_agents" / "rebound"
+    (rebound / "tests").mkdir(parents=True)
+    (rebound / "app.py").write_text(REBOUND_AGENT)
+    (rebound / "tests" / "test_app.py").write_text(REBOUND_TESTS)
+
+    for jobs in ("2", "1"):
+        done = command("fix", "--no-cache", "--diff", "--jobs", jobs, cwd=repo)
+
+        lines = done.stderr.splitlines()
+        assert any("rebound/app.py:6:" in line and "`self` is rebound" in line for line in lines), done.stderr
+        assert "4 tests modelled the HTTP self-call:" in lines
+        assert not [line for line in lines if "rebound/tests" in line]

@@ -255,3 +255,43 @@ def _scan_recording(root: Path, monkeypatch, settle_ns: int) -> tuple[api.Report
         patched.setattr(discovery, "SETTLE_NS", settle_ns)
         report = api.analyze([root], settings_for=lambda r: load_settings(r)._replace(jobs=1, cache_dir=None))
     return report, handed_out
+
+
+BACKGROUND = """\
+import os
+
+from selfcall_audit.workspace.workers import Workers
+
+parent = os.getpid()
+ran = []
+
+
+def where():
+    ran.append(os.getpid())
+    return "here" if os.getpid() == parent else "forked"
+
+
+def dies():
+    if os.getpid() != parent:
+        os._exit(1)  # killed, out of memory
+    return "here"
+
+
+forked, later = Workers(2).background(where), Workers(1).background(where)
+print(forked(), len(ran))  # the child's list was its own
+print(later(), ran == [parent])
+print(Workers(2).background(dies)())
+"""
+
+
+def test_a_job_in_the_background_runs_in_a_process_of_its_own_or_here(tmp_path: Path) -> None:
+    """`fix` searches for tests in the background while it loads libcst. With one job there is no
+    fork, and the job runs when its result is asked for; a child that dies leaves the job to this
+    process. (In a process of its own: a test suite's threads would forbid the fork.)"""
+    script = tmp_path / "background.py"
+    script.write_text(BACKGROUND)
+
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["forked 0", "here True", "here"]

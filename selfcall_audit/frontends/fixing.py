@@ -16,7 +16,7 @@ import click
 from ..api import plan_fix
 from ..migrate.codemod import DEFAULT_HELPER, FixPlan, Helper, file_diff, new_file_diff
 from ..migrate.house_style import is_first_party, line_length
-from ..migrate.test_impact import ImpactedTest, Rewritten, impacted_tests, module_name
+from ..migrate.test_impact import ImpactedTest, Rewritten, module_name
 from ..migrate.vendor import (
     Placement,
     VendorError,
@@ -259,9 +259,8 @@ def _test_updates(fixing: ProjectFix) -> tuple[list[ImpactedTest], list[TestUpda
 
     root, rewritten = fixing.root, fixing.plan.rewritten
     methods = [Rewritten(o.finding.path, o.finding.method) for _, o in rewritten]
-    tests = impacted_tests(
-        root, methods, fixing.settings.route, fixing.settings.exclude, fixing.settings.jobs
-    )
+    assert fixing.plan.tests is not None  # `plan_fix` started the search beside the planning
+    tests = fixing.plan.tests.of(methods, fixing.settings.jobs)
     # the helper as each rewritten module names it: the name its rewritten calls use
     targets = {o.finding.path: Target(module_name(file.path), o.callee) for file, o in rewritten}  # type: ignore[arg-type]
     first_party = functools.partial(is_first_party, root)

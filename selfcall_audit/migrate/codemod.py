@@ -23,6 +23,7 @@ from ..workspace.workers import Workers
 from ..workspace.write import resolved_inside, write_all
 from .fixes import CodemodError, Helper, Outcome
 from .house_style import is_first_party
+from .test_impact import Impact, Rewritten
 
 __all__ = ["DEFAULT_HELPER", "CodemodError", "FixPlan", "Helper", "Outcome", "plan_rewrites", "tried_by_fix"]
 
@@ -97,6 +98,7 @@ class FixPlan:
     files: list[FileFix]
     errors: list[str] = field(default_factory=list)  # internal or I/O errors: exit status 2
     interrupted: int | None = None  # the signal that stopped `write` before every file was written
+    tests: Impact | None = None  # the search for the tests of the calls meant to be rewritten
 
     @property
     def rewritten(self) -> list[tuple[FileFix, Outcome]]:
@@ -169,11 +171,13 @@ def plan_rewrites(
     helper: Helper,
     progress: Progress | None = None,
     jobs: int = 0,
+    tests: tuple[str, tuple[str, ...]] | None = None,
 ) -> FixPlan:
     """The new text of every file with fixable self-calls in `report`, from the bytes `read` gives
     (those the analysis read); `progress` is told of each file planned. Files are rewritten in
     `jobs` worker processes (0: one per CPU) when there are two or more: each costs libcst's parse
-    and metadata, tens to hundreds of milliseconds."""
+    and metadata, tens to hundreds of milliseconds. `tests`: the agents' route and the excluded
+    patterns, to search for the tests of the calls meant to be rewritten meanwhile (`plan.tests`)."""
     by_path: dict[str, dict[tuple[str, int, int], Finding]] = {}
     for finding in report.findings:
         if finding.code == SELF_CALL:
@@ -209,6 +213,9 @@ def plan_rewrites(
     try:
         done = {}
         if jobs_of:  # libcst: loaded here, once there is a call to rewrite, before the workers fork
+            if tests is not None:  # in a process of its own meanwhile
+                meant = [Rewritten(f.path, f.method) for *_, fixable in planned for f in _in_order(fixable)]
+                plan.tests = Impact(root, meant, *tests, workers)
             from .rewrite import rewritten
 
             jobs_in_order = [jobs_of[p] for p in largest_first]
@@ -229,6 +236,11 @@ def plan_rewrites(
     finally:
         workers.close()
     return plan
+
+
+def _in_order(findings: list[Finding]) -> list[Finding]:
+    """A file's findings in the order of its outcomes, and so of `FixPlan.rewritten`."""
+    return sorted(findings, key=lambda finding: finding.sort_key)
 
 
 class _Rewrite(NamedTuple):

@@ -13,6 +13,7 @@ without the exception middleware that its fake of the self-call emulated, and ch
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -91,6 +92,27 @@ def impacted_tests(
         return [test for found in workers.map(_searched, searches, chunksize=1) for test in found]
     finally:
         workers.close()
+
+
+class Impact:
+    """The search for the tests of the methods `fix` means to rewrite, started before it plans the
+    rewrites (beside the loading of libcst, which leaves the other core idle), and asked after
+    for the methods it did rewrite: the same ones, in the same order, take that search's answer;
+    any others are searched for again."""
+
+    def __init__(
+        self, root: Path, methods: list[Rewritten], route: str, exclude: tuple[str, ...], workers: Workers
+    ):
+        self.root, self.route, self.exclude = root, route, exclude
+        self.methods = methods
+        self._found = functools.cache(workers.background(impacted_tests, root, methods, route, exclude, 1))
+
+    def of(self, methods: list[Rewritten], jobs: int = 0) -> list[ImpactedTest]:
+        """The tests that model the HTTP self-call of one of `methods` (see `impacted_tests`)."""
+        found = self._found()  # asked for in any case: its process is then done with
+        if methods == self.methods:
+            return found
+        return impacted_tests(self.root, methods, self.route, self.exclude, jobs)
 
 
 class _Search(NamedTuple):

@@ -54,6 +54,13 @@ def _may_fork() -> bool:
     )
 
 
+def _received(receiving: Any) -> tuple[bool, Any]:
+    """A forked child's outcome: whether its task was done, and its result."""
+    with contextlib.suppress(EOFError):  # it died (killed, out of memory)
+        return receiving.recv()
+    return False, None
+
+
 class Workers:
     """The worker processes of one run, started for the first batch large enough to repay them,
     and only where this process may fork: not in flake8's daemonic workers, and not beside other
@@ -144,19 +151,12 @@ class Workers:
         children = []
         try:
             for _ in range(count - 1):
-                receiving, sending = context.Pipe(duplex=False)
-                child = context.Process(
-                    target=self._child, args=(forked, take, sending, os.getpid()), daemon=True
-                )
-                child.start()
-                sending.close()
-                children.append((child, receiving))
+                children.append(self._fork(forked, take))
             results = [here(take)]
             for child, receiving in children:
-                with contextlib.suppress(EOFError):  # it died (killed, out of memory)
-                    done, result = receiving.recv()
-                    if done:
-                        results.append(result)
+                done, result = _received(receiving)
+                if done:
+                    results.append(result)
                 child.join()
             return results
         finally:
@@ -165,6 +165,37 @@ class Workers:
                 if child.exitcode is None:  # interrupted here, or the task here failed
                     child.kill()
                     child.join()
+
+    def background(self, job: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        """`job(*args)` in a process forked now, beside what this one does next (`fix`'s search for
+        tests while it loads libcst, which leaves the other core idle); the function returned gives
+        its result. Without forking (one job, a pool running, a fork that may not be made), or
+        when the child fails, the job runs in this process when its result is asked for."""
+        if self.jobs < 2 or self._pool is not None or not _may_fork():
+            return functools.partial(job, *args)
+        child, receiving = self._fork(lambda _: job(*args), None)
+
+        def result() -> Any:
+            try:
+                done, value = _received(receiving)
+            finally:
+                receiving.close()
+                child.join()
+            return value if done else job(*args)
+
+        return result
+
+    def _fork(self, task: Callable[[Any], Any], take: Any) -> tuple[Any, Any]:
+        """A child forked now that runs `task(take)` (see `_child`), and the end of the pipe its
+        outcome comes back through."""
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        receiving, sending = context.Pipe(duplex=False)
+        child = context.Process(target=self._child, args=(task, take, sending, os.getpid()), daemon=True)
+        child.start()
+        sending.close()
+        return child, receiving
 
     def _child(
         self, task: Callable[[Callable[[], Any]], Any], take: Callable[[], Any], sending: Any, parent: int
