@@ -215,8 +215,9 @@ def _update_of(job: _Update, module: cst.Module, tree: ast.Module) -> TestUpdate
         return update
     name = patch or _PATCH.name
     indent = module.default_indent
-    new = module.visit(_Decorate(wanted, name, indent, line_length))
-    if new.deep_equals(module):  # every decorator was already there
+    decorate = _Decorate(wanted, name, indent, line_length)
+    new = module.visit(decorate)
+    if not decorate.added:  # every decorator was already there
         return update
     if not _defines_shim(new):
         new = _with_shim(new, _SHIMS[len(_SHIM_BODY) - 1 > line_length])
@@ -227,13 +228,18 @@ def _update_of(job: _Update, module: cst.Module, tree: ast.Module) -> TestUpdate
 
 
 def _imported_modules(tree: ast.Module) -> set[str]:
-    """The modules the test module imports, as it names them."""
+    """The modules the test module imports, as it names them: its statements are read, not the
+    expressions in them, where no import stands."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
         elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            stack += getattr(node, block, ())
     return names
 
 
@@ -302,6 +308,7 @@ class _Decorate(cst.CSTTransformer):
         self.indent = indent
         self.width = width
         self.stack: list[str] = []
+        self.added = 0  # decorators added
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self.stack.append(node.name.value)
@@ -322,6 +329,7 @@ class _Decorate(cst.CSTTransformer):
             return updated_node
         present = {_patched(d) for d in original_node.decorators}
         added = [self._decorator(t, len(self.stack)) for t in targets if t.dotted not in present]
+        self.added += len(added)
         return updated_node.with_changes(decorators=[*updated_node.decorators, *added])
 
     def _decorator(self, target: Target, depth: int) -> cst.Decorator:

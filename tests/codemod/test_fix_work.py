@@ -308,3 +308,52 @@ def test_a_test_module_with_a_byte_order_mark_is_updated_and_keeps_it(
     updated, _ = updated_tests(tmp_path, "\ufeff" + (case / "tests_before.py").read_text())
 
     assert updated == "\ufeff" + (case / "tests_after.py").read_text()
+
+
+EVERY_BLOCK = """\
+import a
+from b.c import d
+from . import local
+
+
+def f():
+    import e
+    try:
+        from g import h
+    except ImportError:
+        import i
+    else:
+        import j
+    finally:
+        import k
+
+
+class T:
+    def m(self):
+        with x:
+            if y:
+                import l
+            else:
+                import m
+        match z:
+            case 1:
+                import n
+        for _ in ():
+            import o
+        while False:
+            import p
+
+
+async def g():
+    async with q:
+        import r
+    return lambda: __import__("s")
+"""
+
+
+def test_the_modules_a_test_module_imports_are_read_from_its_statements_in_every_block() -> None:
+    """Which name a test patches the agent module by: its statements are read wherever they stand,
+    not the expressions in them, where no import stands."""
+    found = test_update._imported_modules(ast.parse(EVERY_BLOCK))
+
+    assert found == {"a", "b.c", "e", "g", "i", "j", "k", "l", "m", "n", "o", "p", "r"}
