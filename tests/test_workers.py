@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -295,3 +296,44 @@ def test_a_job_in_the_background_runs_in_a_process_of_its_own_or_here(tmp_path: 
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["forked 0", "here True", "here"]
+
+
+OUTLIVED = """\
+import os
+import signal
+import sys
+import time
+
+from selfcall_audit.workspace.workers import Workers
+
+
+def job(path):
+    with open(path + ".tmp", "w") as out:
+        out.write(str(os.getpid()))
+    os.replace(path + ".tmp", path)
+    time.sleep(60)
+
+
+Workers(2).background(job, sys.argv[1])
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+if sys.argv[2] == "interrupted":
+    raise KeyboardInterrupt
+if sys.argv[2] == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("end", ["returns", "interrupted", "killed"])
+def test_a_job_in_the_background_ends_with_the_process_that_started_it(end: str, tmp_path: Path) -> None:
+    """`fix` interrupted while it plans, or killed, leaves no search for tests running."""
+    script, started = tmp_path / "outlived.py", tmp_path / "started"
+    script.write_text(OUTLIVED)
+
+    subprocess.run([sys.executable, str(script), str(started), end], capture_output=True, timeout=60)
+
+    child = Path(f"/proc/{started.read_text()}/stat")
+    deadline = time.monotonic() + 10
+    while child.exists() and child.read_text().split()[2] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not child.exists() or child.read_text().split()[2] == "Z"
