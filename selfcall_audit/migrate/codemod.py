@@ -214,7 +214,7 @@ def plan_rewrites(
         done = {}
         if jobs_of:  # libcst: loaded here, once there is a call to rewrite, before the workers fork
             if tests is not None:  # in a process of its own meanwhile
-                meant = [Rewritten(f.path, f.method) for *_, fixable in planned for f in _in_order(fixable)]
+                meant = [Rewritten(f.path, f.method) for *_, fixable in planned for f in fixable]
                 plan.tests = Impact(root, meant, *tests, workers)
             from .rewrite import rewritten
 
@@ -236,11 +236,6 @@ def plan_rewrites(
     finally:
         workers.close()
     return plan
-
-
-def _in_order(findings: list[Finding]) -> list[Finding]:
-    """A file's findings in the order of its outcomes, and so of `FixPlan.rewritten`."""
-    return sorted(findings, key=lambda finding: finding.sort_key)
 
 
 class _Rewrite(NamedTuple):

@@ -63,7 +63,7 @@ def impacted_tests(
     test files that may test a rewritten module are read in `jobs` worker processes (0: one per
     CPU) when there are two or more."""
     by_file: dict[str, set[str]] = {}
-    for item in rewritten:
+    for item in sorted(rewritten, key=lambda item: item.path):  # whatever order they come in
         by_file.setdefault(item.path, set()).add(item.method)
     if not by_file:
         return []
@@ -97,20 +97,20 @@ def impacted_tests(
 class Impact:
     """The search for the tests of the methods `fix` means to rewrite, started before it plans the
     rewrites (beside the loading of libcst, which leaves the other core idle), and asked after
-    for the methods it did rewrite: the same ones, in the same order, take that search's answer;
-    any others are searched for again."""
+    for the methods it did rewrite: the same ones take that search's answer; any others are
+    searched for again."""
 
     def __init__(
         self, root: Path, methods: list[Rewritten], route: str, exclude: tuple[str, ...], workers: Workers
     ):
         self.root, self.route, self.exclude = root, route, exclude
-        self.methods = methods
+        self.methods = frozenset(methods)
         self._found = functools.cache(workers.background(impacted_tests, root, methods, route, exclude, 1))
 
     def of(self, methods: list[Rewritten], jobs: int = 0) -> list[ImpactedTest]:
         """The tests that model the HTTP self-call of one of `methods` (see `impacted_tests`)."""
         found = self._found()  # asked for in any case: its process is then done with
-        if methods == self.methods:
+        if frozenset(methods) == self.methods:
             return found
         return impacted_tests(self.root, methods, self.route, self.exclude, jobs)
 
