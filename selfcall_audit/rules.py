@@ -115,15 +115,16 @@ RULES: dict[str, Rule] = {
             explanation=(
                 "`selfcall-audit fix` writes the in-process helper into the repository (by default "
                 "`nemo_gym/inprocess.py`), so that the migrated agents run without selfcall-audit "
-                "installed. Its first line records the version and a digest of the helper. A copy "
-                "whose text no longer matches that digest was edited by hand; a copy that differs from "
+                "installed. A line at its top (below the license header of its neighbouring modules) "
+                "records the tool's version and a digest of the helper's code. A copy whose code no "
+                "longer matches that digest was edited by hand; a copy that differs from "
                 "the installed tool's helper is older (or newer): the parity the tool tests holds for "
                 "its own helper only. Refresh the copy with `selfcall-audit helper --write PATH --force` "
                 "and review the diff; put local changes in the calling code instead."
             ),
             bad=(
                 "# nemo_gym/inprocess.py, as `selfcall-audit fix` wrote it, then edited by hand:\n"
-                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 9f3c...).\n"
+                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, code 9f3c...).\n"
                 "# Do not edit: refresh it with `selfcall-audit helper --write nemo_gym/inprocess.py --force`.\n"
                 "...\n"
                 "_TIMEOUT = 30  # a local change the parity tests never saw"
@@ -131,7 +132,7 @@ RULES: dict[str, Rule] = {
             good=(
                 "# nemo_gym/inprocess.py, as `selfcall-audit helper --write nemo_gym/inprocess.py --force`\n"
                 "# wrote it: the installed tool's helper, unchanged\n"
-                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, blake2b 9f3c...).\n"
+                "# Vendored from selfcall-audit 0.1.0 (selfcall_audit/inprocess.py, code 9f3c...).\n"
                 "# Do not edit: refresh it with `selfcall-audit helper --write nemo_gym/inprocess.py --force`.\n"
                 "..."
             ),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from selfcall_audit import api
+from selfcall_audit import __version__, api
 from selfcall_audit.config import load_settings
 from selfcall_audit.migrate import copies
 from selfcall_audit.migrate.vendor import helper_source
@@ -389,6 +389,10 @@ def test_explain_describes_sca004(cli) -> None:
 
     assert done.exit_code == 0
     assert "selfcall-audit helper --write PATH --force" in done.stdout
+    # its examples show the line on where the copy came from as the tool writes it, digest elided
+    written = next(line for line in helper_source().decode().splitlines() if line.startswith("# Vendored"))
+    shown = written.replace(__version__, "0.1.0").replace(copies.shipped_code(), "9f3c...")
+    assert done.stdout.count(shown) == 2
 
 
 def test_an_updated_test_fakes_the_helper_under_the_name_the_agent_module_imports_it_as(
