@@ -137,6 +137,25 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
         assert "flake8 --select SCA" in result.stdout
 
 
+def test_a_commands_peak_memory_is_its_own_not_the_benchmarks(bench, tmp_path: Path) -> None:
+    _, scan_vs_peers = bench
+    ballast = bytearray(300 * 2**20)  # the benchmark's process grows large
+    ballast[:: 2**12] = b"x" * len(ballast[:: 2**12])
+
+    small = scan_vs_peers.run([sys.executable, "-c", "print('small')"], tmp_path)
+    large = scan_vs_peers.run(
+        [sys.executable, "-c", "b = bytearray(100 * 2**20); b[::4096] = b'x' * len(b[::4096]); exit(3)"],
+        tmp_path,
+    )
+
+    assert small.max_rss_kb < 100 * 2**10 and small.stdout == "small\n" and small.returncode == 0
+    assert 100 * 2**10 < large.max_rss_kb < 300 * 2**10 and large.returncode == 3
+    assert 0 < small.seconds < 60
+    with pytest.raises(scan_vs_peers.BenchmarkError, match="cannot run /no/such/tool: FileNotFoundError"):
+        scan_vs_peers.run(["/no/such/tool"], tmp_path)
+    del ballast
+
+
 def test_the_stdlib_floor_imports_the_standard_library_modules_the_run_loaded_and_nothing_else(
     bench, tmp_path: Path
 ) -> None:
