@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -625,6 +626,22 @@ def test_the_walk_cost_benchmark_times_each_walk_over_the_same_nodes() -> None:
         "migrate.walk.descendants",
     ]
     assert lines[-1].endswith(" 1.00x")
+
+
+def test_the_fix_floor_benchmark_counts_libcsts_work_in_fix_and_adds_it_up() -> None:
+    lines = run_on_demo("fix_floor.py")
+    pairs = dict(line.split("=") for line in lines if "=" in line and " " not in line)
+    counted = next(line for line in lines if line.startswith("libcst's work in fix --jobs 1: "))
+
+    # each of libcst's three costs was caught where fix calls it: none is zero
+    assert all(f" {part} 0 ms" not in counted for part in ("parse", "positions", "generation"))
+    work = float(pairs["libcst_work_ms"]) / 1000
+    load = float(pairs["libcst_load_ms"]) / 1000
+    cores = os.cpu_count() or 1
+    assert work > 0 and load > 0
+    assert float(pairs["floor_s"]) == pytest.approx(float(pairs["cold_s"]) + load + work / cores, abs=0.003)
+    ratio = float(pairs["floor_s"]) / float(pairs["cold_s"])  # both printed to the millisecond
+    assert float(pairs["floor_vs_cold"]) == pytest.approx(ratio, rel=0.01)
 
 
 def test_the_deferred_imports_are_found_written_absolute_with_the_functions_making_them(

@@ -1,0 +1,135 @@
+"""What libcst alone costs `fix`, against the cold scan: the floor under `fix`'s target.
+
+    python benchmarks/fix_floor.py PATH/TO/TREE [--rounds N]
+
+In a copy of the tree (the original is never touched), times side by side, as subprocesses in
+interleaved rounds (wall clock, medians of `--rounds`, 5; without `PYTHONDONTWRITEBYTECODE`, as
+`scan_vs_peers.py` runs them):
+
+- the cold scan, `selfcall-audit scan --format json`, the cache removed first;
+- `fix --diff`, the cache removed first (it writes nothing);
+- `python -c pass`, and `python -c 'import libcst.codemod'`: the difference is libcst's load, which
+  `fix` makes once, before its workers fork.
+
+One more run of `fix --diff --jobs 1` in-process counts the CPU of libcst's own work in it: its
+parse (`parse_module`), its positions (the metadata `fix` asks for, with the visit libcst's
+metadata wrapper makes besides) and its code generation (`Module.code`), for the rewrites and
+the tests' update together. That work is shared out between the machine's cores at best, so
+
+    floor = cold scan + libcst's load + libcst's work / cores
+
+is what `fix` would take if everything it does that is not libcst's cost nothing. The last lines
+are `key=value` pairs, `floor_vs_cold` and `fix_vs_cold` among them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from one_file_profile import copied
+from scan_vs_peers import CACHE_DIR, ENVIRONMENT
+
+# Run in a process of its own: `fix --diff --jobs 1`, libcst's parse, positions and code generation
+# timed where `fix` calls them (the modules look them up on libcst's when they call them).
+COUNTED = r"""
+import gc, json, sys, time
+import libcst
+import libcst.metadata.wrapper as wrapper
+spent = {"parse": 0.0, "positions": 0.0, "codegen": 0.0}
+
+def counted(key, function):
+    def run(*args, **kwargs):
+        started = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[key] += time.process_time() - started
+    return run
+
+libcst.parse_module = counted("parse", libcst.parse_module)
+wrapper._resolve_impl = counted("positions", wrapper._resolve_impl)
+libcst.Module.code = property(counted("codegen", libcst.Module.code.fget))
+gc.disable()  # as the command line runs
+from selfcall_audit.frontends.cli import main
+started = time.process_time()
+code = main(["fix", "--diff", "--jobs", "1"])
+total = time.process_time() - started
+print(json.dumps({"exit": code, "total": total * 1000, **{k: v * 1000 for k, v in spent.items()}}), file=sys.stderr)
+"""
+
+
+def wall(command: list[str], cwd: Path, before: bool = False) -> float:
+    """Seconds of one run of `command` in `cwd`; `before`: with the cache removed first."""
+    if before:
+        shutil.rmtree(cwd / CACHE_DIR, ignore_errors=True)
+    started = time.perf_counter()
+    subprocess.run(
+        command, cwd=cwd, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("tree", type=Path, help="a NeMo Gym tree (copied; the copy is scanned and fixed)")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    script = Path(sys.executable).with_name("selfcall-audit")
+    sca = [str(script)] if script.exists() else [sys.executable, "-m", "selfcall_audit"]
+    with tempfile.TemporaryDirectory() as temp:
+        root = copied(args.tree.resolve(), temp)
+        rows = {
+            "cold": ([*sca, "scan", "--format", "json"], True),
+            "fix": ([*sca, "fix", "--diff"], True),
+            "python_pass": ([sys.executable, "-c", "pass"], False),
+            "import_libcst": ([sys.executable, "-c", "import libcst.codemod"], False),
+        }
+        for command, before in rows.values():  # unmeasured: compiled bytecode, a warm disk
+            wall(command, root, before)
+        times: dict[str, list[float]] = {key: [] for key in rows}
+        for _ in range(args.rounds):
+            for key, (command, before) in rows.items():
+                times[key].append(wall(command, root, before))
+        shutil.rmtree(root / CACHE_DIR, ignore_errors=True)
+        counted = subprocess.run(
+            [sys.executable, "-c", COUNTED], cwd=root, env=ENVIRONMENT, capture_output=True, text=True
+        )
+    if counted.returncode != 0 or not counted.stderr.strip():
+        sys.exit(f"the counted fix failed: {counted.stderr.strip()[-500:]}")
+    spent = json.loads(counted.stderr.strip().splitlines()[-1])
+    if spent["exit"] not in (0, 1):
+        sys.exit(f"fix --diff exited {spent['exit']}")
+    median = {key: statistics.median(values) for key, values in times.items()}
+    load = max(0.0, median["import_libcst"] - median["python_pass"])
+    work = (spent["parse"] + spent["positions"] + spent["codegen"]) / 1000
+    cores = os.cpu_count() or 1
+    floor = median["cold"] + load + work / cores
+    print(
+        f"cold scan {median['cold']:.3f} s, fix --diff {median['fix']:.3f} s ({args.rounds} rounds, medians)"
+    )
+    print(f"libcst's load {load * 1000:.0f} ms")
+    print(
+        f"libcst's work in fix --jobs 1: parse {spent['parse']:.0f} ms, positions {spent['positions']:.0f} ms,"
+        f" code generation {spent['codegen']:.0f} ms, of {spent['total']:.0f} ms of CPU in all"
+    )
+    print(f"floor: {median['cold']:.3f} + {load:.3f} + {work:.3f} / {cores} cores = {floor:.3f} s")
+    print(f"cold_s={median['cold']:.3f}")
+    print(f"fix_s={median['fix']:.3f}")
+    print(f"libcst_load_ms={load * 1000:.0f}")
+    print(f"libcst_work_ms={work * 1000:.0f}")
+    print(f"floor_s={floor:.3f}")
+    print(f"floor_vs_cold={floor / median['cold']:.2f}")
+    print(f"fix_vs_cold={median['fix'] / median['cold']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
