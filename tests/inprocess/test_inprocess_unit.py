@@ -9,6 +9,7 @@ import asyncio
 import contextvars
 import json
 import logging
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -310,6 +311,24 @@ def test_handler_runs_in_a_task_of_its_own_from_an_empty_context() -> None:
         assert answer["task"] != id(asyncio.current_task())
 
     in_loop(go)
+
+
+def test_the_process_that_makes_the_call_answers_it_with_the_agent_it_holds() -> None:
+    """With several worker processes (NeMo Gym's `num_workers`), any of them may answer an HTTP
+    self-call; the helper's is answered where it is made, by the agent object that made it."""
+
+    class Where(Routed):
+        async def responses(self, body: dict = Body()) -> dict:
+            return {"pid": os.getpid(), "agent": id(self)}
+
+    agent = Where()
+    agent.setup_webserver()
+
+    async def go() -> Any:
+        response = await responses_in_process(agent, url_path="/v1/responses", json={})
+        return await response.json()
+
+    assert in_loop(go) == {"pid": os.getpid(), "agent": id(agent)}
 
 
 def test_non_ascii_paths_and_queries_are_escaped_like_a_client_would() -> None:
