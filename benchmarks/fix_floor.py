@@ -39,7 +39,7 @@ from one_file_profile import copied
 from scan_vs_peers import CACHE_DIR, ENVIRONMENT
 
 # Run in a process of its own: `fix --diff --jobs 1`, libcst's parse, positions and code generation
-# timed where `fix` calls them (the modules look them up on libcst's when they call them).
+# timed where `fix` calls them (it calls them through libcst's modules, where they are replaced).
 COUNTED = r"""
 import gc, json, sys, time
 import libcst

@@ -183,7 +183,7 @@ def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Out
     """Run a command, timing it from start to exit and reading its peak RSS from wait4(), both
     taken by a small launcher process (`LAUNCHER`) that starts it."""
     reading, writing = os.pipe()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with os.fdopen(reading) as report, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
             launcher = subprocess.Popen(
                 [sys.executable, "-S", "-c", LAUNCHER, str(writing), *command],
@@ -196,8 +196,7 @@ def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> Out
             )
         finally:
             os.close(writing)
-        with os.fdopen(reading) as report:
-            measured = report.read().split()
+        measured = report.read().split()
         launcher.wait()
         out.seek(0)
         err.seek(0)
