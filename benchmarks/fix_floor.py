@@ -11,10 +11,12 @@ interleaved rounds (wall clock, medians of `--rounds`, 5; without `PYTHONDONTWRI
 - `python -c pass`, and `python -c 'import libcst.codemod'`: the difference is libcst's load, which
   `fix` makes once, before its workers fork.
 
-One more run of `fix --diff --jobs 1` in-process counts the CPU of libcst's own work in it: its
-parse (`parse_module`), its positions (the metadata `fix` asks for, with the visit libcst's
-metadata wrapper makes besides) and its code generation (`Module.code`), for the rewrites and
-the tests' update together. That work is shared out between the machine's cores at best, so
+In each round, one more run of `fix --diff --jobs 1` counts the CPU of libcst's own work in it
+(medians of the rounds): its parse (`parse_module`), its positions (the metadata `fix` asks for,
+with the visit libcst's metadata wrapper makes besides), its code generation (`Module.code`), for
+the rewrites and the tests' update together, and the set-up of each file's codemod command (libcst
+gathers the matcher decorators of each of a command's attributes; its own runner makes a command
+per file, and deprecates sharing one). That work is shared out between the cores at best, so
 
     floor = cold scan + libcst's load + libcst's work / cores
 
@@ -44,7 +46,8 @@ COUNTED = r"""
 import gc, json, sys, time
 import libcst
 import libcst.metadata.wrapper as wrapper
-spent = {"parse": 0.0, "positions": 0.0, "codegen": 0.0}
+import libcst.matchers._visitors as matchers
+spent = {"parse": 0.0, "positions": 0.0, "codegen": 0.0, "commands": 0.0}
 
 def counted(key, function):
     def run(*args, **kwargs):
@@ -58,6 +61,8 @@ def counted(key, function):
 libcst.parse_module = counted("parse", libcst.parse_module)
 wrapper._resolve_impl = counted("positions", wrapper._resolve_impl)
 libcst.Module.code = property(counted("codegen", libcst.Module.code.fget))
+for name in ("_gather_constructed_visit_funcs", "_gather_constructed_leave_funcs", "_gather_matchers"):
+    setattr(matchers, name, counted("commands", getattr(matchers, name)))
 gc.disable()  # as the command line runs
 from selfcall_audit.frontends.cli import main
 started = time.process_time()
@@ -78,6 +83,21 @@ def wall(command: list[str], cwd: Path, before: bool = False) -> float:
     return time.perf_counter() - started
 
 
+def counted(cwd: Path) -> dict[str, float]:
+    """The CPU milliseconds of libcst's work in one `fix --diff --jobs 1` (`COUNTED`), the cache
+    removed first."""
+    shutil.rmtree(cwd / CACHE_DIR, ignore_errors=True)
+    done = subprocess.run(
+        [sys.executable, "-c", COUNTED], cwd=cwd, env=ENVIRONMENT, capture_output=True, text=True
+    )
+    if done.returncode != 0 or not done.stderr.strip():
+        sys.exit(f"the counted fix failed: {done.stderr.strip()[-500:]}")
+    spent = json.loads(done.stderr.strip().splitlines()[-1])
+    if spent.pop("exit") not in (0, 1):
+        sys.exit("the counted fix --diff found an error")
+    return spent
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", type=Path, help="a NeMo Gym tree (copied; the copy is scanned and fixed)")
@@ -96,21 +116,15 @@ def main() -> None:
         for command, before in rows.values():  # unmeasured: compiled bytecode, a warm disk
             wall(command, root, before)
         times: dict[str, list[float]] = {key: [] for key in rows}
+        counts: list[dict[str, float]] = []
         for _ in range(args.rounds):
             for key, (command, before) in rows.items():
                 times[key].append(wall(command, root, before))
-        shutil.rmtree(root / CACHE_DIR, ignore_errors=True)
-        counted = subprocess.run(
-            [sys.executable, "-c", COUNTED], cwd=root, env=ENVIRONMENT, capture_output=True, text=True
-        )
-    if counted.returncode != 0 or not counted.stderr.strip():
-        sys.exit(f"the counted fix failed: {counted.stderr.strip()[-500:]}")
-    spent = json.loads(counted.stderr.strip().splitlines()[-1])
-    if spent["exit"] not in (0, 1):
-        sys.exit(f"fix --diff exited {spent['exit']}")
+            counts.append(counted(root))
+    spent = {key: statistics.median(count[key] for count in counts) for key in counts[0]}
     median = {key: statistics.median(values) for key, values in times.items()}
     load = max(0.0, median["import_libcst"] - median["python_pass"])
-    work = (spent["parse"] + spent["positions"] + spent["codegen"]) / 1000
+    work = (spent["parse"] + spent["positions"] + spent["codegen"] + spent["commands"]) / 1000
     cores = os.cpu_count() or 1
     floor = median["cold"] + load + work / cores
     print(
@@ -119,7 +133,8 @@ def main() -> None:
     print(f"libcst's load {load * 1000:.0f} ms")
     print(
         f"libcst's work in fix --jobs 1: parse {spent['parse']:.0f} ms, positions {spent['positions']:.0f} ms,"
-        f" code generation {spent['codegen']:.0f} ms, of {spent['total']:.0f} ms of CPU in all"
+        f" code generation {spent['codegen']:.0f} ms, command set-up {spent['commands']:.0f} ms,"
+        f" of {spent['total']:.0f} ms of CPU in all"
     )
     print(f"floor: {median['cold']:.3f} + {load:.3f} + {work:.3f} / {cores} cores = {floor:.3f} s")
     print(f"cold_s={median['cold']:.3f}")
