@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from one_file_profile import copied
-from scan_vs_peers import CACHE_DIR, ENVIRONMENT
+from scan_vs_peers import CACHE_DIR, ENVIRONMENT, positive
 
 # Run in a process of its own: `fix --diff --jobs 1`, libcst's parse, positions and code generation
 # timed where `fix` calls them (it calls them through libcst's modules, where they are replaced).
@@ -101,7 +101,7 @@ def counted(cwd: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tree", type=Path, help="a NeMo Gym tree (copied; the copy is scanned and fixed)")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=positive, default=5, help="measured rounds (default 5)")
     args = parser.parse_args()
     script = Path(sys.executable).with_name("selfcall-audit")
     sca = [str(script)] if script.exists() else [sys.executable, "-m", "selfcall_audit"]
