@@ -142,18 +142,22 @@ def test_a_commands_peak_memory_is_its_own_not_the_benchmarks(bench, tmp_path: P
     _, scan_vs_peers = bench
     ballast = bytearray(300 * 2**20)  # the benchmark's process grows large
     ballast[:: 2**12] = b"x" * len(ballast[:: 2**12])
+    allocating = "b = bytearray(100 * 2**20); b[::4096] = b'x' * len(b[::4096]); exit(3)"
 
-    small = scan_vs_peers.run([sys.executable, "-c", "print('small')"], tmp_path)
-    large = scan_vs_peers.run(
-        [sys.executable, "-c", "b = bytearray(100 * 2**20); b[::4096] = b'x' * len(b[::4096]); exit(3)"],
-        tmp_path,
-    )
+    small = scan_vs_peers.run([sys.executable, "-c", "print('small')"], tmp_path, launched=True)
+    large = scan_vs_peers.run([sys.executable, "-c", allocating], tmp_path, launched=True)
+    # a row takes its peak from the unmeasured round, launched, and its times from the measured ones
+    row = scan_vs_peers.Measure("large", "large", [sys.executable, "-c", allocating], ok_codes=(3,))
+    scan_vs_peers.warm_up([row], tmp_path, [])
+    row.once(tmp_path, record=True)
+    row.once(tmp_path, record=True)
 
     assert small.max_rss_kb < 100 * 2**10 and small.stdout == "small\n" and small.returncode == 0
     assert 100 * 2**10 < large.max_rss_kb < 300 * 2**10 and large.returncode == 3
     assert 0 < small.seconds < 60
+    assert 100 * 2**10 < row.max_rss_kb < 300 * 2**10 and len(row.seconds) == 2
     with pytest.raises(scan_vs_peers.BenchmarkError, match="cannot run /no/such/tool: FileNotFoundError"):
-        scan_vs_peers.run(["/no/such/tool"], tmp_path)
+        scan_vs_peers.run(["/no/such/tool"], tmp_path, launched=True)
     del ballast
 
 
