@@ -117,10 +117,10 @@ RULES: dict[str, Rule] = {
                 "`nemo_gym/inprocess.py`), so that the migrated agents run without selfcall-audit "
                 "installed. A line at its top (below the license header of its neighbouring modules) "
                 "records the tool's version and a digest of the helper's code. A copy whose code no "
-                "longer matches that digest was edited by hand; a copy that differs from "
-                "the installed tool's helper is older (or newer): the parity the tool tests holds for "
-                "its own helper only. Refresh the copy with `selfcall-audit helper --write PATH --force` "
-                "and review the diff; put local changes in the calling code instead."
+                "longer matches that digest was edited by hand; a copy that differs from the installed "
+                "tool's helper is older (or newer): the parity the tool tests holds for its own helper "
+                "only. Refresh the copy with `selfcall-audit helper --write PATH --force` and review "
+                "the diff; put local changes in the calling code instead."
             ),
             bad=(
                 "# nemo_gym/inprocess.py, as `selfcall-audit fix` wrote it, then edited by hand:\n"
