@@ -123,6 +123,61 @@ def test_names_the_tests_that_assert_or_fake_the_self_call_and_not_the_others(re
     ]
 
 
+MOCK_CLIENT_TESTS = """\
+from unittest.mock import MagicMock
+
+from nemo_gym.server_utils import ServerClient
+from responses_api_agents.echo.app import EchoAgent
+
+
+def make_agent():
+    return EchoAgent(config=config, server_client=MagicMock(spec=ServerClient))
+
+
+async def test_the_clients_answers_in_turn():
+    agent = make_agent()
+    agent.server_client.post.side_effect = [seeded, canned]
+    assert (await agent.run(request, body)).reward == 1.0
+    assert agent.server_client.post.call_count == 2
+
+
+async def test_the_clients_one_answer():
+    agent = make_agent()
+    agent.server_client.post.return_value.json.return_value = {"reward": 1.0}
+    assert (await agent.run(request, body)).reward == 1.0
+
+
+async def test_the_clients_get_alone():
+    agent = make_agent()
+    agent.server_client.get.return_value.json.return_value = {"reward": 1.0}
+    await agent.run(request, body)
+"""
+
+
+def test_names_the_tests_that_tell_a_mock_clients_post_what_to_answer(repo: Path) -> None:
+    """The agent's client is a mock, and the test sets what its `post` answers, in turn or always:
+    the self-call took one of those answers, and now asks the agent's app, which the test never
+    built."""
+    (repo / "responses_api_agents" / "echo" / "tests" / "test_app.py").write_text(MOCK_CLIENT_TESTS)
+
+    found = impacted_tests(
+        repo, [Rewritten("responses_api_agents/echo/app.py", "_run_once")], "/v1/responses"
+    )
+
+    assert [(t.node_id, t.line, modelled(t.models, t.route)) for t in found] == [
+        (
+            f"{ECHO_TESTS}::test_the_clients_answers_in_turn",
+            11,
+            "fakes server_client.post, which answered the self-call too",
+        ),
+        (
+            f"{ECHO_TESTS}::test_the_clients_one_answer",
+            18,
+            "fakes server_client.post, which answered the self-call too",
+        ),
+    ]
+
+
 SERVED_APP_TESTS = """\
 from unittest.mock import AsyncMock, MagicMock
 

@@ -304,13 +304,12 @@ def _models_self_call(function: ast.AST, route: str) -> Modelling | None:
 
 def _fakes_post(module: _Module, test: _Function) -> Modelling | None:
     """Does the test, or a function of its module it calls, replace the client's `post`
-    (`client.post = AsyncMock(...)`, `patch.object(client, "post", ...)`)? Then the fake answered
-    the self-call too, in its turn, whatever route it was for."""
+    (`client.post = AsyncMock(...)`, `patch.object(client, "post", ...)`) or tell a mock client's
+    `post` what to answer (`client.post.side_effect = [seeded, turn1, verified]`)? Then the fake
+    answered the self-call too, in its turn, whatever route it was for."""
     for function in module.reached(test):
         for node in module.nodes(function):
-            if isinstance(node, ast.Assign) and any(
-                isinstance(target, ast.Attribute) and target.attr == "post" for target in node.targets
-            ):
+            if isinstance(node, ast.Assign) and any(_sets_post(target) for target in node.targets):
                 return "fakes_post"
             if (
                 isinstance(node, ast.Call)
@@ -319,6 +318,19 @@ def _fakes_post(module: _Module, test: _Function) -> Modelling | None:
             ):
                 return "fakes_post"
     return None
+
+
+def _sets_post(target: ast.expr) -> bool:
+    """`client.post = ...`, or what a mock's `post` answers: `client.post.side_effect = ...`,
+    `client.post.return_value.json.return_value = ...`."""
+    if isinstance(target, ast.Attribute) and target.attr == "post":
+        return True
+    while isinstance(target, ast.Attribute):
+        answers = target.attr in ("side_effect", "return_value")
+        if answers and isinstance(target.value, ast.Attribute) and target.value.attr == "post":
+            return True
+        target = target.value
+    return False
 
 
 def _relies_on_emulated_middleware(module: _Module, test: _Function, route: str) -> Modelling | None:
