@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 from one_file_profile import copied
-from scan_vs_peers import CACHE_DIR, ENVIRONMENT, positive
+from scan_vs_peers import CACHE_DIR, ENVIRONMENT, find_tool, positive
 
 # Run in a process of its own: `fix --diff --jobs 1`, libcst's parse, positions and code generation
 # timed where `fix` calls them (it calls them through libcst's modules, where they are replaced).
@@ -103,13 +103,14 @@ def main() -> None:
     parser.add_argument("tree", type=Path, help="a NeMo Gym tree (copied; the copy is scanned and fixed)")
     parser.add_argument("--rounds", type=positive, default=5, help="measured rounds (default 5)")
     args = parser.parse_args()
-    script = Path(sys.executable).with_name("selfcall-audit")
-    sca = [str(script)] if script.exists() else [sys.executable, "-m", "selfcall_audit"]
+    sca = find_tool("selfcall-audit")
+    if sca is None:
+        sys.exit("selfcall-audit is not installed: pip install -e .")
     with tempfile.TemporaryDirectory() as temp:
         root = copied(args.tree.resolve(), temp)
         rows = {
-            "cold": ([*sca, "scan", "--format", "json"], True),
-            "fix": ([*sca, "fix", "--diff"], True),
+            "cold": ([sca, "scan", "--format", "json"], True),
+            "fix": ([sca, "fix", "--diff"], True),
             "python_pass": ([sys.executable, "-c", "pass"], False),
             "import_libcst": ([sys.executable, "-c", "import libcst.codemod"], False),
         }
