@@ -41,8 +41,8 @@ output that cannot be read), is skipped with a note saying why. Tools are looked
 interpreter's scripts folder first, then on PATH, and where each was found is printed (a pyenv
 shim on PATH adds its own start-up to every run of the tool). Rounds are interleaved, each command once per round, after one unmeasured round that warms the OS file
 cache for every tool; the table shows the median, fastest and slowest of ``--repeat`` rounds and
-the peak RSS of the unmeasured run (the largest resident set of the command's process or any child
-it waited for), which a small launcher starts (``LAUNCHER``).
+the peak RSS of one more run after them (the largest resident set of the command's process or any
+child it waited for), which a small launcher starts (``LAUNCHER``).
 
 On a generated tree (``gen_tree.py``), every selfcall-audit and flake8 run must report exactly
 the generator's ``expected.json`` (the one-file run: that file's share); elsewhere they must
@@ -256,11 +256,13 @@ class Measure:
     max_rss_kb: int = 0
     findings: int | None = None
 
-    def once(self, cwd: Path, record: bool) -> None:
-        """One run: timed in a measured round (`record`), its peak taken in the unmeasured one."""
+    def once(self, cwd: Path, record: bool, peak: bool = False) -> None:
+        """One run: timed in a measured round (`record`); `peak`: launched, for its peak memory (a
+        round after the measured ones, where each row's state is the one its times were taken in:
+        the first scan of a copy the unmeasured round made is a cold one)."""
         self.before()
         try:
-            outcome = run(self.command, self.cwd or cwd, launched=not record)
+            outcome = run(self.command, self.cwd or cwd, launched=peak)
         finally:
             self.after()
         if outcome.returncode not in self.ok_codes:
@@ -272,7 +274,7 @@ class Measure:
             raise BenchmarkError(f"{self.label} printed what cannot be read ({exc!r})") from exc
         if record:
             self.seconds.append(outcome.seconds)
-        else:
+        if peak:
             self.max_rss_kb = outcome.max_rss_kb
 
     @property
@@ -800,6 +802,8 @@ def side_by_side(
     for _ in range(repeat):
         for measure in commands:
             measure.once(root, record=True)
+    for measure in commands:
+        measure.once(root, record=False, peak=True)
 
     rows = []
     for m in commands:
@@ -906,6 +910,7 @@ def scaling(sizes: list[int], workdir: Path, repeat: int, seed: int, git: bool, 
         warm_up([measure], tree, [])
         for _ in range(repeat):
             measure.once(tree, record=True)
+        measure.once(tree, record=False, peak=True)
         exact = exact and checker.exact
         for problem in checker.problems:
             print(f"MISMATCH {problem}")

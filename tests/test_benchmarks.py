@@ -146,11 +146,13 @@ def test_a_commands_peak_memory_is_its_own_not_the_benchmarks(bench, tmp_path: P
 
     small = scan_vs_peers.run([sys.executable, "-c", "print('small')"], tmp_path, launched=True)
     large = scan_vs_peers.run([sys.executable, "-c", allocating], tmp_path, launched=True)
-    # a row takes its peak from the unmeasured round, launched, and its times from the measured ones
+    # a row takes its times from the measured rounds and its peak from one more run, launched
     row = scan_vs_peers.Measure("large", "large", [sys.executable, "-c", allocating], ok_codes=(3,))
     scan_vs_peers.warm_up([row], tmp_path, [])
     row.once(tmp_path, record=True)
     row.once(tmp_path, record=True)
+    assert row.max_rss_kb == 0
+    row.once(tmp_path, record=False, peak=True)
 
     assert small.max_rss_kb < 100 * 2**10 and small.stdout == "small\n" and small.returncode == 0
     assert 100 * 2**10 < large.max_rss_kb < 300 * 2**10 and large.returncode == 3
