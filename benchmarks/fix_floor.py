@@ -34,11 +34,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from one_file_profile import copied
-from scan_vs_peers import CACHE_DIR, ENVIRONMENT, find_tool, positive
+from scan_vs_peers import CACHE_DIR, ENVIRONMENT, find_tool, positive, run
 
 # Run in a process of its own: `fix --diff --jobs 1`, libcst's parse, positions and code generation
 # timed where `fix` calls them (it calls them through libcst's modules, where they are replaced).
@@ -76,11 +75,7 @@ def wall(command: list[str], cwd: Path, before: bool = False) -> float:
     """Seconds of one run of `command` in `cwd`; `before`: with the cache removed first."""
     if before:
         shutil.rmtree(cwd / CACHE_DIR, ignore_errors=True)
-    started = time.perf_counter()
-    subprocess.run(
-        command, cwd=cwd, env=ENVIRONMENT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
-    )
-    return time.perf_counter() - started
+    return run(command, cwd).seconds
 
 
 def counted(cwd: Path) -> dict[str, float]:
