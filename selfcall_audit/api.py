@@ -100,7 +100,7 @@ def _analyzed(project: Project, paths: Iterable[Path], **options: object) -> Rep
     report = report._replace(errors=errors, inputs_failed=any(error.fails for error in errors))
     if not project.settings.selects(STALE_HELPER):
         return report
-    digest = functools.partial(project.remembered, compute=code_digest)  # once per copy, not per run
+    digest = functools.partial(project.inputs.remembered, compute=code_digest)  # once per copy, not per run
     stale = stale_copies(project.root, project.listed_sources, project.settings.helper, digest)
     return report._replace(findings=sorted(report.findings + stale, key=lambda f: f.sort_key))
 
@@ -136,7 +136,7 @@ def plan_fix(
     project = Project(root, settings, progress=progress)
     report = _analyzed(project, paths, early=early)
     tests = (settings.route, settings.exclude)  # searched for beside the planning
-    return plan_rewrites(root, report, project.read, helper, progress, settings.jobs, tests)
+    return plan_rewrites(root, report, project.inputs.read, helper, progress, settings.jobs, tests)
 
 
 def settle() -> None:
@@ -183,7 +183,7 @@ class Session:
         report = self.analyze([path], sources, located=True)
         rel = os.path.relpath(path, self.root).replace(os.sep, "/")
         mine = report._replace(findings=[f for f in report.findings if f.path == rel])
-        return plan_rewrites(self.root, mine, self._last.read, Helper.parse(helper))
+        return plan_rewrites(self.root, mine, self._last.inputs.read, Helper.parse(helper))
 
     def changed(self, paths: Iterable[str | os.PathLike[str]] | None = None) -> None:
         """Files (absolute, or relative to the root) changed on the disk; None: anything may have

@@ -16,7 +16,7 @@ from cli_support import run_main
 from safety_support import APP, BEFORE, make_project
 
 from selfcall_audit.frontends.cli import main
-from selfcall_audit.orchestration import project
+from selfcall_audit.orchestration import inputs
 from selfcall_audit.orchestration.cache import FactsCache
 from selfcall_audit.workspace import discovery
 
@@ -95,8 +95,8 @@ def test_a_settled_file_is_not_read_again_until_its_status_changes(tmp_path: Pat
     monkeypatch.chdir(root)
     assert _lines(run_main(["scan", "--format", "json"])) == []
     reads = []
-    real_read = project.read_file
-    monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    real_read = inputs.read_file
+    monkeypatch.setattr(inputs, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
 
     assert main(["scan", "--format", "json"]) == 0
     assert reads == []
@@ -119,8 +119,8 @@ def test_files_first_scanned_before_they_settled_are_not_read_again_once_they_ha
     assert main(["scan", "--format", "json"]) == 1
     monkeypatch.setattr(discovery, "SETTLE_NS", 0)  # every file has
     reads = []
-    real_read = project.read_file
-    monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    real_read = inputs.read_file
+    monkeypatch.setattr(inputs, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
     assert main(["scan", "--format", "json"]) == 1
     assert APP in [os.path.relpath(path, root) for path in reads]
     reads.clear()
@@ -181,8 +181,8 @@ def test_a_file_rewritten_with_the_same_bytes_a_moment_ago_is_the_only_file_read
     monkeypatch.setattr(discovery, "SETTLE_NS", 200_000_000)
     first = run_main(["scan", "--format", "json"])
     reads = []
-    real_read = project.read_file
-    monkeypatch.setattr(project, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
+    real_read = inputs.read_file
+    monkeypatch.setattr(inputs, "read_file", lambda path, *a: reads.append(path) or real_read(path, *a))
     looked_up = _key_lookups(monkeypatch)
 
     again = run_main(["scan", "--format", "json"])

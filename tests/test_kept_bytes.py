@@ -12,7 +12,9 @@ import pytest
 
 from selfcall_audit.config import Settings
 from selfcall_audit.ftypes import InputError
+from selfcall_audit.orchestration.inputs import Inputs
 from selfcall_audit.orchestration.project import Project
+from selfcall_audit.workspace.workers import Workers
 
 AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
@@ -60,20 +62,20 @@ def test_a_whole_scan_keeps_the_bytes_of_the_files_it_parses_only(root: Path, jo
 
     assert [(f.code, f.path, f.line) for f in report.findings] == [("SCA001", "pkg/agent.py", 6)]
     assert report.errors == [] and report.files_parsed == 2 + QUIET_AGENTS  # and the subclass read again
-    kept = {rel for rel in project.listed_sources if project.peek(rel) is not None}
+    kept = {rel for rel in project.listed_sources if project.inputs.peek(rel) is not None}
     assert kept == {"pkg/agent.py", "pkg/louder.py", *(f"pkg/quiet_{n}.py" for n in range(QUIET_AGENTS))}
 
 
 def test_a_file_changed_before_it_is_read_again_is_an_error_and_nothing_is_stored(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    search = Project.naming
+    search = Inputs.naming
 
-    def changed_first(self: Project, rels: list[str], names: set[str]) -> list[str]:
+    def changed_first(self: Inputs, rels: list[str], names: set[str], pool: Workers) -> list[str]:
         (root / "pkg/louder.py").write_text(SUBCLASS + "# edited\n")  # after its first reading
-        return search(self, rels, names)
+        return search(self, rels, names, pool)
 
-    monkeypatch.setattr(Project, "naming", changed_first)
+    monkeypatch.setattr(Inputs, "naming", changed_first)
     project = Project(root, Settings(jobs=1))
 
     report = project.analyze()
@@ -86,13 +88,13 @@ def test_a_file_changed_before_it_is_read_again_is_an_error_and_nothing_is_store
 def test_a_file_gone_before_it_is_read_again_is_an_error_saying_so(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    search = Project.naming
+    search = Inputs.naming
 
-    def removed_first(self: Project, rels: list[str], names: set[str]) -> list[str]:
+    def removed_first(self: Inputs, rels: list[str], names: set[str], pool: Workers) -> list[str]:
         (root / "pkg/louder.py").unlink()  # after its first reading
-        return search(self, rels, names)
+        return search(self, rels, names, pool)
 
-    monkeypatch.setattr(Project, "naming", removed_first)
+    monkeypatch.setattr(Inputs, "naming", removed_first)
 
     report = Project(root, Settings(jobs=1)).analyze()
 

@@ -14,8 +14,7 @@ import pytest
 from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.config import Settings
-from selfcall_audit.orchestration import jobs
-from selfcall_audit.orchestration import project as pipeline
+from selfcall_audit.orchestration import inputs, jobs
 from selfcall_audit.orchestration.cache import FactsCache, content_key
 from selfcall_audit.orchestration.indexes import _MAX_NAMES, Indexes
 from selfcall_audit.workspace.discovery import discover, read_file
@@ -209,9 +208,9 @@ def test_a_whole_scan_after_an_edit_takes_the_word_index_answers(cli, tmp_path: 
     def searched(search):
         raise AssertionError(f"{search.rels} read again to search them")
 
-    monkeypatch.setattr(pipeline, "read_file", counted)
+    monkeypatch.setattr(inputs, "read_file", counted)
     monkeypatch.setattr(jobs, "read_file", counted)
-    monkeypatch.setattr(pipeline, "files_naming", searched)
+    monkeypatch.setattr(inputs, "files_naming", searched)
     report = json.loads(cli("scan", root, "--format", "json").stdout)
 
     assert reads and max(reads.values()) <= 2, reads.most_common(3)

@@ -16,13 +16,15 @@ from ..config import Settings
 from ..ftypes import Evidence
 from ..rules import OTHER_ROUTE, POSSIBLE_SELF_CALL, SELF_CALL
 from .deployment import Deployment, normal_route
-from .evaluate import (
+from .evaluate import Ctx, Evaluator
+from .expand import ClientCall
+from .gym_config import AgentInstance, ServerRef
+from .index import ClassRef
+from .values import (
     HOLE,
     PARAM,
     PREFIX,
     ConfigRef,
-    Ctx,
-    Evaluator,
     FromParam,
     NamedServer,
     OwnName,
@@ -33,9 +35,6 @@ from .evaluate import (
     server_limit,
     without_params,
 )
-from .expand import ClientCall
-from .gym_config import AgentInstance, ServerRef
-from .index import ClassRef
 
 if TYPE_CHECKING:
     from ..ftypes import Doubt

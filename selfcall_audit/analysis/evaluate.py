@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from itertools import product
 from math import inf
-from typing import NamedTuple, get_args
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -33,8 +32,6 @@ from .expr import (
     Seq,
     Str,
     Unknown,
-    all_equal,
-    compare_by_type,
     inline,
     qualify,
     str_format,
@@ -44,24 +41,24 @@ from .facts import Binding, CallFact, FunctionFacts, Inlined
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS
-
-
-class Marker(NamedTuple):
-    """A part of an evaluated path that is not text; `label` is the expression written there,
-    shown to users, and `limit` the bound of `LIMITS` that made it unknown, if one did (markers of
-    one kind are equal whatever their label and limit)."""
-
-    name: str
-    label: str = ""
-    limit: str = ""
-
-
-HOLE = Marker("unknown")  # any text
-PREFIX = Marker("prefix")  # a rollout prefix a configured route wrapper may add
-PARAM = Marker("parameter")  # a parameter of the enclosing function: its callers decide
-
-PathPart = str | Marker
-Path = tuple[PathPart, ...]
+from .values import (
+    HOLE,
+    PARAM,
+    PREFIX,
+    ConfigRef,
+    FromParam,
+    Marker,
+    OwnName,
+    Path,
+    Server,
+    Unresolved,
+    bounded,
+    cut_path,
+    named_field,
+    path_limit,
+    server_of,
+    stripped,
+)
 
 _PATH_JOINS = (External("os.path.join"), External("posixpath.join"))
 _PREFIX_BUILDER = "rollout_path_prefix"  # upstream's: "" or `/ng-rollout/{rollout_id}` for an id
@@ -71,50 +68,6 @@ _PATH_CLASSES = tuple(
 _ENVIRONMENT = (External("os.environ.get"), External("os.getenv"))
 _DUMPS = frozenset({"model_dump", "dict"})  # a pydantic config as a dict
 _CONFIG = Attr(SELF, "config")
-
-
-class OwnName(NamedTuple):
-    """`self.config.name`: the agent's own instance name."""
-
-    def __bool__(self) -> bool:  # a value, never false (it has no fields)
-        return True
-
-
-class ConfigRef(NamedTuple):
-    """`self.config.<key>.name`: a server reference from the YAML config."""
-
-    key: str
-
-
-class NamedServer(NamedTuple):
-    """A server named by a string: the agent itself when a YAML instance of it has that name."""
-
-    text: str
-
-
-class FromParam(NamedTuple):
-    """A parameter of the enclosing function: its callers decide."""
-
-    def __bool__(self) -> bool:  # a value, never false (it has no fields)
-        return True
-
-
-class Unresolved(NamedTuple):
-    """A name the analysis cannot tell; `limit`: the bound of `LIMITS` that stopped it, if one did."""
-
-    limit: str = ""
-
-
-Server = OwnName | ConfigRef | NamedServer | FromParam | Unresolved
-compare_by_type(get_args(Server))
-
-
-# Markers of one kind are equal whatever their label and limit, and so are all unresolved names:
-# only reports read those.
-Marker.__eq__ = lambda one, other: type(other) is Marker and one.name == other.name  # type: ignore[assignment,method-assign]
-Marker.__ne__ = lambda one, other: not (type(other) is Marker and one.name == other.name)  # type: ignore[assignment,method-assign]
-Marker.__hash__ = lambda one: hash((Marker, one.name))  # type: ignore[assignment,method-assign]
-all_equal(Unresolved)
 
 
 class Ctx:
@@ -260,22 +213,22 @@ class Evaluator:
     def path(self, expr: Expr, ctx: Ctx, depth: int = 0) -> list[Path]:
         """Alternatives of a string, each a tuple of text and markers."""
         if depth > LIMITS.evaluation_depth:
-            return [_cut("evaluation_depth")]
+            return [cut_path("evaluation_depth")]
         match expr:
             case Str(text):
                 return [(text,)]
             case Unknown(limit=limit) if limit:
-                return [_cut(limit)]
+                return [cut_path(limit)]
             case Param(name):
                 return [(Marker(PARAM.name, name),)]
             case Named(label, value):
-                return _named(label, self.path(value, ctx, depth + 1))
+                return named_field(label, self.path(value, ctx, depth + 1))
             case Join(parts):
                 options = [self.path(part, ctx, depth + 1) for part in parts]
                 combined = [tuple(p for alt in combo for p in alt) for combo in product(*options)]
-                return combined if len(combined) <= LIMITS.alternatives else [_cut("alternatives")]
+                return combined if len(combined) <= LIMITS.alternatives else [cut_path("alternatives")]
             case Alt(options) | Or(options):
-                return _bounded([alt for option in options for alt in self.path(option, ctx, depth + 1)])
+                return bounded([alt for option in options for alt in self.path(option, ctx, depth + 1)])
             case Call():
                 return self._call_path(expr, ctx, depth)
         found = self.constant(expr, ctx)
@@ -317,7 +270,7 @@ class Evaluator:
         match callee, expr.args:
             case Attr(base, "rstrip" | "lstrip" | "strip" as strip), () | (Str(),):  # `path.rstrip("/")`
                 chars = expr.args[0].text if expr.args else None  # type: ignore[union-attr]
-                return [_strip(alt, strip, chars) for alt in self.path(base, ctx, depth + 1)]
+                return [stripped(alt, strip, chars) for alt in self.path(base, ctx, depth + 1)]
         match callee:
             case Attr(Str(separator), "join") if len(expr.args) == 1:  # `"/".join(SEGMENTS)`
                 found = self.constant(expr.args[0], ctx)
@@ -327,7 +280,7 @@ class Evaluator:
                 texts = self.path(template, ctx, depth + 1)
                 if all(all(isinstance(part, str) for part in text) for text in texts):
                     built = [str_format("".join(t), list(expr.args), expr.kwargs) for t in texts]  # type: ignore[arg-type]
-                    return _bounded([alt for value in built for alt in self.path(value, ctx, depth + 1)])
+                    return bounded([alt for value in built for alt in self.path(value, ctx, depth + 1)])
         returned = self.returned(expr, ctx)
         if returned is None:
             return [(HOLE,)]
@@ -363,7 +316,7 @@ class Evaluator:
                     else:
                         combined.append((*prefix, "/", *alternative))
             if len(combined) > LIMITS.alternatives:
-                return [_cut("alternatives")]
+                return [cut_path("alternatives")]
             joined = combined
         return joined
 
@@ -447,7 +400,7 @@ class Evaluator:
             case Item(Item(Call(Attr(config, dump)), key), "name") if config == _CONFIG and dump in _DUMPS:
                 return [ConfigRef(key)]
             case Str() | Join():
-                return [_literal(alt) for alt in self.path(expr, ctx, depth + 1)]
+                return [server_of(alt) for alt in self.path(expr, ctx, depth + 1)]
             case Call(func, (_, default)) if (
                 isinstance(func, (Name, Global, Attr))
                 and self.index.lookup_dotted(ctx.path, func) in _ENVIRONMENT
@@ -500,75 +453,3 @@ class Evaluator:
         if len(texts) == 1 and len(alternatives) == 1:
             return texts.pop().upper(), None
         return None, path_limit(alternatives)
-
-
-def _named(label: str, alternatives: list[Path]) -> list[Path]:
-    """An f-string field's alternatives, as one part named by its expression when none of them
-    can be told and they stay inside one path segment (a rollout id built from several values is
-    `{rollout_id}`, not `{?}-{?}-a{?}`)."""
-    told = [alt for alt in alternatives if all(isinstance(part, str) for part in alt)]
-    if told or any(isinstance(part, str) and "/" in part for alt in alternatives for part in alt):
-        return alternatives
-    kind = PARAM.name if any(PARAM in alt for alt in alternatives) else HOLE.name
-    return [(Marker(kind, label, path_limit(alternatives) or ""),)]
-
-
-def names_route_itself(alternatives: list[Path], route: str) -> bool:
-    """Does each alternative end with the route as text, parameters only filling parts before it
-    (`"%s/v1/responses" % prefix`)? Then the function decides the route, not its callers."""
-    main = route.split("?")[0]
-    for alternative in alternatives:
-        tail = []
-        for part in reversed(alternative):
-            if not isinstance(part, str):
-                break
-            tail.append(part)
-        if not "".join(reversed(tail)).endswith(main):
-            return False
-    return bool(alternatives)
-
-
-def without_params(alternatives: list[Path]) -> list[Path]:
-    """Parameters as unknown parts: any text."""
-    return [tuple(HOLE if part == PARAM else part for part in alternative) for alternative in alternatives]
-
-
-def _strip(alternative: Path, how: str, chars: str | None) -> Path:
-    """`str.strip` and its one-sided forms on the text at the ends of a path alternative."""
-    parts = list(alternative)
-    if how != "rstrip" and parts and isinstance(parts[0], str):
-        parts[0] = parts[0].lstrip(chars)
-    if how != "lstrip" and parts and isinstance(parts[-1], str):
-        parts[-1] = parts[-1].rstrip(chars)
-    return tuple(parts)
-
-
-def _literal(alternative: Path) -> Server:
-    if PARAM in alternative:
-        return FromParam()
-    if all(isinstance(part, str) for part in alternative):
-        return NamedServer("".join(alternative))  # type: ignore[arg-type]
-    return Unresolved(path_limit([alternative]) or "")
-
-
-def _cut(limit: str) -> Path:
-    """A path the evaluation stopped following at the bound `limit`: any text."""
-    return (Marker(HOLE.name, limit=limit),)
-
-
-def _bounded(alternatives: list[Path]) -> list[Path]:
-    """At most `LIMITS.alternatives` of them, and a cut standing for the rest (one of which may
-    be the route)."""
-    if len(alternatives) <= LIMITS.alternatives:
-        return alternatives
-    return [*alternatives[: LIMITS.alternatives], _cut("alternatives")]
-
-
-def path_limit(alternatives: list[Path]) -> str | None:
-    """The bound that cut a part of these path alternatives, if one did."""
-    return next((p.limit for alt in alternatives for p in alt if isinstance(p, Marker) and p.limit), None)
-
-
-def server_limit(servers: list[Server]) -> str | None:
-    """The bound that stopped the evaluation of one of these server names, if one did."""
-    return next((s.limit for s in servers if isinstance(s, Unresolved) and s.limit), None)

@@ -16,16 +16,7 @@ from typing import NamedTuple
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
 from .calls import CLIENT_METHODS, CLIENT_SIGNATURES
-from .evaluate import (
-    PARAM,
-    Ctx,
-    Evaluator,
-    FromParam,
-    OwnName,
-    bind_params,
-    expand_kwargs,
-    names_route_itself,
-)
+from .evaluate import Ctx, Evaluator, bind_params, expand_kwargs
 from .expr import (
     NONE,
     UNKNOWN,
@@ -45,6 +36,7 @@ from .expr import (
 from .facts import CallFact, FunctionFacts
 from .index import ClassRef, External, FunctionRef
 from .limits import LIMITS
+from .values import PARAM, FromParam, OwnName, names_route_itself
 
 _PARTIAL = External("functools.partial")
 

@@ -16,13 +16,14 @@ from . import around, policy
 from .calls import ROUTING_KWARGS
 from .classify import Classifier, Verdict
 from .deployment import Deployment
-from .evaluate import ConfigRef, Evaluator, NamedServer
+from .evaluate import Evaluator
 from .expand import ClientCall, Expander
 from .expr import NONE, UNKNOWN
 from .facts import ClassFacts, FunctionFacts, Inlined
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
 from .index import ClassRef, FunctionRef
+from .values import ConfigRef, NamedServer
 
 
 class Resolver:

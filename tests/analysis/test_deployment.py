@@ -5,8 +5,8 @@ from __future__ import annotations
 from stages import AGENT_IMPORT, Analysed
 
 from selfcall_audit.analysis.classify import may_match, reachable
-from selfcall_audit.analysis.evaluate import HOLE
 from selfcall_audit.analysis.index import ClassRef
+from selfcall_audit.analysis.values import HOLE
 
 APP = "responses_api_agents/a/app.py"
 SOURCE = AGENT_IMPORT + (

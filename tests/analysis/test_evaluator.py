@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from stages import AGENT_IMPORT, Analysed
 
-from selfcall_audit.analysis.evaluate import OwnName, Unresolved
+from selfcall_audit.analysis.values import OwnName, Unresolved
 
 APP = "responses_api_agents/a/app.py"
 

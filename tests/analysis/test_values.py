@@ -8,7 +8,9 @@ import pickle
 
 import pytest
 
-from selfcall_audit.analysis.evaluate import (
+from selfcall_audit.analysis.expr import SELF, Alt, Attr, Global, Or, SelfRef, Seq, Str, Unknown
+from selfcall_audit.analysis.index import ClassRef, External, FunctionRef, ModuleRef
+from selfcall_audit.analysis.values import (
     HOLE,
     PARAM,
     ConfigRef,
@@ -18,8 +20,6 @@ from selfcall_audit.analysis.evaluate import (
     OwnName,
     Unresolved,
 )
-from selfcall_audit.analysis.expr import SELF, Alt, Attr, Global, Or, SelfRef, Seq, Str, Unknown
-from selfcall_audit.analysis.index import ClassRef, External, FunctionRef, ModuleRef
 
 
 @pytest.mark.parametrize(
