@@ -30,6 +30,22 @@ FILES = {
 }
 
 
+class _Recording(inputs.Inputs):
+    """The project's files, as a run reads them, with the paths read and some unreadable."""
+
+    def __init__(self, root: Path, cache: FactsCache | None, unreadable: frozenset[str], log: list[str]):
+        super().__init__(root, Settings(max_file_size=1 << 20), cache)
+        self.unreadable = unreadable
+        self.log = log
+
+    def read(self, rel: str) -> bytes | None:
+        self.log.append(rel)
+        return None if rel in self.unreadable else read_file(self.root / rel, 1 << 20)
+
+    def key(self, rel: str) -> str | None:
+        return None if rel in self.unreadable else content_key(rel, read_file(self.root / rel, 1 << 20))
+
+
 class Run:
     """One run's index over the project as it is now, with the files it read to search them."""
 
@@ -42,17 +58,9 @@ class Run:
         include_tests: bool = True,
     ):
         self.read_files: list[str] = []
-
-        def read(rel: str) -> bytes | None:
-            self.read_files.append(rel)
-            return None if rel in unreadable else read_file(root / rel, 1 << 20)
-
-        def key(rel: str) -> str | None:
-            return None if rel in unreadable else content_key(rel, read_file(root / rel, 1 << 20))
-
         files = discover(root, (), include_tests, ())
         self.cache = FactsCache.open(root, cache_dir) if cached else None
-        self.indexes = Indexes(root, 1 << 20, files, self.cache, Workers(1), read, key, {}, set())
+        self.indexes = Indexes(_Recording(root, self.cache, unreadable, self.read_files), files, Workers(1))
 
     def naming(self, *names: str) -> list[str]:
         found = self.indexes.naming(names)

@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..workspace.discovery import FileSet
 from ..workspace.prefilter import as_words, import_lines, names_found, word_matcher
 from ..workspace.workers import Workers
-from .cache import FactsCache
+from .inputs import Inputs
 from .jobs import import_lines_of, instances_of
 
 if TYPE_CHECKING:
     from ..analysis.gym_config import AgentInstance
-    from ..ftypes import InputError
-    from .warm import Warm
 
 # names the word index answers for (a whole run's agent names, then those one-file runs asked);
 # one more starts it again
@@ -29,56 +26,33 @@ _MAX_NAMES = 1024
 class Indexes:
     """The instances, the import lines and the word index of one listing of the project's files."""
 
-    def __init__(
-        self,
-        root: Path,
-        max_size: int,
-        files: FileSet,
-        cache: FactsCache | None,
-        workers: Workers,
-        read: Callable[[str], bytes | None],
-        key: Callable[[str], str | None],
-        errors: dict[str, InputError],
-        failed: set[str],
-        warm: Warm | None = None,
-        memory: Collection[str] = (),
-    ):
-        """`warm`: what a long-lived process keeps of the project, used and kept up to date;
-        `memory`: the files read from memory (an editor's buffers) rather than the disk."""
-        self.root = root
-        self.warm = warm
-        self.memory = memory
-        self.max_size = max_size
+    def __init__(self, inputs: Inputs, files: FileSet, workers: Workers):
+        self.inputs = inputs
         self.files = files
-        self.cache = cache
         self.workers = workers
-        self.read = read
-        self.key = key
-        self.errors = errors
-        self.failed = failed  # files that could not be read or parsed
         self._lines: dict[str, bytes] = {}
 
     def instances(self, key: str | None, background: bool) -> Callable[[], list[AgentInstance]]:
         """Server instances of every YAML config, reused while the configs' fingerprint `key`
         stays the same (not when a file could not be read or parsed: it is tried again next
         time); worked out in a worker when `background` and the workers pay."""
-        stored = self.cache.instances(key) if self.cache and key else None
-        if self.warm is not None:
-            stored = self.warm.instances
+        stored = self.inputs.cache.instances(key) if self.inputs.cache and key else None
+        if self.inputs.warm is not None:
+            stored = self.inputs.warm.instances
         if stored is not None:
-            self.errors.update(stored[1])
+            self.inputs.errors.update(stored[1])
             return lambda: stored[0]
-        job = (self.root, self.files.configs, self.max_size)
+        job = (self.inputs.root, self.files.configs, self.inputs.settings.max_file_size)
         pending = self.workers.submit(len(self.files.sources) if background else 0, instances_of, *job)
 
         def result() -> list[AgentInstance]:
             instances, errors, failed = pending()
-            self.errors.update(errors)
-            self.failed.update(failed)
-            if self.cache and key and not failed:
-                self.cache.put_instances(key, instances, errors)
-            if self.warm is not None and not failed:
-                self.warm.instances = (instances, errors)
+            self.inputs.errors.update(errors)
+            self.inputs.failed.update(failed)
+            if self.inputs.cache and key and not failed:
+                self.inputs.cache.put_instances(key, instances, errors)
+            if self.inputs.warm is not None and not failed:
+                self.inputs.warm.instances = (instances, errors)
             return instances
 
         return functools.cache(result)
@@ -88,38 +62,48 @@ class Indexes:
         searched again; asked once per step of a walk up the importers, each file's are looked up
         once per run."""
         sources = tuple(sources)
-        if self.warm is not None:
-            return [(rel, self.warm.import_lines(rel, self.read(rel))) for rel in sources]
+        if self.inputs.warm is not None:
+            return [(rel, self.inputs.warm.import_lines(rel, self.inputs.read(rel))) for rel in sources]
         lines = self._lines
         if missing := tuple(rel for rel in sources if rel not in lines):
             self.index_imports(missing)()
-            index = self.cache.imports() if self.cache else {}
+            index = self.inputs.cache.imports() if self.inputs.cache else {}
             for rel in missing:
                 entry = index.get(rel)
-                kept = self.cache is not None and _current(entry, self.key(rel))
+                kept = self.inputs.cache is not None and _current(entry, self.inputs.key(rel))
                 lines[rel] = (
-                    entry[1].encode("utf-8", "surrogateescape") if kept else import_lines(self.read(rel))
+                    entry[1].encode("utf-8", "surrogateescape")
+                    if kept
+                    else import_lines(self.inputs.read(rel))
                 )
         return [(rel, lines[rel]) for rel in sources]
 
     def index_imports(self, sources: tuple[str, ...]) -> Callable[[], None]:
         """Bring the import-line index up to date for the one-file runs to come, in a worker while
         this process analyses, when workers run; call the result to store what was found."""
-        cache = self.cache
+        cache = self.inputs.cache
         if cache is None:
             return lambda: None
         index = cache.imports()
         stale = [
             (rel, key)
             for rel in sources
-            if (key := self.key(rel)) is not None and not _current(index.get(rel), key)
+            if (key := self.inputs.key(rel)) is not None and not _current(index.get(rel), key)
         ]
         rels = tuple(rel for rel, _ in stale)
         pool = self.workers.for_batch(len(stale))
-        pending = pool.submit(import_lines_of, self.root, rels, self.max_size) if pool else None
+        pending = (
+            pool.submit(import_lines_of, self.inputs.root, rels, self.inputs.settings.max_file_size)
+            if pool
+            else None
+        )
 
         def store() -> None:
-            found = pending.result() if pending else import_lines_of(self.root, rels, self.max_size)
+            found = (
+                pending.result()
+                if pending
+                else import_lines_of(self.inputs.root, rels, self.inputs.settings.max_file_size)
+            )
             for (rel, key), lines in zip(stale, found):
                 cache.put_import_lines(rel, key, lines.decode("utf-8", "surrogateescape"))
 
@@ -129,17 +113,19 @@ class Indexes:
         """The source files that name one of `names` as a whole word. Each file's answers for the
         names asked before are kept under its content key, so a one-file run searches only the
         files changed since."""
-        if self.warm is not None:
+        if self.inputs.warm is not None:
             sources = self.files.sources
             named_in = {
-                rel for name in names for rel in self.warm.naming(name, sources, self.read, self.memory)
+                rel
+                for name in names
+                for rel in self.inputs.warm.naming(name, sources, self.inputs.read, self.inputs.memory)
             }
             return [rel for rel in sources if rel in named_in]
-        if self.cache is None:
+        if self.inputs.cache is None:
             named = word_matcher(names)
-            return [rel for rel in self.files.sources if named(self.read(rel))]
+            return [rel for rel in self.files.sources if named(self.inputs.read(rel))]
         wanted_names = frozenset(names)
-        asked, held = self.cache.names()
+        asked, held = self.inputs.cache.names()
         new = tuple(sorted(wanted_names.difference(asked)))
         if new:  # every file is read once for new names: every entry answers for all `asked`
             asked, held = ([], {}) if len(asked) + len(new) > _MAX_NAMES else (asked, held)
@@ -149,42 +135,46 @@ class Indexes:
         updated: dict[str, list] = {}
         found = []
         for rel in self.files.sources:
-            entry, key = held.get(rel), self.key(rel)
+            entry, key = held.get(rel), self.inputs.key(rel)
             kept = _current(entry, key)
             if kept and entry[1] is None:  # it names some of `asked`, not known which: read to tell
-                holds, hit = None, query()(self.read(rel))
+                holds, hit = None, query()(self.inputs.read(rel))
             elif kept and not new:
                 holds, hit = entry[1], not wanted_names.isdisjoint(entry[1])
             else:
                 known, wanted = (entry[1], new) if kept else ([], tuple(asked))
-                holds = known + finder(wanted)(self.read(rel))
+                holds = known + finder(wanted)(self.inputs.read(rel))
                 hit = not wanted_names.isdisjoint(holds)
             if key is not None:  # one that cannot be read is read again next time
                 updated[rel] = [key, holds]
             if hit:
                 found.append(rel)
         if new or updated != held:
-            self.cache.put_names(asked, updated)
+            self.inputs.cache.put_names(asked, updated)
         return found
 
     def answers(self, names: Collection[str]) -> bool:
         """Does the word index answer for `names` (all asked before), so that `naming` reads only
         the files changed since and those naming one of the names asked?"""
-        return self.warm is None and self.cache is not None and set(self.cache.names()[0]).issuperset(names)
+        return (
+            self.inputs.warm is None
+            and self.inputs.cache is not None
+            and set(self.inputs.cache.names()[0]).issuperset(names)
+        )
 
     def keep_names(self, asked: Collection[str], naming: Collection[str]) -> None:
         """A whole run searched every source file for the agent names in `asked`: keep its
         answers as the word index, so that a one-file run looking for an agent's subclasses
         reads only the files `naming` one of them (which ones it names is worked out no further:
         each agent's own file names it)."""
-        if self.cache is None or not asked:
+        if self.inputs.cache is None or not asked:
             return
         files = {
             rel: [key, None if rel in naming else []]
             for rel in self.files.sources
-            if (key := self.key(rel)) is not None
+            if (key := self.inputs.key(rel)) is not None
         }
-        self.cache.put_names(sorted(asked), files)
+        self.inputs.cache.put_names(sorted(asked), files)
 
 
 def _finder(names: tuple[str, ...]) -> Callable[[bytes | None], list[str]]:

@@ -115,17 +115,7 @@ class Project:
         if self._store is None:
             memory = self.warm.facts if self.warm else None
             functions = self.warm.functions if self.warm else None
-            self._store = FactsStore(
-                self.inputs.read,
-                self.inputs.key,
-                self.cache,
-                self._pool(),
-                self.inputs.errors,
-                self.inputs.failed,
-                self._parsed,
-                memory,
-                functions,
-            )
+            self._store = FactsStore(self.inputs, self._pool(), self._parsed, memory, functions)
         return self._store
 
     def _parsed(self, rel: str, done: int, total: int) -> None:
@@ -274,19 +264,7 @@ class Project:
             names, paths = self.warm.names, self.warm.paths[1]
         index = Index(set(files.modules), store.facts, names, paths)
         bases = frozenset(settings.agent_bases)
-        indexes = Indexes(
-            self.root,
-            settings.max_file_size,
-            files,
-            self.cache,
-            self._pool(),
-            self.inputs.read,
-            self.inputs.key,
-            self.inputs.errors,
-            self.inputs.failed,
-            self.warm,
-            self.inputs.memory,
-        )
+        indexes = Indexes(self.inputs, files, self._pool())
         instances = indexes.instances(
             fingerprints.of(self.inputs.key, files.configs) if fingerprints else None, background=whole
         )

@@ -103,7 +103,7 @@ class Evaluation:
         resolver, store = self.resolver, self.store
         index = resolver.index
         asked_before = set(store.known())
-        errors_before, failed_before = dict(store.errors), set(store.failed)
+        errors_before, failed_before = dict(store.inputs.errors), set(store.inputs.failed)
         modules = []
         with store.recording() as extracted:
             while (rel := take()) is not None:
@@ -124,8 +124,8 @@ class Evaluation:
         return Share(
             modules,
             dict(resolver.posters),
-            _new(store.errors, errors_before),
-            store.failed - failed_before,
+            _new(store.inputs.errors, errors_before),
+            store.inputs.failed - failed_before,
             [rel for rel in store.known() if rel not in asked_before],
             extracted,
         )
@@ -136,8 +136,8 @@ class Evaluation:
         resolver, store = self.resolver, self.store
         ticking = self._ticking(len(targets), len(shares[0].modules))
         for share in shares[1:]:
-            store.errors.update(share.errors)
-            store.failed.update(share.failed)
+            store.inputs.errors.update(share.errors)
+            store.inputs.failed.update(share.failed)
             store.adopt(share.asked, share.extracted)
             for rel, asked in share.posters.items():
                 resolver.posters.setdefault(rel, asked)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..ftypes import InputError
 from ..workspace.workers import Workers
-from .cache import FactsCache
+from .inputs import Inputs
 from .jobs import extract_facts
 
 if TYPE_CHECKING:
@@ -23,16 +23,12 @@ Progress = Callable[[str, int, int], None]
 
 class FactsStore:
     """Facts by root-relative path; a file that cannot be read or parsed has none, an entry in
-    `errors` saying why, and its path in `failed`. `key` gives a file's content key."""
+    the inputs' `errors` saying why, and its path in their `failed`."""
 
     def __init__(
         self,
-        read: Callable[[str], bytes | None],
-        key: Callable[[str], str | None],
-        cache: FactsCache | None,
+        inputs: Inputs,
         workers: Workers,
-        errors: dict[str, InputError],
-        failed: set[str],
         progress: Progress | None = None,
         memory: dict[str, tuple[bytes | None, ModuleFacts | str]] | None = None,
         functions: dict[str, Functions] | None = None,
@@ -41,14 +37,10 @@ class FactsStore:
         by a long-lived process (one version a file: an editor's every keystroke is another);
         `functions`: the functions of each file such a process extracted again (see
         `extract.Functions`)."""
-        self.read = read
-        self.key = key
+        self.inputs = inputs
         self.memory = memory
         self.functions = functions
-        self.cache = cache
         self.workers = workers
-        self.errors = errors
-        self.failed = failed
         self.progress = progress
         self.parsed = 0  # files extracted by this run (not found in the cache)
         # files extracted again here after an edit: their trees were parsed by this process (a
@@ -112,12 +104,12 @@ class FactsStore:
         if not self.workers.running:
             return
         items = [
-            (rel, data, self.cache is not None)
+            (rel, data, self.inputs.cache is not None)
             for rel in rels
             if rel not in self._facts
             and rel not in self._ahead
-            and (data := self.read(rel)) is not None
-            and not (self.cache and self.cache.holds_facts(self.key(rel)))  # type: ignore[arg-type]
+            and (data := self.inputs.read(rel)) is not None
+            and not (self.inputs.cache and self.inputs.cache.holds_facts(self.inputs.key(rel)))  # type: ignore[arg-type]
         ]
         for (rel, _, _), extracted in zip(items, self._extracted(items)):
             self._ahead[rel] = extracted
@@ -141,31 +133,35 @@ class FactsStore:
             kept = self.memory.get(rel) if self.memory is not None else None
             # facts the cache holds for the file's content key (known without reading the file
             # when the cache recorded its status): the file is not read again
-            key = self.key(rel) if self.cache is not None and kept is None else None
-            cached = self.cache.facts(rel, key) if self.cache is not None and key is not None else None
+            key = self.inputs.key(rel) if self.inputs.cache is not None and kept is None else None
+            cached = (
+                self.inputs.cache.facts(rel, key)
+                if self.inputs.cache is not None and key is not None
+                else None
+            )
             if cached is not None:
                 self._keys[rel] = key  # type: ignore[assignment]
                 self._facts[rel] = cached
                 continue
-            data = self.read(rel)
+            data = self.inputs.read(rel)
             if data is None:
                 self._facts[rel] = None
                 continue
             if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
-                if self.cache is not None:  # unless a stored result will depend on it
-                    self._keys[rel] = self.key(rel)  # type: ignore[assignment]
+                if self.inputs.cache is not None:  # unless a stored result will depend on it
+                    self._keys[rel] = self.inputs.key(rel)  # type: ignore[assignment]
                 self._keep(rel, kept[1], None, parsed=False)
                 continue
-            self._keys[rel] = self.key(rel)  # type: ignore[assignment]
+            self._keys[rel] = self.inputs.key(rel)  # type: ignore[assignment]
             ahead = self._ahead.pop(rel, None)
             if ahead is None and kept is not None and self.functions is not None:
                 # other bytes than last time (an edit): extracted here, reusing the functions
                 # whose lines are unchanged
-                ahead = extract_facts((rel, data, self.cache is not None), self.functions)
+                ahead = extract_facts((rel, data, self.inputs.cache is not None), self.functions)
                 self.edited.add(rel)
             wanted.append((rel, ahead))
             if ahead is None:
-                yield rel, data, self.cache is not None
+                yield rel, data, self.inputs.cache is not None
 
     def _keep(
         self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True
@@ -174,12 +170,12 @@ class FactsStore:
         if parsed and self._recorded is not None:
             self._recorded[rel] = (result, payload)
         if parsed and self.memory is not None:
-            self.memory[rel] = (self.read(rel), result)
+            self.memory[rel] = (self.inputs.read(rel), result)
         if isinstance(result, InputError):
-            self.errors[rel] = result
-            self.failed.add(rel)
+            self.inputs.errors[rel] = result
+            self.inputs.failed.add(rel)
             self._facts[rel] = None
             return
         self._facts[rel] = result
         if payload is not None:  # extracted for the cache
-            self.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]
+            self.inputs.cache.put_facts(self._keys[rel], payload)  # type: ignore[union-attr]
