@@ -103,13 +103,14 @@ class FactsStore:
         Done only by running workers: this process would spend on it what it may not need."""
         if not self.workers.running:
             return
+        cache = self.inputs.cache
         items = [
-            (rel, data, self.inputs.cache is not None)
+            (rel, data, cache is not None)
             for rel in rels
             if rel not in self._facts
             and rel not in self._ahead
             and (data := self.inputs.read(rel)) is not None
-            and not (self.inputs.cache and self.inputs.cache.holds_facts(self.inputs.key(rel)))  # type: ignore[arg-type]
+            and not (cache and cache.holds_facts(self.inputs.key(rel)))  # type: ignore[arg-type]
         ]
         for (rel, _, _), extracted in zip(items, self._extracted(items)):
             self._ahead[rel] = extracted
@@ -127,18 +128,15 @@ class FactsStore:
         """The files to extract; each file to keep goes to `wanted`, with what was extracted ahead
         of time if anything; the others' facts come from the cache (or they have none: they cannot
         be read)."""
+        cache = self.inputs.cache
         for rel in rels:
             if rel in self._facts:
                 continue
             kept = self.memory.get(rel) if self.memory is not None else None
             # facts the cache holds for the file's content key (known without reading the file
             # when the cache recorded its status): the file is not read again
-            key = self.inputs.key(rel) if self.inputs.cache is not None and kept is None else None
-            cached = (
-                self.inputs.cache.facts(rel, key)
-                if self.inputs.cache is not None and key is not None
-                else None
-            )
+            key = self.inputs.key(rel) if cache is not None and kept is None else None
+            cached = cache.facts(rel, key) if cache is not None and key is not None else None
             if cached is not None:
                 self._keys[rel] = key  # type: ignore[assignment]
                 self._facts[rel] = cached
@@ -148,7 +146,7 @@ class FactsStore:
                 self._facts[rel] = None
                 continue
             if kept is not None and kept[0] == data:  # the very bytes: not even hashed again
-                if self.inputs.cache is not None:  # unless a stored result will depend on it
+                if cache is not None:  # unless a stored result will depend on it
                     self._keys[rel] = self.inputs.key(rel)  # type: ignore[assignment]
                 self._keep(rel, kept[1], None, parsed=False)
                 continue
@@ -157,11 +155,11 @@ class FactsStore:
             if ahead is None and kept is not None and self.functions is not None:
                 # other bytes than last time (an edit): extracted here, reusing the functions
                 # whose lines are unchanged
-                ahead = extract_facts((rel, data, self.inputs.cache is not None), self.functions)
+                ahead = extract_facts((rel, data, cache is not None), self.functions)
                 self.edited.add(rel)
             wanted.append((rel, ahead))
             if ahead is None:
-                yield rel, data, self.inputs.cache is not None
+                yield rel, data, cache is not None
 
     def _keep(
         self, rel: str, result: ModuleFacts | InputError, payload: bytes | None, parsed: bool = True
