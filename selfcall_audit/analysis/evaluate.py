@@ -34,10 +34,9 @@ from .expr import (
     Unknown,
     inline,
     qualify,
-    str_format,
-    str_join,
 )
 from .facts import Binding, CallFact, FunctionFacts, Inlined
+from .formats import str_format, str_join
 from .hierarchy import Hierarchy
 from .index import ClassAttr, ClassRef, ConstRef, External, FunctionRef
 from .limits import LIMITS

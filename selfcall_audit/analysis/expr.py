@@ -10,8 +10,6 @@ holds data only, never objects to rebuild by name.
 
 from __future__ import annotations
 
-import re
-import string
 from collections.abc import Callable, Iterable
 from operator import attrgetter
 from typing import NamedTuple, get_args
@@ -339,65 +337,6 @@ def contains(expr: Expr, kind: type) -> bool:
         return any(contains(value, kind) for _, value in expr.items)  # type: ignore[union-attr]
     items = expr.parts if cls is Join else expr.items if cls is Seq else expr.options  # type: ignore[union-attr]
     return any(contains(item, kind) for item in items)
-
-
-# Python's string-building forms -----------------------------------------------------------
-
-_PERCENT_FIELD = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+)?(?:\.\d+)?([a-zA-Z%])")
-
-
-def percent_format(template: str, values: Expr) -> Expr:
-    """`"/v1/%s" % x` as a concatenation: `%s` fields take the values in order (or by key from a
-    dict); other conversions (`%d`, `%r`, ...) are unknown parts."""
-    positional = list(values.items) if isinstance(values, Seq) else [values]
-    by_key = {k: v for k, v in values.items if k is not None} if isinstance(values, DictOf) else {}
-    parts: list[Expr] = []
-    position = 0
-    for match in _PERCENT_FIELD.finditer(template):
-        parts.append(Str(template[position : match.start()]))
-        position = match.end()
-        key, conversion = match.groups()
-        if conversion == "%":
-            parts.append(Str("%"))
-            continue
-        value = by_key.get(key, UNKNOWN) if key else (positional.pop(0) if positional else UNKNOWN)
-        parts.append(value if conversion == "s" else UNKNOWN)
-    parts.append(Str(template[position:]))
-    return Join(tuple(parts))
-
-
-def str_format(template: str, args: list[Expr], kwargs: tuple[tuple[str | None, Expr], ...]) -> Expr:
-    """`"/v1/{}".format(x)` as a concatenation; fields with a format spec, a conversion or an
-    attribute/index lookup are unknown parts."""
-    named = {key: value for key, value in kwargs if key is not None}
-    try:
-        fields = list(string.Formatter().parse(template))
-    except ValueError:
-        return UNKNOWN
-    parts: list[Expr] = []
-    auto = 0
-    for literal, field_name, spec, conversion in fields:
-        parts.append(Str(literal))
-        if field_name is None:
-            continue
-        if field_name == "":
-            field_name, auto = str(auto), auto + 1
-        if field_name.isdigit():
-            value = args[int(field_name)] if int(field_name) < len(args) else UNKNOWN
-        else:
-            value = named.get(field_name, UNKNOWN)
-        parts.append(UNKNOWN if spec or conversion not in (None, "s") else value)
-    return Join(tuple(parts))
-
-
-def str_join(separator: str, items: Seq) -> Expr:
-    """`"/".join(["", "v1", x])` as a concatenation, for a list or tuple written in place."""
-    parts: list[Expr] = []
-    for number, item in enumerate(items.items):
-        if number:
-            parts.append(Str(separator))
-        parts.append(item)
-    return Join(tuple(parts)) if parts else Str("")
 
 
 # cache codec -------------------------------------------------------------------------------

@@ -28,11 +28,9 @@ from .expr import (
     Unknown,
     inline,
     merge,
-    percent_format,
     prune,
-    str_format,
-    str_join,
 )
+from .formats import percent_format, str_format, str_join
 from .limits import LIMITS
 
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
