@@ -84,7 +84,7 @@ class Inputs:
             self._bytes[rel] = data
         else:
             if rel not in self.content_keys:
-                self.learn_key(rel, data)
+                self._learn_key(rel, data)
             self._let_go.add(rel)
         return data
 
@@ -136,10 +136,10 @@ class Inputs:
                 return known
             data = self.read(rel)
             if rel not in self.content_keys:  # `read` worked out the key of a file it let go
-                self.learn_key(rel, data)
+                self._learn_key(rel, data)
         return self.content_keys[rel]
 
-    def learn_key(self, rel: str, data: bytes | None) -> None:
+    def _learn_key(self, rel: str, data: bytes | None) -> None:
         self.content_keys[rel] = None if data is None else content_key(rel, data)
         if data is not None and self.cache is not None:
             self.cache.keep_key(rel, self.content_keys[rel])
