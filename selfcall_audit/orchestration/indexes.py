@@ -92,18 +92,11 @@ class Indexes:
         ]
         rels = tuple(rel for rel, _ in stale)
         pool = self.workers.for_batch(len(stale))
-        pending = (
-            pool.submit(import_lines_of, self.inputs.root, rels, self.inputs.settings.max_file_size)
-            if pool
-            else None
-        )
+        job = (self.inputs.root, rels, self.inputs.settings.max_file_size)
+        pending = pool.submit(import_lines_of, *job) if pool else None
 
         def store() -> None:
-            found = (
-                pending.result()
-                if pending
-                else import_lines_of(self.inputs.root, rels, self.inputs.settings.max_file_size)
-            )
+            found = pending.result() if pending else import_lines_of(*job)
             for (rel, key), lines in zip(stale, found):
                 cache.put_import_lines(rel, key, lines.decode("utf-8", "surrogateescape"))
 
