@@ -156,6 +156,7 @@ DEFERRED_IMPORTS = {
     ("orchestration.jobs", "..analysis.extract"),
     ("orchestration.jobs", "..analysis.facts"),
     ("orchestration.jobs", "..analysis.gym_config"),
+    ("orchestration.jobs", "..analysis.kept_functions"),
     ("orchestration.project", "..analysis.facts"),
     ("orchestration.project", "..analysis.hierarchy"),
     ("orchestration.project", "..analysis.index"),

@@ -16,6 +16,7 @@ from agent_sources import JUDGE_CONFIG
 from selfcall_audit import api
 from selfcall_audit.analysis import around, facts
 from selfcall_audit.analysis import extract as extraction
+from selfcall_audit.analysis.kept_functions import Functions
 from selfcall_audit.config import load_settings
 
 APP = "responses_api_agents/judge/app.py"
@@ -404,13 +405,13 @@ def test_a_function_an_edit_moves_has_the_facts_it_would_have_if_walked_again(
     monkeypatch: pytest.MonkeyPatch, before: str, after: str, line: int
 ) -> None:
     """`line`: where `model_post_init` stands after the edit."""
-    functions = extraction.Functions()
+    functions = Functions()
     extraction.extract(APP, before.encode(), functions)
     walked = []
     walk = extraction.ModuleExtractor._walked
     monkeypatch.setattr(extraction.ModuleExtractor, "_walked", lambda *args: walked.append(1) or walk(*args))
 
-    kept = extraction.extract(APP, after.encode(), extraction.Functions(functions))
+    kept = extraction.extract(APP, after.encode(), Functions(functions))
 
     assert walked == []  # all four functions reused
     assert kept == extraction.extract(APP, after.encode())
@@ -421,10 +422,10 @@ def test_a_method_and_a_function_of_the_same_text_are_walked_each() -> None:
     """Its first parameter is `self` in a method only."""
     method = CLASS_HEAD + "    async def run(self, body):\n        return body\n"
     function = method.replace("    async def run", "    pass\n\nif True:\n    async def run")
-    functions = extraction.Functions()
+    functions = Functions()
     extraction.extract(APP, method.encode(), functions)
 
-    kept = extraction.extract(APP, function.encode(), extraction.Functions(functions))
+    kept = extraction.extract(APP, function.encode(), Functions(functions))
 
     assert kept == extraction.extract(APP, function.encode())
     assert (kept.functions[0].name, kept.functions[0].self_param) == ("run", None)

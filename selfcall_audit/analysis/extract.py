@@ -1,5 +1,4 @@
-"""Working out a module's facts from its syntax tree, and keeping each function's between the
-runs of a long-lived process (`Functions`)."""
+"""Working out a module's facts from its syntax tree."""
 
 from __future__ import annotations
 
@@ -7,88 +6,16 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Callable
-from typing import NamedTuple
 
 from .expr import UNKNOWN, merge, prune
 from .facts import Binding, ClassFacts, FactsError, FunctionBody, FunctionFacts, Import, ModuleFacts
+from .kept_functions import Functions, Walked
 from .parsing import parse
 from .walker import FunctionWalker, ModuleScope, param_names
 
 _NOQA = re.compile(rb"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _CODING = re.compile(rb"(?:[^\n]*\n)?[ \t\f]*#[^\n]*?coding[:=][ \t]*(?!utf-?8\b)[-\w.]+", re.IGNORECASE)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
-
-
-class _Walked(NamedTuple):
-    """A function's facts and what walking it added to its module's and class's (imports and
-    classes it defines, attributes it stores on `self`), to add again where it is reused."""
-
-    facts: FunctionFacts
-    imports: tuple[Import, ...]
-    nested: tuple[ClassFacts, ...]
-    attrs: tuple[tuple[str, tuple[Binding, ...]], ...]
-
-    def moved(self, lines: int) -> _Walked:
-        """The same function `lines` further down the file: every line its facts name moves as
-        much (nothing else in them depends on where it stands)."""
-        return _Walked(
-            _moved_function(self.facts, lines),
-            tuple(found._replace(line=found.line + lines) for found in self.imports),
-            tuple(_moved_class(klass, lines) for klass in self.nested),
-            tuple((name, _moved_bindings(bindings, lines)) for name, bindings in self.attrs),
-        )
-
-
-def _moved_function(function: FunctionFacts, lines: int) -> FunctionFacts:
-    first, last = function.span
-    calls = tuple(
-        call._replace(
-            line=call.line + lines,
-            end_line=call.end_line + lines,
-            aliases=tuple((name, line + lines, part) for name, line, part in call.aliases),
-        )
-        for call in function.calls
-    )
-    return function._replace(
-        line=function.line + lines,
-        body=FunctionBody(function.defaults, calls, function.locals, function.returns),
-        span=(first + lines, last + lines),
-    )
-
-
-def _moved_class(klass: ClassFacts, lines: int) -> ClassFacts:
-    return klass._replace(
-        line=klass.line + lines,
-        constants=_moved_bindings(klass.constants, lines),
-        instance_attrs=_moved_bindings(klass.instance_attrs, lines),
-        methods=tuple(_moved_function(method, lines) for method in klass.methods),
-    )
-
-
-def _moved_bindings(bindings: tuple[Binding, ...], lines: int) -> tuple[Binding, ...]:
-    return tuple(binding._replace(line=binding.line + lines) for binding in bindings)
-
-
-class Functions:
-    """The functions of one file as last extracted, kept between the runs of a long-lived process
-    by what their facts are worked out from: the bytes of their lines (decorators included) and
-    whether they are methods. An edit to one function leaves the others as they were; one above
-    a function moves its lines, and the lines its facts name are moved with them. Each
-    extraction keeps the entries it used: one version of the file, not every keystroke's."""
-
-    def __init__(self, previous: Functions | None = None):
-        self._previous = previous._entries if previous is not None else {}
-        # and the line the function started at
-        self._entries: dict[tuple[bytes, bool], tuple[_Walked, int]] = {}
-
-    def get(self, key: tuple[bytes, bool], first: int, walk: Callable[[], _Walked]) -> _Walked:
-        """The function starting at line `first`."""
-        walked, then = self._entries.get(key) or self._previous.get(key) or (walk(), first)
-        if then != first:
-            walked = walked.moved(first - then)
-        self._entries[key] = walked, first
-        return walked
 
 
 class ModuleExtractor(ModuleScope):
@@ -156,7 +83,7 @@ class ModuleExtractor(ModuleScope):
             self.instance_attrs.setdefault(name, []).extend(bindings)
         return walked.facts
 
-    def _walked(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> _Walked:
+    def _walked(self, node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool) -> Walked:
         """The function's facts, and what walking it added to the module's and class's, taken back
         out (`function` adds them again, whether the walk is this one or one kept)."""
         imports, nested, attrs = len(self.imports), len(self.nested), self.instance_attrs
@@ -167,7 +94,7 @@ class ModuleExtractor(ModuleScope):
             for name, bindings in attrs.items()
             if len(bindings) > before.get(name, 0)
         )
-        walked = _Walked(facts, tuple(self.imports[imports:]), tuple(self.nested[nested:]), added)
+        walked = Walked(facts, tuple(self.imports[imports:]), tuple(self.nested[nested:]), added)
         del self.imports[imports:], self.nested[nested:]
         for name, bindings in added:
             del attrs[name][len(attrs[name]) - len(bindings) :]

@@ -13,9 +13,9 @@ from ..workspace.prefilter import import_lines, mentions_any, word_matcher
 from .cache import content_key, facts_payload
 
 if TYPE_CHECKING:
-    from ..analysis.extract import Functions
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance, Node
+    from ..analysis.kept_functions import Functions
     from ..ftypes import InputError
 
 # A YAML file without these words configures no agent instance.
@@ -28,9 +28,10 @@ def extract_facts(
     """The facts of a file (`path`, `data`, `cached`), or why there are none; when `cached`, also
     their cache entry, encoded here rather than by the parent, which is busy analysing.
     `functions`: each file's functions as last extracted by this process, reused where their
-    lines are unchanged (see `extract.Functions`); this file's are replaced by this extraction's."""
-    from ..analysis.extract import Functions, extract
+    lines are unchanged (see `kept_functions.Functions`); this file's are replaced by this extraction's."""
+    from ..analysis.extract import extract
     from ..analysis.facts import FactsError
+    from ..analysis.kept_functions import Functions
 
     rel, data, cached = item
     kept = None

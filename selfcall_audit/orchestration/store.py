@@ -13,8 +13,8 @@ from .inputs import Inputs
 from .jobs import extract_facts
 
 if TYPE_CHECKING:
-    from ..analysis.extract import Functions
     from ..analysis.facts import ModuleFacts
+    from ..analysis.kept_functions import Functions
 
     Extracted = tuple[ModuleFacts | str, bytes | None]  # facts or why there are none; cache entry
 
@@ -36,7 +36,7 @@ class FactsStore:
         """`memory`: each file's last facts (or why there are none) with the bytes they are of, kept
         by a long-lived process (one version a file: an editor's every keystroke is another);
         `functions`: the functions of each file such a process extracted again (see
-        `extract.Functions`)."""
+        `kept_functions.Functions`)."""
         self.inputs = inputs
         self.memory = memory
         self.functions = functions

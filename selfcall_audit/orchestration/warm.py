@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..analysis.around import Sites
-    from ..analysis.extract import Functions
     from ..analysis.facts import Inlined, ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..analysis.index import Names, Paths
+    from ..analysis.kept_functions import Functions
     from ..ftypes import InputError
 
 
