@@ -139,7 +139,7 @@ DEFERRED_IMPORTS = {
     ("api", ".migrate.codemod"),
     ("api", ".migrate.fixes"),
     # start-up kept off a warm or one-file run that does not need them
-    ("analysis.gym_config", "yaml"),
+    ("analysis.yaml_nodes", "yaml"),
     ("frontends.commands", "..report.baseline"),
     ("frontends.commands", ".diffbase"),
     ("frontends.commands", "click"),
@@ -156,6 +156,7 @@ DEFERRED_IMPORTS = {
     ("orchestration.jobs", "..analysis.extract"),
     ("orchestration.jobs", "..analysis.facts"),
     ("orchestration.jobs", "..analysis.gym_config"),
+    ("orchestration.jobs", "..analysis.yaml_nodes"),
     ("orchestration.jobs", "..analysis.kept_functions"),
     ("orchestration.project", "..analysis.facts"),
     ("orchestration.project", "..analysis.hierarchy"),

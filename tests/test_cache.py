@@ -57,6 +57,7 @@ def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path
         "selfcall_audit.analysis.facts",
         "selfcall_audit.analysis.resolve",
         "selfcall_audit.analysis.gym_config",
+        "selfcall_audit.analysis.yaml_nodes",
         "yaml",
         "libcst",
     ):

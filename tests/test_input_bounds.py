@@ -13,7 +13,8 @@ import pytest
 from cli_support import run_flake8, run_main
 
 from selfcall_audit.analysis import gym_config
-from selfcall_audit.analysis.gym_config import ConfigSet, parse_yaml
+from selfcall_audit.analysis.gym_config import ConfigSet
+from selfcall_audit.analysis.yaml_nodes import parse_yaml
 from selfcall_audit.testing import assert_no_self_calls
 
 CHAIN = 1_000  # rebindings of one name: deeper than the interpreter's default stack of 1,000 frames

@@ -32,7 +32,8 @@ from agent_sources import SELF_CALLING_AGENT
 from cli_support import finding_lines
 from fixture_annotations import NOT_COPIED, annotated_findings
 
-from selfcall_audit.analysis.gym_config import AgentInstance, ConfigFileError, ConfigSet, parse_yaml
+from selfcall_audit.analysis.gym_config import AgentInstance, ConfigSet
+from selfcall_audit.analysis.yaml_nodes import ConfigFileError, parse_yaml
 from selfcall_audit.workspace import discovery
 from selfcall_audit.workspace.discovery import discover
 

@@ -11,8 +11,8 @@ of `Limits` below; the others are named where they live):
 | `alternatives`: strings one expression may evaluate to | 16 | as `evaluation_depth` (the first 16 are kept, and a cut standing for the rest) |
 | `fact_alternatives`, `fact_depth`, `inlined_depth`, `sequence_items` | 8, 8, 32, 16 | as `evaluation_depth` (chains of plain rebindings, `n = n`, cost nothing) |
 | `import_depth`: re-exports or aliases followed for an imported name or a base class | 30 | SCA900 "`X` is re-exported through more than 30 modules: it was not followed further ..." on the file where the chain was cut, also for a class's base followed through module aliases (`AgentBase = mod.X`) |
-| YAML nodes copied by aliases (`gym_config._MAX_NODES`) | 200,000 | SCA900 "more than 200,000 YAML nodes once aliases are expanded (an alias bomb?)" |
-| YAML nesting (`gym_config._MAX_DEPTH`) | 100 levels | SCA900 "YAML nested more than 100 levels deep" |
+| YAML nodes copied by aliases (`yaml_nodes._MAX_NODES`) | 200,000 | SCA900 "more than 200,000 YAML nodes once aliases are expanded (an alias bomb?)" |
+| YAML nesting (`yaml_nodes._MAX_DEPTH`) | 100 levels | SCA900 "YAML nested more than 100 levels deep" |
 | `config_paths` chain (`gym_config._MAX_CHAIN`) | 100 files | SCA900 "config_paths chain more than 100 files deep; X not read", once per file |
 | `${...}` references for one value, characters of the result | 100, 10,000 | the reference stays as written (unresolved) |
 | baseline nesting | the JSON decoder's | usage error "not a selfcall-audit baseline (nested too deeply)", exit 2 |

@@ -73,7 +73,7 @@ _REPORT_SCHEMA = _Schema(
 @lru_cache(maxsize=1)
 def _analysis_schema() -> _Schema:
     """Built on first use: a run answered from the snapshot never imports the analysis modules."""
-    from ..analysis import facts, gym_config
+    from ..analysis import facts, gym_config, yaml_nodes
 
     return _Schema(
         (
@@ -86,7 +86,7 @@ def _analysis_schema() -> _Schema:
             facts.ModuleFacts,
             gym_config.AgentInstance,
             gym_config.ServerRef,
-            gym_config.Where,
+            yaml_nodes.Where,
         ),
         {
             facts.ModuleFacts: {

@@ -14,8 +14,9 @@ from .cache import content_key, facts_payload
 
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
-    from ..analysis.gym_config import AgentInstance, Node
+    from ..analysis.gym_config import AgentInstance
     from ..analysis.kept_functions import Functions
+    from ..analysis.yaml_nodes import Node
     from ..ftypes import InputError
 
 # A YAML file without these words configures no agent instance.
@@ -84,7 +85,8 @@ def instances_of(
 ) -> tuple[list[AgentInstance], dict[str, str], set[str]]:
     """The instances the configs define, the errors of the configs (with why), and the files among
     them that could not be read or parsed."""
-    from ..analysis.gym_config import ConfigSet, parse_yaml
+    from ..analysis.gym_config import ConfigSet
+    from ..analysis.yaml_nodes import parse_yaml
 
     errors: dict[str, InputError] = {}
     failed: set[str] = set()
