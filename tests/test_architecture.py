@@ -156,7 +156,6 @@ DEFERRED_IMPORTS = {
     ("orchestration.jobs", "..analysis.extract"),
     ("orchestration.jobs", "..analysis.facts"),
     ("orchestration.jobs", "..analysis.gym_config"),
-    ("orchestration.jobs", "..analysis.yaml_nodes"),
     ("orchestration.jobs", "..analysis.kept_functions"),
     ("orchestration.project", "..analysis.facts"),
     ("orchestration.project", "..analysis.hierarchy"),

@@ -14,7 +14,6 @@ from cli_support import run_flake8, run_main
 
 from selfcall_audit.analysis import gym_config
 from selfcall_audit.analysis.gym_config import ConfigSet
-from selfcall_audit.analysis.yaml_nodes import parse_yaml
 from selfcall_audit.testing import assert_no_self_calls
 
 CHAIN = 1_000  # rebindings of one name: deeper than the interpreter's default stack of 1,000 frames
@@ -201,7 +200,7 @@ def test_dense_config_paths_cost_the_edges_and_a_missing_file_is_said_once(monke
         return real_merge(base, override)
 
     monkeypatch.setattr(gym_config, "_merge", counted_merge)
-    configs = ConfigSet(lambda rel: parse_yaml(rel, documents[rel].encode()), lambda rel: rel in documents)
+    configs = ConfigSet(lambda rel: documents[rel].encode(), lambda rel: rel in documents)
 
     instances = configs.instances(tuple(files))
 

@@ -838,7 +838,7 @@ def test_interpolation_that_expands_exponentially_stays_unresolved(tmp_path: Pat
         "bomb_agent:\n  responses_api_agents:\n    bomb_agent:\n      entrypoint: app.py\n"
         "      peer: {type: responses_api_agents, name: '${l0}'}\n" + levels + "l9: xxxxxxxxxx\n"
     )
-    configs = ConfigSet(lambda rel: parse_yaml(rel, config.encode()), lambda rel: False)
+    configs = ConfigSet(lambda rel: config.encode(), lambda rel: False)
 
     started = time.perf_counter()
     (instance,) = configs.instances(("responses_api_agents/bomb_agent/configs/bomb.yaml",))
@@ -852,7 +852,7 @@ def test_interpolation_cycles_stay_unresolved() -> None:
         b"loop_agent:\n  responses_api_agents:\n    loop_agent:\n      entrypoint: app.py\n"
         b"      peer: {type: responses_api_agents, name: '${a}'}\na: '${b}'\nb: '${a}'\n"
     )
-    configs = ConfigSet(lambda rel: parse_yaml(rel, config), lambda rel: False)
+    configs = ConfigSet(lambda rel: config, lambda rel: False)
 
     (instance,) = configs.instances(("responses_api_agents/loop_agent/configs/loop.yaml",))
 
@@ -889,7 +889,7 @@ def test_config_paths_and_entrypoints_never_leave_the_root() -> None:
         asked.append(rel)
         return rel in documents
 
-    configs = ConfigSet(lambda rel: parse_yaml(rel, documents[rel]), exists)
+    configs = ConfigSet(documents.__getitem__, exists)
     (instance,) = configs.instances(("configs/a.yaml",))
 
     assert isinstance(instance, AgentInstance)

@@ -14,7 +14,7 @@ from posixpath import normpath
 from typing import NamedTuple
 
 from ..ftypes import InputError
-from .yaml_nodes import ConfigFileError, Node, Where
+from .yaml_nodes import ConfigFileError, Node, Where, parse_yaml
 
 AGENT_TYPE = "responses_api_agents"
 MISSING = "???"
@@ -99,8 +99,9 @@ def _interpolate(value: object, namespace: Node, budget: list[int] | None = None
 class ConfigSet:
     """All agent instances of a project, from the YAML files that can define them."""
 
-    def __init__(self, parse: Callable[[str], list[Node]], exists: Callable[[str], bool]):
-        self._parse = parse
+    def __init__(self, read: Callable[[str], bytes | None], exists: Callable[[str], bool]):
+        """`read`: a file's bytes (None: it cannot be read, and defines nothing)."""
+        self._read = read
         self._exists = exists
         self._parsed: dict[str, list[Node]] = {}
         self._namespaces: dict[str, Node] = {}
@@ -112,8 +113,9 @@ class ConfigSet:
 
     def _documents(self, path: str) -> list[Node]:
         if path not in self._parsed:
+            data = self._read(path)
             try:
-                self._parsed[path] = self._parse(path)
+                self._parsed[path] = [] if data is None else parse_yaml(path, data)
             except ConfigFileError as exc:
                 self.errors[path] = InputError(path, str(exc), "yaml", exc.line, exc.column)
                 self.failed.add(path)

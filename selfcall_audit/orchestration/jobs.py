@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts
     from ..analysis.gym_config import AgentInstance
     from ..analysis.kept_functions import Functions
-    from ..analysis.yaml_nodes import Node
     from ..ftypes import InputError
 
 # A YAML file without these words configures no agent instance.
@@ -86,7 +85,6 @@ def instances_of(
     """The instances the configs define, the errors of the configs (with why), and the files among
     them that could not be read or parsed."""
     from ..analysis.gym_config import ConfigSet
-    from ..analysis.yaml_nodes import parse_yaml
 
     errors: dict[str, InputError] = {}
     failed: set[str] = set()
@@ -101,14 +99,10 @@ def instances_of(
                 failed.add(rel)
             return None
 
-    def parse(rel: str) -> list[Node]:
-        data = read(rel)
-        return [] if data is None else parse_yaml(rel, data)
-
     @functools.cache
     def exists(rel: str) -> bool:  # asked again for each instance in a folder
         return os.path.exists(os.path.join(root, rel))
 
-    config_set = ConfigSet(parse, exists)
+    config_set = ConfigSet(read, exists)
     instances = config_set.instances(tuple(rel for rel in configs if mentions_any(read(rel), _CONFIG_TOKENS)))
     return instances, {**errors, **config_set.errors}, failed | config_set.failed
