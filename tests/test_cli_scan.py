@@ -138,6 +138,42 @@ def test_json_describes_one_finding_completely(cli) -> None:
     }
 
 
+SUBCLASS_AGENT = """\
+from responses_api_agents.simple_agent.app import SimpleAgent
+
+
+class CheckpointAgent(SimpleAgent):
+    pass
+"""
+
+
+@pytest.mark.parametrize("scanned", ["", "responses_api_agents/simple_agent/app.py"])
+def test_an_inherited_self_call_shows_the_instances_of_its_own_class_first(
+    cli, tmp_path: Path, scanned: str
+) -> None:
+    """Three instances of a subclass sort before the class's own by path; the evidence keeps three
+    instances, and the class's own is the one a reviewer of its method looks for (a whole run and
+    a one-file run alike)."""
+    project = copy_fixture("demo-gym", tmp_path)
+    folder = project / "responses_api_agents" / "checkpoint_agent"
+    (folder / "configs").mkdir(parents=True)
+    (folder / "app.py").write_text(SUBCLASS_AGENT)
+    for name in "abc":
+        (folder / "configs" / f"{name}.yaml").write_text(
+            f"checkpoint_{name}:\n  responses_api_agents:\n    checkpoint_agent:\n      entrypoint: app.py\n"
+        )
+
+    _, report = scan_json(cli, project / scanned)
+    (finding,) = [f for f in report["findings"] if f["agent"] in ("SimpleAgent", "CheckpointAgent")]
+
+    assert (finding["agent"], finding["method"]) == ("SimpleAgent", "run")
+    assert [e["note"] for e in finding["evidence"]] == [
+        "instance `simple_agent` runs this agent",
+        "instance `checkpoint_a` runs this agent",
+        "instance `checkpoint_b` runs this agent",
+    ]
+
+
 BROKEN_AGENT = """\
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..config import Settings
 from ..ftypes import Evidence
@@ -83,7 +83,9 @@ class Deployment:
         return self._served_memo[entry]
 
     def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
-        """YAML instances whose served class runs the code of `ref`.
+        """YAML instances whose served class runs the code of `ref`, those serving `ref` itself
+        first (a finding names a few: for a method of `ref`, its own instances before its
+        subclasses').
 
         A scoped run loads only the entrypoint modules that name `ref` or one of its subclasses:
         a one-file run must not decode every agent of the project.
@@ -98,7 +100,9 @@ class Deployment:
                     for served in self.served_classes(instance):
                         for owner in self.hierarchy.mro(served):
                             running.setdefault(owner, {})[instance] = None
-                self._running.update((owner, list(found)) for owner, found in running.items())
+                self._running.update(
+                    (owner, self._own_first(owner, found)) for owner, found in running.items()
+                )
             return self._running.get(ref, [])
         names = {ref.name, *(c.name for c in self.hierarchy.descendants(ref))}
         if self._entries is None:  # many instances share an entrypoint: each is looked at once
@@ -117,9 +121,12 @@ class Deployment:
                     if ref in mro:
                         names.update(c.name for c in mro[: mro.index(ref)])
         running_entries = {e for e in loaded if any(ref in self.hierarchy.mro(s) for s in self._served_in(e))}
-        found_running = [i for i in self.instances if i.entrypoint in running_entries]
+        found_running = self._own_first(ref, [i for i in self.instances if i.entrypoint in running_entries])
         self._running[ref] = found_running
         return found_running
+
+    def _own_first(self, ref: ClassRef, instances: Iterable[AgentInstance]) -> list[AgentInstance]:
+        return sorted(instances, key=lambda instance: ref not in self.served_classes(instance))
 
     def _naming(self, names: set[str]) -> Callable[[str], bool]:
         """A predicate: does the file name one of `names` as a word?"""
