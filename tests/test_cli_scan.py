@@ -151,9 +151,9 @@ class CheckpointAgent(SimpleAgent):
 def test_an_inherited_self_call_shows_the_instances_of_its_own_class_first(
     cli, tmp_path: Path, scanned: str
 ) -> None:
-    """Three instances of a subclass sort before the class's own by path; the evidence keeps three
-    instances, and the class's own is the one a reviewer of its method looks for (a whole run and
-    a one-file run alike)."""
+    """Instances of a subclass sort before the class's own by path; the evidence keeps three
+    instances, and the class's own, configured in its folder, are the ones a reviewer of its method
+    looks for (a whole run and a one-file run alike)."""
     project = copy_fixture("demo-gym", tmp_path)
     folder = project / "responses_api_agents" / "checkpoint_agent"
     (folder / "configs").mkdir(parents=True)
@@ -162,6 +162,10 @@ def test_an_inherited_self_call_shows_the_instances_of_its_own_class_first(
         (folder / "configs" / f"{name}.yaml").write_text(
             f"checkpoint_{name}:\n  responses_api_agents:\n    checkpoint_agent:\n      entrypoint: app.py\n"
         )
+    # another agent's folder configuring the base too: sorts first, shown after the base's own config
+    (folder / "configs" / "base.yaml").write_text(
+        "borrowed_simple_agent:\n  responses_api_agents:\n    simple_agent:\n      entrypoint: app.py\n"
+    )
 
     _, report = scan_json(cli, project / scanned)
     (finding,) = [f for f in report["findings"] if f["agent"] in ("SimpleAgent", "CheckpointAgent")]
@@ -169,8 +173,8 @@ def test_an_inherited_self_call_shows_the_instances_of_its_own_class_first(
     assert (finding["agent"], finding["method"]) == ("SimpleAgent", "run")
     assert [e["note"] for e in finding["evidence"]] == [
         "instance `simple_agent` runs this agent",
+        "instance `borrowed_simple_agent` runs this agent",
         "instance `checkpoint_a` runs this agent",
-        "instance `checkpoint_b` runs this agent",
     ]
 
 

@@ -85,7 +85,7 @@ class Deployment:
     def instances_running(self, ref: ClassRef) -> list[AgentInstance]:
         """YAML instances whose served class runs the code of `ref`, those serving `ref` itself
         first (a finding names a few: for a method of `ref`, its own instances before its
-        subclasses').
+        subclasses', see `_own_first`).
 
         A scoped run loads only the entrypoint modules that name `ref` or one of its subclasses:
         a one-file run must not decode every agent of the project.
@@ -126,7 +126,12 @@ class Deployment:
         return found_running
 
     def _own_first(self, ref: ClassRef, instances: Iterable[AgentInstance]) -> list[AgentInstance]:
-        return sorted(instances, key=lambda instance: ref not in self.served_classes(instance))
+        """Those serving `ref` itself first, and among equals those configured in their agent's own
+        folder (another agent's configs may run it too)."""
+        return sorted(
+            instances,
+            key=lambda i: (ref not in self.served_classes(i), not i.where.path.startswith(f"{i.agent_dir}/")),
+        )
 
     def _naming(self, names: set[str]) -> Callable[[str], bool]:
         """A predicate: does the file name one of `names` as a word?"""
