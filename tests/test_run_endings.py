@@ -82,6 +82,43 @@ def test_sigterm_ends_a_scan_with_one_line_and_exit_143(tmp_path: Path) -> None:
     assert stderr == "selfcall-audit: interrupted\n"
 
 
+# SIGTERM handled while a weak reference's callback runs (as the import system's do): raised
+# there, the interrupt could not leave the callback and was printed as ignored, and the run went on.
+LOST_IN_A_CALLBACK = """
+import os, signal, time, weakref
+from selfcall_audit.workspace.signals import Terminated, terminate_as_interrupt
+
+terminate_as_interrupt()
+
+class Thing:
+    pass
+
+def callback(ref):
+    os.kill(os.getpid(), signal.SIGTERM)
+    for _ in range(1000):  # the handler runs here, in the callback
+        pass
+
+thing = Thing()
+ref = weakref.ref(thing, callback)
+try:
+    del thing
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pass
+    print("went on")
+except Terminated:
+    print("terminated")
+"""
+
+
+def test_sigterm_in_a_callback_still_ends_the_run() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", LOST_IN_A_CALLBACK], capture_output=True, text=True, timeout=60
+    )
+
+    assert (done.stdout, done.stderr) == ("terminated\n", "")
+
+
 def test_outside_the_main_thread_signal_handling_is_left_as_it_is() -> None:
     """A language server or a test suite may analyse in a thread of its own, where Python lets no
     handler be set: the block that swaps files runs all the same, and SIGTERM keeps its action."""

@@ -8,10 +8,17 @@ loads, which took every run more time than the rest of this module."""
 from __future__ import annotations
 
 import _signal
+import _thread
 import contextlib
+import functools
 import io
 import os
+import sys
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Terminated(KeyboardInterrupt):
@@ -25,7 +32,8 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 def terminate_as_interrupt() -> Callable[[], None]:
     """Make SIGTERM an interrupt, if it has its default action (a caller that set its own keeps it)
-    and this is the main thread; the result puts things back."""
+    and this is the main thread, and let no interrupt be lost (see `_interrupt_again`); the result
+    puts things back."""
     sigterm = getattr(_signal, "SIGTERM", None)
     if sigterm is None or _signal.getsignal(sigterm) != _signal.SIG_DFL:
         return lambda: None
@@ -33,7 +41,27 @@ def terminate_as_interrupt() -> Callable[[], None]:
         _signal.signal(sigterm, _raise_terminated)
     except ValueError:  # not the main thread, where alone handlers can be set
         return lambda: None
-    return lambda: _signal.signal(sigterm, _signal.SIG_DFL)
+    previous = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_interrupt_again, previous)
+
+    def restore() -> None:
+        _signal.signal(sigterm, _signal.SIG_DFL)
+        sys.unraisablehook = previous
+
+    return restore
+
+
+def _interrupt_again(previous: Callable[[Any], object], unraisable: Any) -> None:
+    """An interrupt raised where Python cannot pass it on (in a weak reference's callback or a
+    finalizer, as the import system runs them) is printed as ignored and lost, and the run goes on
+    to its end: the signal is sent again instead, from a thread of its own, so that it acts once
+    the main thread has left the callback. Anything else is reported as before."""
+    if isinstance(unraisable.exc_value, Terminated):
+        _thread.start_new_thread(_thread.interrupt_main, (_signal.SIGTERM,))
+    elif isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _thread.start_new_thread(_thread.interrupt_main, (_signal.SIGINT,))
+    else:
+        previous(unraisable)
 
 
 @contextlib.contextmanager
