@@ -42,7 +42,7 @@ def terminate_as_interrupt() -> Callable[[], None]:
     except ValueError:  # not the main thread, where alone handlers can be set
         return lambda: None
     previous = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_interrupt_again, previous)
+    sys.unraisablehook = functools.partial(_interrupt_again, previous, _thread.get_ident())
 
     def restore() -> None:
         _signal.signal(sigterm, _signal.SIG_DFL)
@@ -51,17 +51,20 @@ def terminate_as_interrupt() -> Callable[[], None]:
     return restore
 
 
-def _interrupt_again(previous: Callable[[Any], object], unraisable: Any) -> None:
+def _interrupt_again(previous: Callable[[Any], object], main: int, unraisable: Any) -> None:
     """An interrupt raised where Python cannot pass it on (in a weak reference's callback or a
     finalizer, as the import system runs them) is printed as ignored and lost, and the run goes on
-    to its end: the signal is sent again instead, from a thread of its own, so that it acts once
-    the main thread has left the callback. Anything else is reported as before."""
-    if isinstance(unraisable.exc_value, Terminated):
-        _thread.start_new_thread(_thread.interrupt_main, (_signal.SIGTERM,))
-    elif isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _thread.start_new_thread(_thread.interrupt_main, (_signal.SIGINT,))
-    else:
+    to its end: the signal is sent to the main thread again instead, from a thread of its own, so
+    that it acts once the main thread has left the callback (and cuts short a wait, as a signal
+    does). Anything else is reported as before."""
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt):
         previous(unraisable)
+        return
+    signum = _signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else _signal.SIGINT
+    if hasattr(_signal, "pthread_kill"):
+        _thread.start_new_thread(_signal.pthread_kill, (main, signum))
+    else:  # Windows: no wait is cut short
+        _thread.start_new_thread(_thread.interrupt_main, (signum,))
 
 
 @contextlib.contextmanager
