@@ -15,10 +15,6 @@ import io
 import os
 import sys
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any
 
 
 class Terminated(KeyboardInterrupt):
@@ -51,7 +47,9 @@ def terminate_as_interrupt() -> Callable[[], None]:
     return restore
 
 
-def _interrupt_again(previous: Callable[[Any], object], main: int, unraisable: Any) -> None:
+def _interrupt_again(
+    previous: Callable[[sys.UnraisableHookArgs], object], main: int, unraisable: sys.UnraisableHookArgs
+) -> None:
     """An interrupt raised where Python cannot pass it on (in a weak reference's callback or a
     finalizer, as the import system runs them) is printed as ignored and lost, and the run goes on
     to its end: the signal is sent to the main thread again instead, from a thread of its own, so
