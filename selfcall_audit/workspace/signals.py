@@ -1,6 +1,7 @@
-"""SIGTERM taken as an interrupt, and SIGINT and SIGTERM held off while files are swapped in whole:
-a write cut short by them would leave a temporary file behind, which no later run can tell for its
-own. An output whose reader is gone is silenced, not reported at the interpreter's exit.
+"""SIGTERM taken as an interrupt (and an interrupt Python could not raise where it came, in a
+callback, sent again rather than lost), and SIGINT and SIGTERM held off while files are swapped in
+whole: a write cut short by them would leave a temporary file behind, which no later run can tell
+for its own. An output whose reader is gone is silenced, not reported at the interpreter's exit.
 
 Straight from `_signal`, the module `signal` wraps: `signal` turns its constants into enums as it
 loads, which took every run more time than the rest of this module."""
