@@ -280,3 +280,15 @@ class Report(NamedTuple):
     # the Python a project requires, when it is newer than the one running and some of its Python
     # files could not be parsed: they may use newer syntax, and the run must fail, not pass
     needs_python: tuple[int, int] | None = None
+
+
+class Analysis(NamedTuple):
+    """What a run found before selection and scoping: the part a snapshot can keep."""
+
+    findings: list[Finding]  # every rule, `noqa` already applied
+    suppressed: int
+    errors: list[InputError]  # by path
+    files_scanned: int
+    agent_count: int
+    agents: list[AgentInfo] | None  # only when the inventory was asked for
+    outside: dict[str, str]  # content keys of parsed non-source files

@@ -157,11 +157,12 @@ DEFERRED_IMPORTS = {
     ("orchestration.jobs", "..analysis.facts"),
     ("orchestration.jobs", "..analysis.gym_config"),
     ("orchestration.jobs", "..analysis.kept_functions"),
-    ("orchestration.project", "..analysis.facts"),
-    ("orchestration.project", "..analysis.hierarchy"),
-    ("orchestration.project", "..analysis.index"),
-    ("orchestration.project", "..analysis.resolve"),
-    ("orchestration.project", ".targets"),
+    ("orchestration.analysing", "..analysis.facts"),
+    ("orchestration.analysing", "..analysis.hierarchy"),
+    ("orchestration.analysing", "..analysis.index"),
+    ("orchestration.analysing", "..analysis.resolve"),
+    ("orchestration.analysing", ".targets"),
+    ("orchestration.project", ".analysing"),  # the workers, the facts store, the reuse check
     ("workspace.workers", "concurrent.futures"),
     ("workspace.workers", "multiprocessing"),
 }

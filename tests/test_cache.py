@@ -62,6 +62,17 @@ def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path
         "libcst",
     ):
         assert module not in warm
+    for module in (  # what a run that parses needs: the workers, the facts store, the reuse check
+        "selfcall_audit.orchestration.analysing",
+        "selfcall_audit.workspace.workers",
+        "selfcall_audit.orchestration.store",
+        "selfcall_audit.orchestration.indexes",
+        "selfcall_audit.orchestration.resolving",
+        "selfcall_audit.orchestration.reuse",
+        "selfcall_audit.orchestration.comments",
+    ):
+        assert module in cold
+        assert module not in warm
 
 
 def test_a_state_the_checkout_goes_back_to_answers_from_its_own_result(tmp_path: Path) -> None:

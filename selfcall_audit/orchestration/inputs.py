@@ -13,12 +13,11 @@ from ..config import Settings
 from ..ftypes import InputError
 from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, read_file
 from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
-from ..workspace.workers import Workers
 from .cache import FactsCache, content_key, keep_last
-from .comments import outline
 from .jobs import Search, files_naming
 
 if TYPE_CHECKING:
+    from ..workspace.workers import Workers
     from .warm import Warm
 
 T = TypeVar("T")
@@ -143,17 +142,6 @@ class Inputs:
         self.content_keys[rel] = None if data is None else content_key(rel, data)
         if data is not None and self.cache is not None:
             self.cache.keep_key(rel, self.content_keys[rel])
-
-    def outline_of(self, rel: str, key: str) -> str | None:
-        """The outline (see `comments`) of the bytes of content key `key`; None if the file no
-        longer holds them or cannot be read."""
-        data = self.peek(rel)
-        if data is None:
-            try:
-                data = read_file(os.path.join(self.root, rel), self.settings.max_file_size)
-            except UnreadableFile:
-                return None
-        return outline(data)[0] if content_key(rel, data) == key else None
 
     def remembered(self, data: bytes, compute: Callable[[bytes], T]) -> T:
         """`compute(data)`, for a pure function of a file's bytes that costs far more than reading
