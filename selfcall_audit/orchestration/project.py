@@ -1,7 +1,9 @@
-"""The analysis pipeline: discover → prefilter → facts → index → resolve → findings.
+"""One project's run: discover, then the stored result that still answers for the files as they
+are, else the stages of `analysing.py` (prefilter → facts → index → resolve → findings); then
+what the paths asked about show.
 
 Where facts come from (the cache, worker processes) and what a stored result depends on
-(fingerprints) is the business of `workspace/`: this module only puts the stages in order.
+(fingerprints) is the business of other modules: this one only puts the steps in order.
 """
 
 from __future__ import annotations
