@@ -2,9 +2,9 @@
 stages that parse and resolve, and the check that a stored result still holds after an edit.
 
 `project.py` loads this module when a run first needs it: a run answered from its stored result
-(a warm scan) never does, and so loads none of the modules below (about 6 ms of a warm scan of
-NeMo Gym, `benchmarks/deferred_imports.py`). The analysis' own modules load later still, when a
-run resolves: the check that a stored result still holds parses the edited files only."""
+(a warm scan) never does, and so loads none of the modules below (what that saves:
+`benchmarks/deferred_imports.py`). The analysis' own modules load later still, when a run
+resolves: the check that a stored result still holds parses the edited files only."""
 
 from __future__ import annotations
 
