@@ -157,12 +157,8 @@ DEFERRED_IMPORTS = {
     ("orchestration.jobs", "..analysis.facts"),
     ("orchestration.jobs", "..analysis.gym_config"),
     ("orchestration.jobs", "..analysis.kept_functions"),
-    ("orchestration.analysing", "..analysis.facts"),
-    ("orchestration.analysing", "..analysis.hierarchy"),
-    ("orchestration.analysing", "..analysis.index"),
-    ("orchestration.analysing", "..analysis.resolve"),
-    ("orchestration.analysing", ".targets"),
     ("orchestration.project", ".analysing"),  # the workers, the facts store, the reuse check
+    ("orchestration.project", ".stages"),  # the analysis' modules: not for a result that holds
     ("workspace.workers", "concurrent.futures"),
     ("workspace.workers", "multiprocessing"),
 }

@@ -64,6 +64,7 @@ def test_a_warm_run_answers_from_the_cache_without_loading_the_analysis(tmp_path
         assert module not in warm
     for module in (  # what a run that parses needs: the workers, the facts store, the reuse check
         "selfcall_audit.orchestration.analysing",
+        "selfcall_audit.orchestration.stages",
         "selfcall_audit.workspace.workers",
         "selfcall_audit.orchestration.store",
         "selfcall_audit.orchestration.indexes",

@@ -160,7 +160,7 @@ from selfcall_audit.orchestration.project import Project
 
 root = Path(sys.argv[1])
 report = Project(root, load_settings(root)).analyze([root / sys.argv[2]])
-loaded = sorted(m for m in sys.modules if m.startswith("selfcall_audit.analysis."))
+loaded = sorted(m for m in sys.modules if m.startswith(("selfcall_audit.analysis.", "selfcall_audit.orchestration.")))
 print(len(report.findings), *loaded)
 """
 
@@ -186,3 +186,8 @@ def test_a_one_file_run_after_a_comment_edit_does_not_extract_the_file_again(tmp
     assert commented[0] == coded[0] != "0" and int(whole[0]) > int(commented[0])
     assert "selfcall_audit.analysis.extract" not in commented
     assert "selfcall_audit.analysis.extract" in coded  # a code edit is extracted, as before
+    # the last result holds: nothing of the resolution loads (the stages, the shared evaluation)
+    for module in ("stages", "resolving", "indexes", "targets"):
+        assert f"selfcall_audit.orchestration.{module}" not in commented
+        assert f"selfcall_audit.orchestration.{module}" in coded
+    assert "selfcall_audit.analysis.resolve" not in commented

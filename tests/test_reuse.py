@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from selfcall_audit.config import load_settings
-from selfcall_audit.orchestration.analysing import Analysing
+from selfcall_audit.orchestration import stages
 from selfcall_audit.orchestration.cache import FactsCache
 from selfcall_audit.orchestration.project import Project
 
@@ -199,7 +199,7 @@ def test_an_agent_whose_code_line_gains_a_comment_is_compared_by_its_facts_entry
         return found
 
     monkeypatch.setattr(FactsCache, "facts", facts)
-    monkeypatch.setattr(Analysing, "analyse", lambda *args, **kwargs: analysed.append(args))
+    monkeypatch.setattr(stages, "analyse", lambda *args, **kwargs: analysed.append(args))
     if not same_bytes:
         monkeypatch.setattr(FactsCache, "same_facts", lambda self, then, now: False)
 

@@ -118,7 +118,9 @@ class Project:
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
             if analysed:
-                result = self.analysing().analyse(files, fingerprints, scopes, whole, inventory, located)
+                from .stages import analyse  # the analysis' modules: not for a result that holds
+
+                result = analyse(self.analysing(), files, fingerprints, scopes, whole, inventory, located)
         finally:
             if self._analysing is not None:
                 self._analysing.close()
