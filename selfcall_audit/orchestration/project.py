@@ -65,7 +65,7 @@ class Project:
         return self._analysing.files_parsed if self._analysing else 0
 
     def analysing(self) -> Analysing:
-        """The facts, workers and stages of a run that parses, loaded and made when first needed."""
+        """The facts and the workers of a run that parses, loaded and made when first needed."""
         if self._analysing is None:
             from .analysing import Analysing
 
