@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Analysing:
-    """The facts and the workers of one `Project`'s runs, and the stages that need them."""
+    """The facts and the workers of one `Project`'s runs, for the reuse check and `stages.py`."""
 
     def __init__(self, inputs: Inputs, settings: Settings, progress: Progress, warm: Warm | None):
         self.inputs = inputs
