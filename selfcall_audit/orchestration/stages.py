@@ -156,7 +156,6 @@ def analyse(
 
 
 def _inventory(hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
-
     index = hierarchy.index
     agents = []
     for module in index.parsed():
