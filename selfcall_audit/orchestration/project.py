@@ -1,6 +1,6 @@
 """One project's run: discover, then the stored result that still answers for the files as they
-are, else the stages of `analysing.py` (prefilter → facts → index → resolve → findings); then
-what the paths asked about show.
+are, else the stages of `stages.py` (prefilter → facts → index → resolve → findings) over the
+facts and workers of `analysing.py`; then what the paths asked about show.
 
 Where facts come from (the cache, worker processes) and what a stored result depends on
 (fingerprints) is the business of other modules: this one only puts the steps in order.
