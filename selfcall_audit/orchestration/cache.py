@@ -3,7 +3,7 @@
 Facts are a pure function of a file's path and bytes and of the tool version, so they are
 keyed by a hash of path and bytes, in a folder named after the version; the YAML instances, an
 index of import lines, a word index of the class names one-file runs searched for, what
-`Project.remembered` keeps and the last few whole-project results (with what the last run saw
+`Inputs.remembered` keeps and the last few whole-project results (with what the last run saw
 of each file, for `reuse`) are keyed by the files' content keys too: never by size and
 modification time, which an edit can leave as they were.
 A file's content key is read back without reading the file only while its full status (change
@@ -96,7 +96,7 @@ _KINDS = ("facts", "instances")
 # to (the staged files pre-commit scans and the work tree, one branch and another) each answer at
 # once, not after the last result is checked against them file by file.
 _SNAPSHOTS = 4
-_REMEMBERED = 8  # values `remember` keeps (and `Project.remembered` in a long-lived process' memory)
+_REMEMBERED = 8  # values `remember` keeps (and `Inputs.remembered` in a long-lived process' memory)
 
 
 def keep_last(kept: dict[Any, Any], key: Any, value: Any) -> None:

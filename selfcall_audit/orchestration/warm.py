@@ -70,7 +70,7 @@ class Warm:
         self.inlined: Inlined | None = None  # the last run's inlined calls, by the identity of their facts
         self.names: Names = {}  # each module's own names, and the facts they are of
         self.paths: tuple[FileSet, Paths] | None = None  # where imports lead, and the listing that says so
-        self.remembered: dict[tuple[str, bytes], Any] = {}  # `Project.remembered`: by function and bytes
+        self.remembered: dict[tuple[str, bytes], Any] = {}  # `Inputs.remembered`: by function and bytes
 
     def remember(self, rel: str, data: bytes) -> None:
         """A file as read from the disk."""
