@@ -31,6 +31,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
         return await response.json()
 """
 TESTS = """\
+import asyncio
 from unittest.mock import AsyncMock
 
 from responses_api_agents.echo.app import EchoAgent
@@ -75,6 +76,11 @@ class TestThroughAHelper:
 def test_the_route_through_a_test_client(client, post_mock):
     client.post("/run", json={})
     post_mock.assert_called_once_with(server_name="echo", url_path="/ng-rollout/0-0/v1/responses")
+
+
+def test_the_agents_own_route_served(client, agent):
+    assert client.post("/ng-rollout/rid/v1/responses", json={}).status_code == 200
+    assert asyncio.run(agent.responses(request, response, body)).ok
 """
 
 
@@ -102,22 +108,22 @@ def test_names_the_tests_that_assert_or_fake_the_self_call_and_not_the_others(re
     assert [(t.node_id, t.line, modelled(t.models, t.route)) for t in found] == [
         (
             f"{ECHO_TESTS}::test_run_posts_seed_then_self_call",
-            6,
+            7,
             "asserts that the self-call to /v1/responses went through server_client.post",
         ),
         (
             f"{ECHO_TESTS}::test_run_with_a_routing_fake",
-            13,
+            14,
             "fakes server_client.post for /v1/responses, which the self-call no longer reaches",
         ),
         (
             f"{ECHO_TESTS}::TestThroughAHelper::test_failure_stops_before_verify",
-            37,
+            38,
             "asserts that the self-call to /v1/responses went through server_client.post",
         ),
         (
             f"{ECHO_TESTS}::test_the_route_through_a_test_client",
-            42,
+            43,
             "asserts that the self-call to /v1/responses went through server_client.post",
         ),
     ]
