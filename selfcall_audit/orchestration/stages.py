@@ -1,8 +1,10 @@
-"""The stages of a run that resolves: the modules' index, the class hierarchy, the targets the
-prefilter finds, the resolution shared among processes, then the findings and the inventory.
+"""The stages of a run that resolves: those that need no facts (`begin`), the modules' index, the
+class hierarchy, the targets the prefilter finds, the resolution shared among processes, then the
+findings and the inventory.
 
-`Project.analyze` loads this module when no stored result answers, and with it the analysis' own
-modules: a run whose stored result still holds after an edit (a comment added) needs none of them."""
+`Project.analyze` loads this module when no stored result answers (with nothing stored, before it
+takes the fingerprint), and with it the analysis' own modules: a run whose stored result still
+holds after an edit (a comment added) needs none of them."""
 
 from __future__ import annotations
 
