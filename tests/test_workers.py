@@ -15,8 +15,6 @@ import pytest
 from selfcall_audit import api
 from selfcall_audit.config import load_settings
 from selfcall_audit.orchestration import store
-from selfcall_audit.orchestration.fingerprint import Fingerprints
-from selfcall_audit.orchestration.indexes import Indexes
 from selfcall_audit.orchestration.jobs import extract_facts
 from selfcall_audit.workspace import discovery
 
@@ -258,48 +256,6 @@ def _scan_recording(root: Path, monkeypatch, settle_ns: int) -> tuple[api.Report
         patched.setattr(discovery, "SETTLE_NS", settle_ns)
         report = api.analyze([root], settings_for=lambda r: load_settings(r)._replace(jobs=1, cache_dir=None))
     return report, handed_out
-
-
-CONFIG = """\
-agent_0:
-  responses_api_agents:
-    agent_0:
-      entrypoint: app.py
-"""
-
-
-def test_a_first_scan_starts_on_the_yaml_configs_before_it_reads_the_files_for_its_fingerprint(
-    tmp_path: Path, monkeypatch
-) -> None:
-    """With nothing stored no stored result can answer, so the configs' instances are started (in
-    a worker, when they run) before this process reads every file for the listing's fingerprint,
-    on a core that would wait otherwise. Once a result is stored the fingerprint comes first: it
-    may answer, and then no config is parsed at all."""
-    root = _project(tmp_path / "repo")
-    (root / "responses_api_agents/agent_0/configs").mkdir()
-    (root / "responses_api_agents/agent_0/configs/agent_0.yaml").write_text(CONFIG)
-    steps: list[str] = []
-
-    def recording(cls, name: str):
-        original = getattr(cls, name)
-        monkeypatch.setattr(
-            cls, name, lambda *args, **kwargs: steps.append(name) or original(*args, **kwargs)
-        )
-
-    recording(Indexes, "instances")
-    recording(Fingerprints, "of_settled")
-
-    def scan() -> list[str]:
-        steps.clear()
-        report = api.analyze([root], settings_for=lambda r: load_settings(r)._replace(jobs=1))
-        assert [f.path for f in report.findings] == ["shared/base.py"]
-        return list(steps)
-
-    assert scan() == ["instances", "of_settled"]
-    assert scan() == ["of_settled"]  # answered from the stored result
-    agent = root / "responses_api_agents/agent_1/app.py"
-    agent.write_text(agent.read_text() + "\n\nVERSION = 2\n")
-    assert scan() == ["of_settled", "instances"]  # the stored instances, the configs unchanged
 
 
 BACKGROUND = """\

@@ -109,28 +109,18 @@ class Project:
         self.listed_sources = files.sources
         self.inputs.statuses = files.statuses
         fingerprints = Fingerprints(self.settings, files) if self.cache else None
-        begun = None
+        fingerprint = (
+            fingerprints.of_settled(self.cache, self.inputs.key, self.inputs.content_keys)
+            if fingerprints
+            else None
+        )
         try:  # reusing a result may parse a few files too: the workers stop either way
-            if whole and self.cache and not self.warm and not self.cache.recent():
-                # Nothing stored can answer (a first scan, a new checkout in CI): the workers start
-                # on the YAML configs while this process reads every file for the fingerprint,
-                # with the other core otherwise idle.
-                from .stages import begin
-
-                begun = begin(self.analysing(), files, fingerprints, whole)
-            fingerprint = (
-                fingerprints.of_settled(self.cache, self.inputs.key, self.inputs.content_keys)
-                if fingerprints
-                else None
-            )
             result = self._stored(files, fingerprints, fingerprint, inventory)
             analysed = result is None
             if analysed:
                 from .stages import analyse  # the analysis' modules: not for a result that holds
 
-                result = analyse(
-                    self.analysing(), files, fingerprints, scopes, whole, inventory, located, begun
-                )
+                result = analyse(self.analysing(), files, fingerprints, scopes, whole, inventory, located)
         finally:
             if self._analysing is not None:
                 self._analysing.close()

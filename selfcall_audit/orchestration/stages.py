@@ -1,16 +1,14 @@
-"""The stages of a run that resolves: those that need no facts (`begin`), the modules' index, the
-class hierarchy, the targets the prefilter finds, the resolution shared among processes, then the
-findings and the inventory.
+"""The stages of a run that resolves: the modules' index, the class hierarchy, the targets the
+prefilter finds, the resolution shared among processes, then the findings and the inventory.
 
-`Project.analyze` loads this module when no stored result answers (with nothing stored, before it
-takes the fingerprint), and with it the analysis' own modules: a run whose stored result still
-holds after an edit (a comment added) needs none of them."""
+`Project.analyze` loads this module when no stored result answers, and with it the analysis' own
+modules: a run whose stored result still holds after an edit (a comment added) needs none of them."""
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING
 
 from ..analysis.facts import Inlined
@@ -28,14 +26,10 @@ from .reuse import observe
 from .targets import Targets
 
 if TYPE_CHECKING:
-    from ..analysis.gym_config import AgentInstance
     from ..workspace.workers import Workers
     from .analysing import Analysing
     from .fingerprint import Fingerprints
     from .inputs import Inputs
-
-    # the indexes, then the functions giving the YAML instances and storing the import-line index
-    Begun = tuple[Indexes, Callable[[], list[AgentInstance]], Callable[[], None]]
 
 
 def analyse(
@@ -46,11 +40,11 @@ def analyse(
     whole: bool,
     inventory: bool,
     located: bool = False,
-    begun: Begun | None = None,
 ) -> Analysis:
     """What the stages find in the files as they are now (see `Project.analyze`), with `run`'s facts
-    and workers; `begun`: what `begin` started."""
+    and workers."""
     settings = run.settings
+    run.inputs.errors.update(files.errors)
     store = run.store()
     names, paths = None, None
     if run.warm:  # what the last runs worked out of the same facts and listing
@@ -59,7 +53,12 @@ def analyse(
         names, paths = run.warm.names, run.warm.paths[1]
     index = Index(set(files.modules), store.facts, names, paths)
     bases = frozenset(settings.agent_bases)
-    indexes, instances, indexed = begun or begin(run, files, fingerprints, whole)
+    indexes = Indexes(run.inputs, files, run.pool())
+    instances = indexes.instances(
+        fingerprints.of(run.inputs.key, files.configs) if fingerprints else None, background=whole
+    )
+    # For the one-file runs to come, not this one: indexed by a worker while this process parses.
+    indexed = indexes.index_imports(files.sources) if whole and not run.warm else lambda: None
     run.phase("parsing")
 
     def search(rels: Iterable[str], names: Collection[str]) -> list[str]:
@@ -154,18 +153,6 @@ def analyse(
         if fingerprints
         else {},
     )
-
-
-def begin(run: Analysing, files: FileSet, fingerprints: Fingerprints | None, whole: bool) -> Begun:
-    """The stages that need no facts, started in the workers when a whole run starts them: the YAML
-    instances (see `Indexes.instances`) and, for the one-file runs to come, the import-line index
-    (see `Indexes.index_imports`)."""
-    run.inputs.errors.update(files.errors)
-    indexes = Indexes(run.inputs, files, run.pool())
-    key = fingerprints.of(run.inputs.key, files.configs) if fingerprints else None
-    instances = indexes.instances(key, background=whole)
-    indexed = indexes.index_imports(files.sources) if whole and not run.warm else lambda: None
-    return indexes, instances, indexed
 
 
 def _inventory(hierarchy: Hierarchy, resolver: Resolver, instances: list) -> list[AgentInfo]:
