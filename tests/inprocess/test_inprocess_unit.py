@@ -15,7 +15,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from fastapi import Body, FastAPI, Request, Response
+from fastapi import BackgroundTasks, Body, FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from multidict import CIMultiDictProxy
 from pydantic import BaseModel, ConfigDict
@@ -397,6 +397,41 @@ def test_a_cancelled_caller_leaves_the_handler_running_and_tells_it_the_client_w
 
     in_loop(go)
     assert (seen["disconnected"], seen["finished"]) == (True, True)
+
+
+def test_what_the_app_still_runs_when_the_callers_loop_ends_is_cancelled_and_logged_as_uvicorn_does(
+    server_log: list[logging.LogRecord],
+) -> None:
+    """Documented difference: over HTTP the server runs a request to its end whatever becomes of
+    the caller's event loop. In process the app runs in the caller's loop, so what it still runs
+    once the answer is complete (a background task) is cancelled when that loop ends (a script's
+    ``asyncio.run`` returning), and logged as uvicorn logs a request it cancels at shutdown."""
+    ran: dict[str, bool] = {}
+
+    class Later(Routed):
+        async def responses(self, background: BackgroundTasks, body: dict = Body()) -> dict:
+            background.add_task(self.finish_later)
+            return body
+
+        async def finish_later(self) -> None:
+            ran["started"] = True
+            await asyncio.Event().wait()  # never set: runs until cancelled
+            ran["finished"] = True
+
+    agent = Later()
+    agent.setup_webserver()
+
+    async def go() -> int:
+        response = await responses_in_process(agent, url_path="/v1/responses", json={"a": 1})
+        while not ran.get("started"):
+            await asyncio.sleep(0)
+        return response.status
+
+    assert asyncio.run(go()) == 200
+    assert ran == {"started": True}
+    assert [(r.getMessage(), r.exc_info and r.exc_info[0]) for r in server_log] == [
+        ("Exception in ASGI application\n", asyncio.CancelledError)
+    ]
 
 
 # ------------------------------------------------------------------------------------------
