@@ -2,12 +2,13 @@
 
 Such a test fakes `server_client.post` for the agent's own `/v1/responses`, or asserts the posted
 paths, server names or cookies of the self-call; after the rewrite that call no longer goes through
-`server_client.post`, so the test may fail or hang although the agent is right. A test is named
-when it exercises a rewritten method (calls `.run(...)`, or posts to `/run` through a test client)
-and its own body mentions the route, or it (or a function of its module it calls) replaces the
-client's `post`, whose fake then answered the self-call in its turn (`side_effect=[seed, model,
-verify]`). A test is also named when it serves the agent's app as `setup_webserver()` builds it,
-without the exception middleware that its fake of the self-call emulated, and checks an error's text.
+`server_client.post`, so the test may fail or hang although the agent is right. A test is named when
+it exercises a rewritten method (calls `agent.run(...)`, not `asyncio.run(...)`, or posts to `/run`
+through a test client) and its own body mentions the route, or it (or a function of its module it
+calls) replaces the client's `post`, whose fake then answered the self-call in its turn
+(`side_effect=[seed, model, verify]`). A test is also named when it serves the agent's app as
+`setup_webserver()` builds it, without the exception middleware that its fake of the self-call
+emulated, and checks an error's text.
 """
 
 from __future__ import annotations
