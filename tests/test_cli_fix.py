@@ -68,8 +68,9 @@ def test_fix_rewrites_reports_and_exits_0_when_nothing_remains(project: Path, cl
 
     assert result.exit_code == 0
     assert (project / APP).read_bytes() == AFTER
-    assert result.stdout == (
-        f"{APP}:34: rewrote self-call to responses_in_process\n"
+    assert AFTER.splitlines()[35 - 1].strip() == b"response = await responses_in_process("
+    assert result.stdout == (  # the line the call now starts on, below the helper's new import
+        f"{APP}:35: rewrote self-call to responses_in_process\n"
         "Rewrote 1 self-call in 1 file; none left to fix by hand.\n"
     )
 

@@ -199,14 +199,16 @@ def finish_project(
             patches.append((vendored, new_file_diff(from_base(vendored), helper_source(vendored, root))))
         click.echo(b"".join(patch for _, patch in sorted(patches)), nl=False)
     rewritten = plan.rewritten
+    # every line is a line of the file as the run leaves it: a written file's are where they moved to
     if not common.quiet:
         verb = "would rewrite" if dry_run else "rewrote"
         for _, outcome in rewritten:
-            say(
-                f"{shown(outcome.finding.path)}:{outcome.finding.line}: {verb} self-call to {fixing.helper.name}"
-            )
+            finding = outcome.finding
+            line, _ = plan.position(finding.path, finding.line, finding.column)
+            say(f"{shown(finding.path)}:{line}: {verb} self-call to {fixing.helper.name}")
         for file in plan.files:
             for line, name in file.removed_aliases if file.changed and file.write_error is None else ():
+                line, _ = plan.position(file.path, line)
                 say(
                     f"{shown(file.path)}:{line}: {'would remove' if dry_run else 'removed'} `{name} = ...`, "
                     "unused after the rewrite"
@@ -215,9 +217,11 @@ def finish_project(
         commands.say_excluded(plan.report)
     not_fixed = plan.not_fixed
     for finding, reason in not_fixed:
-        say(f"{shown(finding.path)}:{finding.line}:{finding.column}: {finding.code} not rewritten: {reason}")
+        line, column = plan.position(finding.path, finding.line, finding.column)
+        say(f"{shown(finding.path)}:{line}:{column}: {finding.code} not rewritten: {reason}")
     for error in plan.report.errors:
-        say(f"{shown(error.path)}:{error.line}:{error.column}: {error.code} {error.message}")
+        line, column = plan.position(error.path, error.line, error.column)
+        say(f"{shown(error.path)}:{line}:{column}: {error.code} {error.message}")
     for error in plan.errors:
         click.echo(f"selfcall-audit: {neutralise(error)}", err=True)
     if not common.quiet:

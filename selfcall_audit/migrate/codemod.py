@@ -21,7 +21,7 @@ from ..report.messages import message, reason
 from ..rules import SELF_CALL
 from ..workspace.workers import Workers
 from ..workspace.write import resolved_inside, write_all
-from .fixes import CodemodError, Helper, Outcome
+from .fixes import CodemodError, Helper, Move, Outcome, Position, moved
 from .house_style import is_first_party
 from .test_impact import Impact, Rewritten
 
@@ -42,6 +42,7 @@ class FileFix:
     after: bytes
     outcomes: list[Outcome]
     removed_aliases: list[tuple[int, str]] = field(default_factory=list)
+    moves: tuple[Move, ...] = ()  # the edits that make `after` (see `fixes.moved`)
     write_error: str | None = None  # why the new bytes were not written
 
     @property
@@ -99,6 +100,17 @@ class FixPlan:
     errors: list[str] = field(default_factory=list)  # internal or I/O errors: exit status 2
     interrupted: int | None = None  # the signal that stopped `write` before every file was written
     tests: Impact | None = None  # the search for the tests of the calls meant to be rewritten
+    written: set[str] = field(default_factory=set)  # the files `write` wrote
+
+    def position(self, path: str, line: int, column: int = 1) -> Position:
+        """Where a line and column of a file as analysed stand in the file as it is now: moved
+        by the rewrite of the file if `write` wrote it, a rewritten call where the new one starts."""
+        written_as = _written_as(self.root, path)
+        if written_as in self.written:
+            for file in self.files:
+                if file.path == written_as:
+                    return moved(file.moves, (line, column))
+        return line, column
 
     @property
     def rewritten(self) -> list[tuple[FileFix, Outcome]]:
@@ -127,6 +139,7 @@ class FixPlan:
         error or an interrupt that came first is kept as the file's `write_error`."""
         result = write_all(self.root, [file for file in self.files if file.changed], progress)
         self.interrupted = result.interrupted
+        self.written = set(result.written)
         for file in self.files:
             if file.path in result.refused:
                 file.write_error = result.refused[file.path]
@@ -222,17 +235,17 @@ def plan_rewrites(
             done = dict(zip(largest_first, workers.map(rewritten, jobs_in_order, chunksize=1)))
         for count, (path, source, outcomes, fixable) in enumerate(planned, 1):
             progress(path, count, len(planned))
-            after, removed_aliases = source or b"", []
+            after, removed_aliases, moves = source or b"", [], ()
             if fixable:
                 result = done[path]
                 if isinstance(result, CodemodError):
                     plan.errors.append(f"{path}: {result}")
                     outcomes += [Outcome(f, "internal error: the rewrite would not parse") for f in fixable]
                 else:
-                    after, rewritten, removed_aliases = result
+                    after, rewritten, removed_aliases, moves = result
                     outcomes += rewritten
             outcomes.sort(key=lambda o: o.finding.sort_key)
-            plan.files.append(FileFix(path, source or b"", after, outcomes, removed_aliases))
+            plan.files.append(FileFix(path, source or b"", after, outcomes, removed_aliases, moves))
     finally:
         workers.close()
     return plan

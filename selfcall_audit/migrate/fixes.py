@@ -5,10 +5,15 @@ hook's and `fix --check`'s usual run once a project is migrated) says so without
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..config import helper_parts
 from ..ftypes import Blocker, Finding
+
+Position = tuple[int, int]  # 1-based line and 1-based column, in characters
+Move = tuple[Position, Position, Position, Position]  # an edit: its start and end, old, then new
 
 
 @dataclass(frozen=True)
@@ -35,3 +40,19 @@ class Outcome:
     reason: str | None = None
     blocker: Blocker | None = None  # what the reason is about, where the analysis or the tree tells
     callee: str | None = None  # rewritten: the helper's name in the module, which the call now uses
+
+
+def moved(moves: Sequence[Move], position: Position) -> Position:
+    """Where `position` of a file stands after the edits `moves` (in order): text no edit replaced
+    at its new place, text an edit replaces or starts at (a rewritten call) where the edit's new
+    text starts."""
+    before = bisect.bisect_left(moves, position, key=lambda move: move[0])  # the edits starting before it
+    if not before:
+        return position
+    _, (old_line, old_column), new_start, (new_line, new_column) = moves[before - 1]
+    if (old_line, old_column) > position:
+        return new_start  # inside the edit
+    line, column = position
+    if line == old_line:
+        return new_line, new_column + column - old_column
+    return line + new_line - old_line, column

@@ -24,7 +24,7 @@ from ..ftypes import Blocker, CallDescription, Finding
 from ..report.messages import reason
 from . import arguments, flow, scope
 from .aliases import unused_aliases
-from .fixes import CodemodError, Helper, Outcome
+from .fixes import CodemodError, Helper, Move, Outcome
 from .imports import add_import, ident, imported_name
 from .locate import Paths, Plan, Site, describe, locate, mismatch
 from .region import region
@@ -224,9 +224,9 @@ def rewrite_source(
     findings: Sequence[Finding],
     helper: Helper,
     first_party: Callable[[str], bool] = lambda name: False,
-) -> tuple[bytes, list[Outcome], list[tuple[int, str]]]:
-    """The file's new bytes, what became of each fixable finding, and the (line, name) of each
-    local alias removed because only the rewritten calls used it.
+) -> tuple[bytes, list[Outcome], list[tuple[int, str]], tuple[Move, ...]]:
+    """The file's new bytes, what became of each fixable finding, the (line, name) of each local
+    alias removed because only the rewritten calls used it, and the edits made (`fixes.moved`).
 
     libcst reads the file with the definitions the rewrite cannot read blanked (`region`); when
     the checks asked about a name the blanking did not keep, it reads it again keeping that name
@@ -238,7 +238,7 @@ def rewrite_source(
         encoding = tokenize.detect_encoding(io.BytesIO(source).readline)[0]
         text = source.decode(encoding)
     except (SyntaxError, UnicodeDecodeError, LookupError) as exc:
-        return source, _unparsed(findings, exc), []
+        return source, _unparsed(findings, exc), [], ()
     calls = [(f.line, f.end_line) for f in findings]
     names = {ident(helper.name)}
     for attempt in range(_READINGS):
@@ -248,7 +248,7 @@ def rewrite_source(
         except cst.ParserSyntaxError as exc:
             if read is not None:
                 continue
-            return source, _unparsed(findings, exc), []
+            return source, _unparsed(findings, exc), [], ()
         command = SelfCallRewrite(CodemodContext(), findings, helper, first_party, source)
         new_module = _transformed(command, module)
         if read is not None and not command.asked <= read.names:
@@ -256,14 +256,14 @@ def rewrite_source(
             continue
         outcomes, removed_aliases = command.outcomes, command.removed_aliases
         if not command.plans:
-            return source, outcomes, removed_aliases
+            return source, outcomes, removed_aliases, ()
         try:
-            result = spliced(source, encoding, text, command.code, new_module.code, read)
+            result, moves = spliced(source, encoding, text, command.code, new_module.code, read)
         except SpliceError as exc:
             if read is not None:
                 continue
             refused = [Outcome(o.finding, o.reason or f"{exc}; rewrite it by hand") for o in outcomes]
-            return source, refused, []
+            return source, refused, [], ()
         break
     try:
         with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
@@ -271,12 +271,12 @@ def rewrite_source(
             ast.parse(result)
     except (SyntaxError, ValueError) as exc:
         raise CodemodError(f"the rewritten file would not parse ({exc}); it was left as it was") from exc
-    return result, outcomes, removed_aliases
+    return result, outcomes, removed_aliases, moves
 
 
 def rewritten(
     job: tuple[bytes, Sequence[Finding], Helper, Callable[[str], bool]],
-) -> tuple[bytes, list[Outcome], list[tuple[int, str]]] | CodemodError:
+) -> tuple[bytes, list[Outcome], list[tuple[int, str]], tuple[Move, ...]] | CodemodError:
     """`rewrite_source` of one file's job, as a worker process runs it: its error is returned, so
     that the other files' rewrites stand."""
     try:

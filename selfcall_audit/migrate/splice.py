@@ -7,23 +7,38 @@ with the old, and only the characters that differ are encoded; every other byte 
 
 from __future__ import annotations
 
+import bisect
 import codecs
 import difflib
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
 
+from .fixes import Move, Position
 from .linediff import Matcher
 from .region import Region, touches
 
 _BOM = codecs.BOM_UTF8
 
 
+# Where Python's tokenizer ends a line (a form feed or a Unicode separator does not).
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 class SpliceError(Exception):
     """The new text cannot be put back in the file's encoding with every other byte kept."""
 
 
+class Spliced(NamedTuple):
+    """The file's new bytes, and each edit of its text as positions in the old and the new text."""
+
+    data: bytes
+    moves: tuple[Move, ...]
+
+
 def spliced(
     source: bytes, encoding: str, old: str, parsed: str, new: str, read: Region | None = None
-) -> bytes:
+) -> Spliced:
     """`source` (whose text is `old`) changed where libcst's `parsed` text became `new`. `read`:
     the text libcst was given, when definitions of `old` were blanked in it (see `region`); a
     change that reaches into one is refused."""
@@ -43,14 +58,36 @@ def spliced(
         at, at_char = offsets[end], end
     pieces.append(body[at:])
     expected.append(old[at_char:])
-    result = b"".join(pieces)
+    result, text = b"".join(pieces), "".join(expected)
     try:
-        same = result[len(prefix) :].decode(codec) == "".join(expected)
+        same = result[len(prefix) :].decode(codec) == text
     except UnicodeDecodeError:
         same = False
     if not same:
         raise SpliceError(f"the rewrite cannot be encoded in {encoding} without changing other bytes")
-    return result
+    return Spliced(result, _moves(old, text, edits))
+
+
+def _moves(old: str, new: str, edits: list[tuple[int, int, str]]) -> tuple[Move, ...]:
+    """The edits (in order, in `old`) as lines and columns of the old and the new text."""
+    old_at, new_at = _positions(old), _positions(new)
+    moves, shift = [], 0
+    for start, end, text in edits:
+        new_start = start + shift
+        shift += len(text) - (end - start)
+        moves.append((old_at(start), old_at(end), new_at(new_start), new_at(end + shift)))
+    return tuple(moves)
+
+
+def _positions(text: str) -> Callable[[int], Position]:
+    """The line and column of an offset in `text`."""
+    starts = [0, *(match.end() for match in _LINE_END.finditer(text))]
+
+    def position(offset: int) -> Position:
+        line = bisect.bisect_right(starts, offset)
+        return line, offset - starts[line - 1] + 1
+
+    return position
 
 
 # Characters a changed block may hold for the character-level comparison, which takes time that

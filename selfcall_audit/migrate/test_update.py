@@ -162,7 +162,7 @@ def _update_in(job: _Update, text: str, tree: ast.Module, reading: Region) -> Te
         try:
             update.after = spliced(
                 job.before, "utf-8", text, module.code, update.after.decode("utf-8"), reading
-            )
+            ).data
         except SpliceError:
             return None
     return update

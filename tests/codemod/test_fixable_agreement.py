@@ -58,15 +58,21 @@ def test_scan_marks_fixable_exactly_what_fix_rewrites(shape: str, tmp_path: Path
         (f["line"], f["column"]): f["fixable"] for f in scanned if f["code"] == "SCA001" and f["path"] == APP
     }
 
-    fixed = cli("fix", "--no-cache", root)
+    checked = cli("fix", "--check", "--no-cache", root)
 
     refused = {
-        (int(line), int(column)): reason for line, column, reason in NOT_REWRITTEN.findall(fixed.stdout)
+        (int(line), int(column)): reason for line, column, reason in NOT_REWRITTEN.findall(checked.stdout)
     }
     assert fixable, "the shape must hold a self-call"
     assert fixable == {site: site not in refused for site in fixable}
     via_helper = "; rewrite this call by hand to call"  # what fix adds for a call through a helper
     assert sorted(reasons) == sorted(reason.split(via_helper)[0] for reason in refused.values())
+    # once written, each call left is named where it now stands, as a scan of the new file finds it
+    fixed = cli("fix", "--no-cache", root)
+    left = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
+    assert {(int(line), int(column)) for line, column, _ in NOT_REWRITTEN.findall(fixed.stdout)} == {
+        (f["line"], f["column"]) for f in left if f["code"] == "SCA001" and f["path"] == APP
+    }
 
 
 def test_fix_given_another_helper_name_decides_the_name_clash_again(tmp_path: Path, cli) -> None:

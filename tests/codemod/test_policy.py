@@ -160,7 +160,7 @@ POSITIONAL = (
 
 
 def test_a_described_call_is_rewritten_from_its_description() -> None:
-    after, [outcome], removed = rewrite_source(SOURCE, [finding(described(BOUND, POSITIONAL))], HELPER)
+    after, [outcome], removed, _ = rewrite_source(SOURCE, [finding(described(BOUND, POSITIONAL))], HELPER)
 
     assert outcome.reason is None
     assert removed == [(6, "send")]
@@ -178,7 +178,7 @@ def test_the_description_decides_what_the_tree_alone_cannot_tell() -> None:
     """The tree shows a local callee; only the analysis knows it is a functools.partial."""
     partial = described(CallReceiver("partial", "post", "send"), POSITIONAL)
 
-    after, [outcome], _ = rewrite_source(SOURCE, [finding(partial)], HELPER)
+    after, [outcome], _, _ = rewrite_source(SOURCE, [finding(partial)], HELPER)
 
     assert (after, outcome.reason) == (SOURCE, "the call goes through functools.partial")
 
@@ -187,7 +187,7 @@ def test_a_call_that_is_not_the_described_one_is_left_alone() -> None:
     """A description with another argument list: the file is not what was analysed."""
     other = described(BOUND, POSITIONAL[:2])
 
-    after, [outcome], _ = rewrite_source(SOURCE, [finding(other)], HELPER)
+    after, [outcome], _, _ = rewrite_source(SOURCE, [finding(other)], HELPER)
 
     assert after == SOURCE
     assert outcome.reason == "the call is not the one the analysis described; run `selfcall-audit fix` again"
@@ -206,7 +206,7 @@ def test_a_call_that_no_longer_says_what_was_analysed_is_left_alone(index: int, 
     ]
     arguments[index] = arguments[index]._replace(text=analysed)
 
-    after, [outcome], _ = rewrite_source(
+    after, [outcome], _, _ = rewrite_source(
         SOURCE, [finding(described(BOUND, (*arguments, POSITIONAL[2])))], HELPER
     )
 
@@ -225,7 +225,7 @@ def test_the_texts_the_analysis_records_are_those_the_tree_shows(tmp_path: Path)
 
     assert found.call is not None
     assert [a.text for a in found.call.arguments] == ["self.config.name", "'/v1/responses'", ""]
-    after, [outcome], _ = rewrite_source(SOURCE, [found._replace(**CALL)], HELPER)
+    after, [outcome], _, _ = rewrite_source(SOURCE, [found._replace(**CALL)], HELPER)
     assert outcome.reason is None and after != SOURCE
 
 
@@ -254,7 +254,7 @@ def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_sa
         **where,
     )
 
-    after, [outcome], _ = rewrite_source(source, [in_a_decorator], HELPER)
+    after, [outcome], _, _ = rewrite_source(source, [in_a_decorator], HELPER)
 
     assert after == source
     assert outcome.reason == "the call is in a decorator, evaluated once when the function is defined"

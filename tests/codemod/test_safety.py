@@ -185,7 +185,7 @@ def test_self_rebound_before_the_call_is_refused() -> None:
     source = AGENT.format(module="", before="self = body.agent\n        ")
     finding = finding_at(source, "self.server_client.post(")
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert after == source.encode()
     assert outcome.reason == "`self` is rebound in the method (line 6); the helper needs the agent itself"
@@ -196,7 +196,7 @@ def test_the_first_rebinding_of_self_is_named() -> None:
     source = AGENT.format(module="", before="self = body.agent\n        self = body.other\n        ")
     finding = finding_at(source, "self.server_client.post(")
 
-    _, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    _, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert outcome.reason == "`self` is rebound in the method (line 6); the helper needs the agent itself"
 
@@ -208,7 +208,7 @@ def test_a_nested_function_whose_parameter_is_self_is_refused() -> None:
     source = source.replace("\n            ", "\n                ").replace("\n        )", "\n            )")
     finding = finding_at(source, "self.server_client.post(")
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert after == source.encode()
     assert outcome.reason == (
@@ -228,7 +228,7 @@ def test_a_comprehension_that_binds_self_is_refused() -> None:
         "SCA001", APP, line, lines[line - 1].index("self.server_client") + 1, end, 10, "EchoAgent", "run"
     )
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert after == source.encode()
     assert outcome.reason is not None and outcome.reason.startswith(
@@ -240,7 +240,7 @@ def test_a_call_in_a_removed_argument_would_no_longer_run_and_is_refused() -> No
     source = AGENT.format(module="", before="").replace("self.config.name,", "self.own_name(),")
     finding = finding_at(source, "self.server_client.post(")
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert after == source.encode()
     assert outcome.reason == (
@@ -320,7 +320,7 @@ def _flow_case(body: str, module: str = "") -> tuple[str, Finding]:
 def test_a_rewrite_needs_one_binding_of_the_server_name_on_every_path(body: str, kind: str) -> None:
     source, finding = _flow_case(body)
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert (outcome.blocker.kind if outcome.blocker else "none") == kind
     assert (after == source.encode()) == (kind != "none")
@@ -344,7 +344,7 @@ def test_a_global_server_name_is_bound_once_in_its_module(module: str, server: s
     source, finding = _flow_case("        CALL", module)
     source = source.replace("server_name=target", f"server_name={server}")
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert (outcome.blocker.kind if outcome.blocker else "none") == kind
     assert (after == source.encode()) == (kind != "none")
@@ -370,7 +370,7 @@ def test_the_line_a_global_blocker_names(module: str, kind: str, line: int) -> N
     source, finding = _flow_case("        CALL", module)
     source = source.replace("server_name=target", "server_name=TARGET")
 
-    _, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    _, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert outcome.blocker is not None
     assert (outcome.blocker.kind, outcome.blocker.line) == (kind, line)
@@ -381,7 +381,7 @@ def test_a_comprehension_target_at_the_call_is_refused() -> None:
         f"        response = [{CALL.removeprefix('response = ')} for target in names]"
     )
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert outcome.blocker is not None and outcome.blocker.kind == "bound_around_the_call"
     assert after == source.encode()
@@ -406,7 +406,7 @@ def test_a_name_added_after_the_last_one_keeps_its_lines_indentation(written: st
     source = AGENT.format(module=module, before="")
     finding = finding_at(source, "self.server_client.post(")
 
-    after, [outcome], _ = rewrite_source(source.encode(), [finding], HELPER)
+    after, [outcome], _, _ = rewrite_source(source.encode(), [finding], HELPER)
 
     assert outcome.reason is None
     assert f"from {HELPER.module} import {merged}\n" in after.decode()

@@ -4,10 +4,12 @@ the byte-by-byte path other encodings take: the bytes are exactly the new text's
 from __future__ import annotations
 
 import codecs
+import re
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from selfcall_audit.migrate.fixes import moved
 from selfcall_audit.migrate.splice import spliced
 
 # ASCII, two-, three- and four-byte characters, and line ends
@@ -33,6 +35,55 @@ def test_the_bytes_are_the_new_texts(
         old, new = (t.replace("😀", "x").replace("\u2028", "y") for t in (old, new))
     prefix = codecs.BOM_UTF8 if bom and encoding != "euc-jp" else b""
 
-    result = spliced(prefix + old.encode(encoding), encoding, old, old, new)
+    result = spliced(prefix + old.encode(encoding), encoding, old, old, new).data
 
     assert result == prefix + new.encode(encoding)
+
+
+def where(old: str, new: str, line: int, column: int) -> tuple[int, int]:
+    return moved(spliced(old.encode(), "utf-8", old, old, new).moves, (line, column))
+
+
+def test_a_position_moves_with_the_lines_and_columns_before_it() -> None:
+    old = "import a\n\nclass A:\n    def f(self):\n        x = 1\n        y = await post(x)\n"
+    added_import = old.replace("import a\n", "import a\nfrom h import call\n")
+    removed_binding = old.replace("        x = 1\n", "")
+    longer_target = old.replace("        y = await", "        result = await")
+
+    assert where(old, added_import, 6, 19) == (7, 19)
+    assert where(old, removed_binding, 6, 19) == (5, 19)
+    assert where(old, longer_target, 6, 24) == (6, 29)
+    assert where(old, old, 6, 19) == (6, 19)
+
+
+def test_a_rewritten_call_is_where_its_new_text_starts() -> None:
+    old = "async def f(self):\n    return await self.client.post(\n        url='/v1/responses',\n    )\n"
+    new = old.replace("self.client.post(\n        url=", "call(\n        self,\n        url=")
+
+    assert where(old, new, 2, 18) == (2, 18)  # the call started at `self.client.post`
+    assert where(old, new, 3, 9) == (4, 9)  # the keyword now a line further down
+
+
+def test_lines_end_where_python_ends_them() -> None:
+    """`\\r\\n` and a lone `\\r` end a line; a form feed and a line separator do not."""
+    old = "a = 1\r\nb = 2\rc\f = 3\u2028 + 4\nd = 5\n"
+    new = "z = 0\n" + old
+
+    assert where(old, new, 3, 1) == (4, 1)
+    assert where(old, new, 4, 3) == (5, 3)
+
+
+@given(TEXT, EDITS)
+def test_positions_keep_their_order(old: str, edits: list[tuple[int, int, str]]) -> None:
+    new = edited(old, edits)
+    moves = spliced(old.encode(), "utf-8", old, old, new).moves
+    lines = old.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    positions = [
+        (number, column) for number, text in enumerate(lines, 1) for column in range(1, len(text) + 2)
+    ]
+
+    found = [moved(moves, position) for position in positions]
+
+    assert found == sorted(found)
+    new_lines = re.split("\r\n|\r|\n", new)
+    assert all(1 <= column <= len(new_lines[line - 1]) + 1 for line, column in found)  # in the new text

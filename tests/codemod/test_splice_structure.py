@@ -153,7 +153,7 @@ def test_a_rewrite_changes_only_the_rewritten_calls_and_adds_the_import(generate
     source, expected = generated
     findings = findings_of(source)
 
-    after, outcomes, removed = rewrite_source(source.encode(), findings, HELPER)
+    after, outcomes, removed, _ = rewrite_source(source.encode(), findings, HELPER)
 
     assert removed == []
     if all(o.reason is not None for o in outcomes):
