@@ -359,11 +359,16 @@ def _patched(decorator: cst.Decorator) -> str | None:
 
 
 def _with_shim(module: cst.Module, source: str) -> cst.Module:
-    """The fake of the helper, two lines below the module's leading imports."""
+    """The fake of the helper, two lines below the module's leading imports and the constants that
+    follow them, where a helper function of the module goes (PEP 8's order)."""
     body = list(module.body)
     at = 0
     for index, statement in enumerate(body):
-        if _is_import(statement) or (index == 0 and _is_docstring(statement)):
+        if (
+            _is_import(statement)
+            or (at and _is_assignment(statement))
+            or (index == 0 and _is_docstring(statement))
+        ):
             at = index + 1
         elif at:
             break
@@ -382,6 +387,12 @@ def _with_shim(module: cst.Module, source: str) -> cst.Module:
 def _is_import(statement: cst.CSTNode) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and all(
         isinstance(small, (cst.Import, cst.ImportFrom)) for small in statement.body
+    )
+
+
+def _is_assignment(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Assign, cst.AnnAssign, cst.AugAssign)) for small in statement.body
     )
 
 

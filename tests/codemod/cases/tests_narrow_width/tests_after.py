@@ -4,6 +4,8 @@ from unittest.mock import AsyncMock, MagicMock, patch
 
 from responses_api_agents.x.app import GraderAgent
 
+ANSWER = MagicMock(ok=True, cookies={})
+
 
 async def _self_call_through_server_client(agent, **kwargs):
     """The agent's self-call, sent to its server client as before the migration."""
@@ -11,9 +13,6 @@ async def _self_call_through_server_client(agent, **kwargs):
         server_name=agent.config.name,
         **kwargs,
     )
-
-
-ANSWER = MagicMock(ok=True, cookies={})
 
 
 class TestRun:
