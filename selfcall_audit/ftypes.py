@@ -45,8 +45,8 @@ Recognition = Literal["base", "route", "configured"]
 # Why a self-call is not rewritten (`report.messages` words each kind). From its description:
 # "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
 # "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
-# "outside_method"; from the configs: "other_instances"; from the tree around the call (`fix`):
-# the others.
+# "outside_method"; from the configs: "other_instances"; from the agent's classes: "app_not_recorded";
+# from the tree around the call (`fix`): the others.
 BlockerKind = Literal[
     "partial",
     "through_helper",
@@ -67,6 +67,7 @@ BlockerKind = Literal[
     "no_server_or_path",
     "outside_method",
     "other_instances",
+    "app_not_recorded",
     "not_found",
     "not_described",
     "self_shadowed",

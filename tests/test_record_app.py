@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from selfcall_audit.analysis import policy
+from selfcall_audit.ftypes import Blocker
 from selfcall_audit.migrate import record_app
+from selfcall_audit.report.messages import reason
 
 BASE = """\
 from fastapi import FastAPI
@@ -67,3 +70,10 @@ def test_nothing_is_recorded_for_a_helper_that_reads_no_attribute(repo: Path, tm
     (tmp_path / "inprocess.py").write_text('"""A helper that finds the app otherwise."""\n')
 
     assert record_app.record_app(repo, BASES) == []
+
+
+def test_the_analysis_reads_the_attribute_the_shipped_helper_reads() -> None:
+    """A `setup_webserver` that records the app by hand leaves the self-calls fixable (see the
+    `app_recorded_by_hand` case): the analysis knows where the helper looks, and says so."""
+    assert record_app.app_attribute() == policy.APP_ATTRIBUTE
+    assert f"`self.{policy.APP_ATTRIBUTE}`" in reason(Blocker("app_not_recorded", "Agent", 3))

@@ -29,6 +29,10 @@ DefinitionForm = Literal[
     "unbound",
 ]
 
+# The method that builds an agent's app, and where it records it for the in-process helper (the
+# shipped helper's `APP_ATTRIBUTE`, which `fix` writes there).
+APP_BUILDER = "setup_webserver"
+APP_ATTRIBUTE = "_webserver_app"
 # The client methods a rewrite replaces: those that can say POST (the helper sends nothing else).
 REWRITTEN_METHODS = frozenset({"post", "request"})
 # What the in-process helper takes (kept as written), and what the rewrite drops.

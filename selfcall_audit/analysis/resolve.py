@@ -18,7 +18,7 @@ from .classify import Classifier, Verdict
 from .deployment import Deployment
 from .evaluate import Evaluator
 from .expand import ClientCall, Expander
-from .expr import NONE, UNKNOWN
+from .expr import NONE, UNKNOWN, Attr, SelfRef
 from .facts import ClassFacts, FunctionFacts, Inlined
 from .gym_config import AgentInstance
 from .hierarchy import Hierarchy
@@ -142,6 +142,7 @@ class Resolver:
                 policy.blocker(description)
                 or self._other_target_somewhere(verdict, agent)
                 or self._helper_overridden(call, agent)
+                or self._app_not_recorded(agent)
             )
             at_site = None if blocker else self._at_site(site_cls.path, call, description, method.span)
             description = description._replace(blocker=blocker, at_site=at_site)
@@ -182,6 +183,23 @@ class Resolver:
             if self.hierarchy.is_agent(current) and found is not None and found[1] != call.helper_facts:
                 return Blocker("helper_overridden", call.helper, names=(current.name,))
             pending.extend(self.hierarchy.children().get(current, []))
+        return None
+
+    def _app_not_recorded(self, agent: ClassRef) -> Blocker | None:
+        """Why the helper would find no app: an agent running the call (`agent` or one deriving
+        from it) builds its app in a `setup_webserver` of its own, which neither starts from the
+        agent base's (where `fix` records the app) nor records the app itself."""
+        for current in [agent, *self.hierarchy.descendants(agent)]:
+            found = self.hierarchy.method(current, policy.APP_BUILDER)
+            if found is None or not self.hierarchy.is_agent(current):
+                continue
+            owner, method = found
+            klass = self.index.klass(owner)
+            recorded = klass is not None and any(b.name == policy.APP_ATTRIBUTE for b in klass.instance_attrs)
+            if not (
+                recorded or self.index.qualname(owner) in self.hierarchy.agent_bases or _builds_on(method)
+            ):
+                return Blocker("app_not_recorded", owner.name, method.line)
         return None
 
     def _at_site(
@@ -235,6 +253,16 @@ class Resolver:
             if others:
                 return Blocker("other_instances", names=tuple(sorted(set(others))[:3]))
         return None
+
+
+def _builds_on(method: FunctionFacts) -> bool:
+    """Does the method call another class's method of its name (`super().setup_webserver()`)?"""
+    return any(
+        isinstance(call.func, Attr)
+        and call.func.attr == method.name
+        and not isinstance(call.func.base, SelfRef)
+        for call in method.calls
+    )
 
 
 def describe(call: ClientCall, method: FunctionFacts) -> CallDescription:

@@ -56,6 +56,9 @@ _REASONS = {
     "no_server_or_path": "it does not name both the server and the url path",
     "outside_method": "the call is not inside a method that has `self`",
     "other_instances": "in other instances ({names}) the target is another server: a rewrite would skip it",
+    "app_not_recorded": "`{name}.setup_webserver()` (line {line}) builds the agent's app without "
+    "`super().setup_webserver()` and without recording it as `self._webserver_app`, where the in-process "
+    "helper finds it",
     "not_found": "the call is not where the analysis found it",
     "not_described": "the call is not the one the analysis described; run `selfcall-audit fix` again",
     "self_shadowed": "`{name}` at the call is not the method's own (a nested function, lambda or "
