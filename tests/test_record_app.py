@@ -36,7 +36,10 @@ def setup_webserver():
 """
 RECORDED = BASE.replace(
     "        # the app the server runs\n        return app\n",
-    "        # the app the server runs\n        self._webserver_app = app\n        return app\n",
+    "        # the app the server runs\n"
+    "        # the in-process helper serves the agent's self-calls with this app\n"
+    "        self._webserver_app = app\n"
+    "        return app\n",
 )
 BASES = ("nemo_gym.base_responses_api_agent.SimpleResponsesAPIAgent",)
 
@@ -57,7 +60,7 @@ def test_setup_webserver_records_the_app_before_it_returns_it(repo: Path) -> Non
 
     assert recording.path == "nemo_gym/base_responses_api_agent.py"
     assert recording.after.decode() == RECORDED
-    assert recording.lines == (14,)
+    assert recording.lines == (15,)
 
 
 def test_a_method_that_records_it_already_is_left_as_it_is(repo: Path) -> None:

@@ -79,9 +79,14 @@ def _lines_of(code: bytes, attribute: str) -> list[int]:
     return [number for number, line in enumerate(code.splitlines(), 1) if needle in line]
 
 
+# What the line is for, above it: a reviewer of the migration reads it there.
+_WHY = "# the in-process helper serves the agent's self-calls with this app"
+
+
 class _Record(cst.CSTTransformer):
-    """In `class_name.setup_webserver`: `self.<attribute> = app` before each `return app` of the
-    method's own body (not of functions nested in it), unless the method records it already."""
+    """In `class_name.setup_webserver`: `self.<attribute> = app` (below `_WHY`) before each
+    `return app` of the method's own body (not of functions nested in it), unless the method
+    records it already."""
 
     def __init__(self, class_name: str, attribute: str):
         super().__init__()
@@ -135,7 +140,8 @@ class _Record(cst.CSTTransformer):
             if name is not None:
                 self.returns += 1
                 record = cst.parse_statement(f"{self.self_name}.{self.attribute} = {name}\n")
-                body.append(record.with_changes(leading_lines=statement.leading_lines))  # type: ignore[union-attr]
+                why = cst.EmptyLine(comment=cst.Comment(_WHY))
+                body.append(record.with_changes(leading_lines=[*statement.leading_lines, why]))  # type: ignore[union-attr]
                 statement = statement.with_changes(leading_lines=())  # type: ignore[union-attr]
             body.append(statement)
         return updated_node.with_changes(body=body)
