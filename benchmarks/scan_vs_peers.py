@@ -24,7 +24,8 @@ Every measured command runs as a subprocess, as users run it, from the tree's ro
   flake8's plugin list for the first: what the plugin adds to a flake8 run (target: 10%);
 - selfcall-audit **fix** (``fix``, which writes) on a fresh copy of the tree (no cache in it) made
   before each run and not timed: compared with the cold scan (target: at most 2x); the calls it
-  rewrote must be SCA001 findings of the scan, and the same in every round;
+  rewrote must be at the lines it names (in the file as written), no more in a file than the
+  scan's SCA001 findings there, and the same in every round;
 - ``python -c pass``: the interpreter's own start-up, the floor under a one-file run;
   ``python -S -c pass``, without the ``.pth`` start-up hooks of site-packages that raise it; and
   ``python -c 'import ...'`` of the standard-library modules a one-file run loads (read from its
@@ -69,6 +70,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,7 +79,7 @@ from typing import IO
 from gen_tree import EXPECTED_FILE, generate
 
 CACHE_DIR = ".selfcall_audit_cache"
-REWROTE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): rewrote self-call to ", re.MULTILINE)
+REWROTE = re.compile(r"^(?P<path>.+?):(?P<line>\d+): rewrote self-call to (?P<helper>\S+)$", re.MULTILINE)
 FLAKE8_LINE = re.compile(r"^(?:\./)?(?P<path>.+?):(?P<line>\d+):\d+: (?P<code>SCA\d{3}) ")
 SEMGREP_RULE = """\
 rules:
@@ -319,8 +321,10 @@ class Checker:
 
         return check
 
-    def fix(self, label: str) -> Callable[[Outcome], int]:
-        """The calls `fix` rewrote: each an SCA001 finding of the scan, the same in every round."""
+    def fix(self, label: str, tree: Path) -> Callable[[Outcome], int]:
+        """The calls `fix` rewrote in `tree`: each named at the line of the written file that now
+        calls the helper, no more in a file than the scan's SCA001 findings there, the same in
+        every round."""
 
         def check(outcome: Outcome) -> int:
             rewrote = sorted([m["path"], int(m["line"])] for m in REWROTE.finditer(outcome.stdout))
@@ -328,10 +332,20 @@ class Checker:
                 self.rewrites = rewrote
             elif rewrote != self.rewrites:
                 self.problems.append(f"{label}: rewrote {len(rewrote)} calls, {len(self.rewrites)} before")
-            scanned = {(path, line) for code, path, line in self.reference or [] if code == "SCA001"}
-            stray = [call for call in rewrote if (call[0], call[1]) not in scanned]
-            if stray:
-                self.problems.append(f"{label}: rewrote calls the scan did not report: {stray[:5]}")
+            elsewhere = []
+            for m in REWROTE.finditer(outcome.stdout):
+                lines = (tree / m["path"]).read_text(encoding="utf-8", errors="replace").splitlines()
+                line = int(m["line"])
+                if line > len(lines) or f"{m['helper']}(" not in lines[line - 1]:
+                    elsewhere.append([m["path"], line])
+            if elsewhere:
+                self.problems.append(f"{label}: no call of the helper at the lines named: {elsewhere[:5]}")
+            scanned = Counter(path for code, path, _ in self.reference or [] if code == "SCA001")
+            extra = sorted(
+                path for path, count in Counter(p for p, _ in rewrote).items() if count > scanned[path]
+            )
+            if extra:
+                self.problems.append(f"{label}: rewrote more calls than the scan reported in: {extra[:5]}")
             return len(rewrote)
 
         return check
@@ -607,7 +621,7 @@ def measures(
             "selfcall-audit fix (fresh copy)",
             [sca, "fix"],
             before=fresh_copy,
-            check=checker.fix("selfcall-audit fix"),
+            check=checker.fix("selfcall-audit fix", copy),
             cwd=copy,
         )
     )

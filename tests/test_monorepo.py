@@ -230,7 +230,9 @@ def test_fix_rewrites_each_project_under_its_settings_with_its_own_helper(monore
     assert (
         monorepo / "services" / "outer" / "inprocess.py"
     ).is_file()  # the outer project's, beside its agent
-    assert "gym/responses_api_agents/proof_refinement_agent/app.py:36: rewrote self-call" in done.stdout
+    assert "gym/responses_api_agents/proof_refinement_agent/app.py:37: rewrote self-call" in done.stdout
+    rewritten = (monorepo / "gym" / "responses_api_agents" / "proof_refinement_agent" / "app.py").read_text()
+    assert "responses_in_process(" in rewritten.splitlines()[37 - 1]  # where the call now is
     assert langchain.read_bytes() == before  # excluded by gym/'s settings: untouched
     left = [f for f in GYM_FINDINGS if "judge_agent" in f[1] or "remote_agent" in f[1]]  # not fixable
     assert found(after.stdout) == left
