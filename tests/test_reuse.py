@@ -55,6 +55,14 @@ class StrictTutor(TutorAgent):
     async def check(self, body):
         return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
 """
+APP_BUILDER = """\
+from responses_api_agents.tutor.app import TutorAgent
+
+
+class StandaloneTutor(TutorAgent):
+    def setup_webserver(self):
+        return build_app(self)
+"""
 FILES = {
     "pyproject.toml": "[project]\nname = 'reuse'\n",
     "nemo_gym/base_responses_api_agent.py": "class SimpleResponsesAPIAgent:\n    pass\n",
@@ -75,7 +83,7 @@ from selfcall_audit.orchestration.project import Project
 root = Path(sys.argv[1])
 report = Project(root, load_settings(root)).analyze([root])
 print(json.dumps({
-    "findings": [[f.code, f.path, f.line] for f in report.findings],
+    "findings": [[f.code, f.path, f.line, f.fixable] for f in report.findings],
     "errors": [[e.path, e.message] for e in report.errors],
     "resolved": "selfcall_audit.analysis.resolve" in sys.modules,
 }))
@@ -90,7 +98,7 @@ def _scan(root: Path) -> dict:
 def _uncached(cli, root: Path) -> dict:
     report = json.loads(cli("scan", root, "--format", "json", "--no-cache").stdout)
     return {
-        "findings": [[f["code"], f["path"], f["line"]] for f in report["findings"]],
+        "findings": [[f["code"], f["path"], f["line"], f["fixable"]] for f in report["findings"]],
         "errors": [[e["path"], e["message"]] for e in report["errors"]],
     }
 
@@ -133,6 +141,10 @@ CHANGES = {
         False,
     ),
     "a module no run parsed subclasses the agent": (_write("lib/filler_2.py", SUBCLASS), False),
+    "a module no run parsed subclasses the agent and builds its own app": (
+        _write("lib/filler_2.py", APP_BUILDER),
+        False,
+    ),
     "the YAML instance is renamed": (
         _replace("responses_api_agents/tutor/configs/tutor.yaml", "tutor:\n  r", "coach:\n  r"),
         False,
@@ -156,7 +168,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     before = _scan(root)
-    assert before["findings"] == [["SCA001", "responses_api_agents/tutor/app.py", 7]]
+    assert before["findings"] == [["SCA001", "responses_api_agents/tutor/app.py", 7, True]]
     return root, before
 
 
@@ -205,6 +217,6 @@ def test_an_agent_whose_code_line_gains_a_comment_is_compared_by_its_facts_entry
 
     report = Project(root, load_settings(root)).analyze([root])
 
-    assert [[f.code, f.path, f.line] for f in report.findings] == before["findings"]
+    assert [[f.code, f.path, f.line, f.fixable] for f in report.findings] == before["findings"]
     assert analysed == []  # the last result, reused
     assert decoded == ([] if same_bytes else ["responses_api_agents/tutor/app.py"])
