@@ -327,17 +327,17 @@ class Checker:
         every round."""
 
         def check(outcome: Outcome) -> int:
-            rewrote = sorted([m["path"], int(m["line"])] for m in REWROTE.finditer(outcome.stdout))
+            named = [(m["path"], int(m["line"]), m["helper"]) for m in REWROTE.finditer(outcome.stdout)]
+            rewrote = sorted([path, line] for path, line, _ in named)
             if self.rewrites is None:
                 self.rewrites = rewrote
             elif rewrote != self.rewrites:
                 self.problems.append(f"{label}: rewrote {len(rewrote)} calls, {len(self.rewrites)} before")
             elsewhere = []
-            for m in REWROTE.finditer(outcome.stdout):
-                lines = (tree / m["path"]).read_text(encoding="utf-8", errors="replace").splitlines()
-                line = int(m["line"])
-                if line > len(lines) or f"{m['helper']}(" not in lines[line - 1]:
-                    elsewhere.append([m["path"], line])
+            for path, line, helper in named:
+                lines = (tree / path).read_text(encoding="utf-8", errors="replace").splitlines()
+                if line > len(lines) or f"{helper}(" not in lines[line - 1]:
+                    elsewhere.append([path, line])
             if elsewhere:
                 self.problems.append(f"{label}: no call of the helper at the lines named: {elsewhere[:5]}")
             scanned = Counter(path for code, path, _ in self.reference or [] if code == "SCA001")

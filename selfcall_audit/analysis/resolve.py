@@ -173,16 +173,10 @@ class Resolver:
         `agent` defines the method otherwise, and runs the call with its own."""
         if call.helper is None or call.helper_facts is None or call.helper_facts.forwards is None:
             return None
-        pending, seen = list(self.hierarchy.children().get(agent, [])), {agent}
-        while pending:
-            current = pending.pop()
-            if current in seen:
-                continue
-            seen.add(current)
+        for current in self.hierarchy.descendants(agent):
             found = self.hierarchy.method(current, call.helper)
             if self.hierarchy.is_agent(current) and found is not None and found[1] != call.helper_facts:
                 return Blocker("helper_overridden", call.helper, names=(current.name,))
-            pending.extend(self.hierarchy.children().get(current, []))
         return None
 
     def _app_not_recorded(self, agent: ClassRef) -> Blocker | None:
@@ -190,8 +184,12 @@ class Resolver:
         from it) builds its app in a `setup_webserver` of its own, which neither starts from the
         agent base's (where `fix` records the app) nor records the app itself."""
         for current in [agent, *self.hierarchy.descendants(agent)]:
-            found = self.hierarchy.method(current, policy.APP_BUILDER)
-            if found is None or not self.hierarchy.is_agent(current):
+            found = (
+                self.hierarchy.method(current, policy.APP_BUILDER)
+                if self.hierarchy.is_agent(current)
+                else None
+            )
+            if found is None:
                 continue
             owner, method = found
             klass = self.index.klass(owner)

@@ -258,7 +258,7 @@ def rewrite_source(
         if not command.plans:
             return source, outcomes, removed_aliases, ()
         try:
-            result, moves = spliced(source, encoding, text, command.code, new_module.code, read)
+            splice = spliced(source, encoding, text, command.code, new_module.code, read)
         except SpliceError as exc:
             if read is not None:
                 continue
@@ -268,10 +268,10 @@ def rewrite_source(
     try:
         with warnings.catch_warnings():  # the user's own invalid escapes are not ours to report
             warnings.simplefilter("ignore", SyntaxWarning)
-            ast.parse(result)
+            ast.parse(splice.data)
     except (SyntaxError, ValueError) as exc:
         raise CodemodError(f"the rewritten file would not parse ({exc}); it was left as it was") from exc
-    return result, outcomes, removed_aliases, moves
+    return splice.data, outcomes, removed_aliases, splice.moves()
 
 
 def rewritten(

@@ -30,10 +30,22 @@ class SpliceError(Exception):
 
 
 class Spliced(NamedTuple):
-    """The file's new bytes, and each edit of its text as positions in the old and the new text."""
+    """The file's new bytes, its old and new text, and the edits (in order, in `old`) between them."""
 
     data: bytes
-    moves: tuple[Move, ...]
+    old: str
+    new: str
+    edits: list[tuple[int, int, str]]
+
+    def moves(self) -> tuple[Move, ...]:
+        """The edits as lines and columns of the old and the new text (`fixes.moved` reads them)."""
+        old_at, new_at = _positions(self.old), _positions(self.new)
+        moves, shift = [], 0
+        for start, end, text in self.edits:
+            new_start = start + shift
+            shift += len(text) - (end - start)
+            moves.append((old_at(start), old_at(end), new_at(new_start), new_at(end + shift)))
+        return tuple(moves)
 
 
 def spliced(
@@ -65,18 +77,7 @@ def spliced(
         same = False
     if not same:
         raise SpliceError(f"the rewrite cannot be encoded in {encoding} without changing other bytes")
-    return Spliced(result, _moves(old, text, edits))
-
-
-def _moves(old: str, new: str, edits: list[tuple[int, int, str]]) -> tuple[Move, ...]:
-    """The edits (in order, in `old`) as lines and columns of the old and the new text."""
-    old_at, new_at = _positions(old), _positions(new)
-    moves, shift = [], 0
-    for start, end, text in edits:
-        new_start = start + shift
-        shift += len(text) - (end - start)
-        moves.append((old_at(start), old_at(end), new_at(new_start), new_at(end + shift)))
-    return tuple(moves)
+    return Spliced(result, old, text, edits)
 
 
 def _positions(text: str) -> Callable[[int], Position]:

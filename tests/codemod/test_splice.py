@@ -41,7 +41,7 @@ def test_the_bytes_are_the_new_texts(
 
 
 def where(old: str, new: str, line: int, column: int) -> tuple[int, int]:
-    return moved(spliced(old.encode(), "utf-8", old, old, new).moves, (line, column))
+    return moved(spliced(old.encode(), "utf-8", old, old, new).moves(), (line, column))
 
 
 def test_a_position_moves_with_the_lines_and_columns_before_it() -> None:
@@ -76,7 +76,7 @@ def test_lines_end_where_python_ends_them() -> None:
 @given(TEXT, EDITS)
 def test_positions_keep_their_order(old: str, edits: list[tuple[int, int, str]]) -> None:
     new = edited(old, edits)
-    moves = spliced(old.encode(), "utf-8", old, old, new).moves
+    moves = spliced(old.encode(), "utf-8", old, old, new).moves()
     lines = old.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     positions = [
         (number, column) for number, text in enumerate(lines, 1) for column in range(1, len(text) + 2)
