@@ -131,8 +131,9 @@ DEFERRED_IMPORTS = {
     ("workspace.workers", "ctypes"),  # the parent-death signal on Linux
     # the command that uses them, from the command line's one module
     ("frontends.cli", ".fixing"),
-    ("frontends.cli", "..migrate.vendor"),
+    ("frontends.cli", ".vendoring"),
     ("frontends.cli", "..report"),
+    ("frontends.cli", "..report.docs"),
     ("frontends.quick", ".cli"),
     ("__main__", ".frontends.cli"),
     ("__main__", ".frontends.quick"),

@@ -15,8 +15,9 @@ from fixture_annotations import NOT_COPIED
 
 from selfcall_audit.config import Settings
 from selfcall_audit.orchestration import inputs, jobs
-from selfcall_audit.orchestration.cache import FactsCache, content_key
+from selfcall_audit.orchestration.cache import FactsCache
 from selfcall_audit.orchestration.indexes import _MAX_NAMES, Indexes
+from selfcall_audit.orchestration.keys import content_key
 from selfcall_audit.workspace.discovery import discover, read_file
 from selfcall_audit.workspace.workers import Workers
 

@@ -16,8 +16,7 @@ import click
 
 from .. import __version__
 from ..report import FORMATS
-from ..rules import FINDING_CODES, RULES
-from ..workspace.discovery import find_root
+from ..rules import RULES
 from ..workspace.listing import GitListing
 from . import commands
 from .commands import (
@@ -308,33 +307,12 @@ def helper(target: Path, force: bool) -> None:
 
     Then run `fix` with the --helper value printed (or set it as `helper` in [tool.selfcall-audit]).
     """
-    from ..migrate.vendor import VendorError, helper_spec_for, vendor_helper
+    from .vendoring import vendor
 
-    folder = target if target.is_dir() or not target.suffix else target.parent
-    if not folder.is_dir():
-        raise UsageError(
-            f"--write: the folder {click.format_filename(folder)!r} does not exist; create it first"
-        )
-    root = find_root(Path.cwd())
-    real = Path(os.path.realpath(folder))
-    if real != root and root not in real.parents:
-        raise UsageError(f"--write: {click.format_filename(target)!r} is outside the project root {root}")
     try:
-        path, written = vendor_helper(target, force)
-    except (VendorError, OSError) as exc:
-        message = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        click.echo(f"selfcall-audit: cannot write the helper: {message}", err=True)
-        _exit(EXIT_ERROR)
-    click.echo(f"{'Wrote' if written else 'Already up to date:'} {path}")
-    spec = helper_spec_for(path)
-    if spec is None:
-        click.echo(
-            f"{path} cannot be imported by a dotted module name (a folder or file name in it is not an identifier); "
-            "move it into a package of the project, then: selfcall-audit fix --helper PACKAGE.MODULE:responses_in_process"
-        )
-    else:
-        click.echo(f"Then: selfcall-audit fix --helper {spec}")
-        click.echo(f'  or set helper = "{spec}" under [tool.selfcall-audit] in pyproject.toml')
+        _exit(vendor(target, force))
+    except commands.UsageError as exc:
+        raise UsageError(str(exc)) from None
 
 
 @group.command(short_help="Run the language server (LSP over stdio) for editors.")
@@ -353,37 +331,17 @@ def server() -> None:
 @click.option("--all", "show_all", is_flag=True, help="Explain every rule.")
 def explain(code: str | None, show_all: bool) -> None:
     """Explain a rule (CODE, e.g. SCA001): what it finds, why it matters, an example before and after."""
+    from ..report.docs import explanation
+
     if show_all == (code is not None):
         raise UsageError("give one rule CODE, or --all")
     if show_all:
-        click.echo("\n\n".join(_explanation(rule) for rule in RULES.values()))
+        click.echo("\n\n".join(explanation(rule) for rule in RULES.values()))
         return
     rule = RULES.get(code.upper())
     if rule is None:
         raise UsageError(f"unknown rule {code!r}; rules: {', '.join(RULES)}")
-    click.echo(_explanation(rule))
-
-
-def _explanation(rule: Any) -> str:
-    default = "on" if rule.default_on else "off (enable with --select or --strict)"
-    if rule.code not in FINDING_CODES:
-        default = "always reported, as an error entry"
-    lines = [
-        f"{rule.code} ({rule.name})",
-        "",
-        rule.summary,
-        "",
-        rule.explanation,
-        "",
-        f"Default: {default}. Fixable: {'yes, with `selfcall-audit fix`' if rule.fixable else 'no'}.",
-        "",
-        "Example:",
-        *(f"    {line}" for line in rule.bad.splitlines()),
-        "",
-        "Instead:",
-        *(f"    {line}" for line in rule.good.splitlines()),
-    ]
-    return "\n".join(lines)
+    click.echo(explanation(rule))
 
 
 def usage_error(argv: list[str], message: str) -> int:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..config import is_dotted
 from ..ftypes import Finding
-from ..orchestration.cache import blake2b
+from ..orchestration.keys import blake2b
 from ..rules import STALE_HELPER
 
 if TYPE_CHECKING:

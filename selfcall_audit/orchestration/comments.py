@@ -23,7 +23,7 @@ import bisect
 import re
 
 from ..analysis.parsing import parse
-from .cache import blake2b
+from .keys import blake2b
 
 # A line holding only a comment, after the line end before it (a literal the search can skip
 # to: a file's first line is never blanked). A file with a line that `\r` alone ends is left whole.

@@ -13,12 +13,8 @@ from collections.abc import Callable, Iterable
 
 from ..config import Settings
 from ..workspace.discovery import FileSet
-from .cache import FactsCache, code_version
-
-try:  # straight from the module hashlib takes it from: hashlib would also load OpenSSL
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - an interpreter without it
-    from hashlib import blake2b
+from .cache import FactsCache
+from .keys import blake2b, code_version
 
 
 def analysis_settings(settings: Settings) -> tuple:

@@ -13,8 +13,9 @@ from ..config import Settings
 from ..ftypes import InputError
 from ..workspace.discovery import FileSet, Status, TooLarge, UnreadableFile, read_file
 from ..workspace.prefilter import base_tokens, mentions_any, word_matcher
-from .cache import FactsCache, content_key, keep_last
+from .cache import FactsCache, keep_last
 from .jobs import Search, files_naming
+from .keys import content_key
 
 if TYPE_CHECKING:
     from ..workspace.workers import Workers

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ..workspace.discovery import TooLarge, UnreadableFile, read_file
 from ..workspace.prefilter import import_lines, mentions_any, word_matcher
-from .cache import content_key, facts_payload
+from .cache import facts_payload
+from .keys import content_key
 
 if TYPE_CHECKING:
     from ..analysis.facts import ModuleFacts

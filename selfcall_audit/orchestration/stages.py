@@ -18,9 +18,9 @@ from ..analysis.limits import LIMITS
 from ..analysis.resolve import Resolver
 from ..ftypes import AgentInfo, Analysis, InputError
 from ..workspace.discovery import FileSet, UnreadableFile, read_file
-from .cache import content_key
 from .comments import outline
 from .indexes import Indexes
+from .keys import content_key
 from .resolving import Evaluation
 from .reuse import observe
 from .targets import Targets

@@ -1,4 +1,5 @@
-"""The rules page (docs/rules.md), generated from the rules registry so the two never disagree.
+"""The rules page (docs/rules.md) and `explain`'s text, generated from the rules registry so that
+neither disagrees with it.
 
 python -m selfcall_audit.report.docs --write docs/rules.md   # regenerate between the markers
 python -m selfcall_audit.report.docs --check docs/rules.md   # exit 1 when it is out of date
@@ -40,6 +41,27 @@ def _example(rule: Rule) -> list[str]:
         "```",
         "",
     ]
+
+
+def explanation(rule: Rule) -> str:
+    """The rule as `selfcall-audit explain` prints it: plain text, the examples indented."""
+    fixable = "yes, with `selfcall-audit fix`" if rule.fixable else "no"
+    lines = [
+        f"{rule.code} ({rule.name})",
+        "",
+        rule.summary,
+        "",
+        rule.explanation,
+        "",
+        f"Default: {_default(rule)}. Fixable: {fixable}.",
+        "",
+        "Example:",
+        *(f"    {line}" for line in rule.bad.splitlines()),
+        "",
+        "Instead:",
+        *(f"    {line}" for line in rule.good.splitlines()),
+    ]
+    return "\n".join(lines)
 
 
 def render_rules() -> str:
