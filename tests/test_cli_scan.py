@@ -662,7 +662,8 @@ def test_explain_each_rule(cli, code: str) -> None:
 
 def test_explain_says_which_rules_are_off_by_default(cli) -> None:
     assert "Default: on." in cli("explain", "SCA001").stdout
-    assert "Default: off" in cli("explain", "SCA003").stdout
+    assert "Default: off (`--select SCA003` or `--strict`)." in cli("explain", "SCA003").stdout
+    assert "Default: always (an error entry, not a finding)." in cli("explain", "SCA900").stdout
     assert "Fixable: yes" in cli("explain", "SCA001").stdout
 
 
