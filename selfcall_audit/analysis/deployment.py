@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable
 from ..config import Settings
 from ..ftypes import Evidence
 from ..workspace.prefilter import word_matcher
+from .arguments import expand_kwargs
 from .calls import ROUTE_METHODS
-from .evaluate import Ctx, Evaluator, expand_kwargs
+from .evaluate import Ctx, Evaluator
 from .expr import UNKNOWN, Attr, Call, Expr, SelfRef, Str
 from .facts import CallFact, FunctionFacts
 from .gym_config import AgentInstance

@@ -12,6 +12,7 @@ from math import inf
 
 from ..config import Settings
 from ..ftypes import Evidence
+from .arguments import bind_params, expand_kwargs
 from .expr import (
     SELF,
     UNKNOWN,
@@ -53,6 +54,7 @@ from .values import (
     Unresolved,
     bounded,
     cut_path,
+    join_paths,
     named_field,
     path_limit,
     server_of,
@@ -82,37 +84,6 @@ class Ctx:
 
     def inside(self, path: str, cls: ClassRef | None) -> Ctx:
         return Ctx(path, cls, self.evidence)
-
-
-def expand_kwargs(kwargs: tuple[tuple[str | None, Expr], ...]) -> tuple[dict[str, Expr], bool]:
-    """Keyword arguments with `**{...}` dicts built in the function spread; True if a splat is opaque."""
-    result: dict[str, Expr] = {}
-    opaque = False
-    for key, value in kwargs:
-        if key is not None:
-            result[key] = value
-        elif isinstance(value, DictOf):
-            inner, inner_opaque = expand_kwargs(value.items)
-            result.update(inner)
-            opaque = opaque or inner_opaque
-        else:
-            opaque = True
-    return result, opaque
-
-
-def bind_params(
-    function: FunctionFacts, args: tuple[Expr, ...], kwargs: dict[str, Expr], skip_self: bool
-) -> dict[str, Expr]:
-    """The values a call gives the function's parameters (defaults where it gives none)."""
-    params = list(function.params)
-    if skip_self and function.self_param and params and params[0] == function.self_param:
-        params = params[1:]
-    bound: dict[str, Expr] = dict(function.defaults)
-    bound.update(zip(params, args))
-    bound.update((name, value) for name, value in kwargs.items() if name in function.params)
-    if function.self_param and not skip_self:
-        bound.setdefault(function.self_param, UNKNOWN)
-    return bound
 
 
 class Evaluator:
@@ -260,12 +231,12 @@ class Evaluator:
             isinstance(callee, (Name, Global, Attr))
             and self.index.lookup_dotted(ctx.path, callee) in _PATH_JOINS
         ):
-            return self._path_join(expr.args, ctx, depth)
+            return join_paths(self.path(arg, ctx, depth + 1) for arg in expr.args)
         if isinstance(callee, Name) and callee.name == "str" and len(expr.args) == 1:
             return self.path(expr.args[0], ctx, depth + 1)
         parts = self._path_object(expr, ctx)
         if parts is not None:  # `PurePosixPath("/v1") / "responses"`
-            return self._path_join(parts, ctx, depth)
+            return join_paths(self.path(part, ctx, depth + 1) for part in parts)
         match callee, expr.args:
             case Attr(base, "rstrip" | "lstrip" | "strip" as strip), () | (Str(),):  # `path.rstrip("/")`
                 chars = expr.args[0].text if expr.args else None  # type: ignore[union-attr]
@@ -297,27 +268,6 @@ class Evaluator:
             ):
                 return args
         return None
-
-    def _path_join(self, args: tuple[Expr, ...], ctx: Ctx, depth: int) -> list[Path]:
-        """`posixpath.join`: a `/` between parts, and an absolute part starts over."""
-        joined: list[Path] = [()]
-        for arg in args:
-            combined: list[Path] = []
-            for alternative in self.path(arg, ctx, depth + 1):
-                alternative = tuple(part for part in alternative if part != "")
-                head = alternative[0] if alternative else ""
-                absolute = isinstance(head, str) and head.startswith("/")
-                for prefix in joined:
-                    if absolute or not prefix:
-                        combined.append(alternative)
-                    elif isinstance(prefix[-1], str) and prefix[-1].endswith("/"):
-                        combined.append(prefix + alternative)
-                    else:
-                        combined.append((*prefix, "/", *alternative))
-            if len(combined) > LIMITS.alternatives:
-                return [cut_path("alternatives")]
-            joined = combined
-        return joined
 
     # calls ------------------------------------------------------------------------------------
     def function_target(self, func: Expr, ctx: Ctx) -> tuple[FunctionRef, bool] | None:

@@ -15,8 +15,9 @@ from typing import NamedTuple
 
 from ..ftypes import Evidence
 from ..workspace.prefilter import POSTER_TOKENS, mentions_any
+from .arguments import bind_params, expand_kwargs
 from .calls import CLIENT_METHODS, CLIENT_SIGNATURES
-from .evaluate import Ctx, Evaluator, bind_params, expand_kwargs
+from .evaluate import Ctx, Evaluator
 from .expr import (
     NONE,
     UNKNOWN,

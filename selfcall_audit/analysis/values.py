@@ -3,6 +3,7 @@ be told), a server as the names it can denote, and the operations on them that n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple, get_args
 
 from .expr import all_equal, compare_by_type
@@ -118,6 +119,29 @@ def server_of(alternative: Path) -> Server:
     if all(isinstance(part, str) for part in alternative):
         return NamedServer("".join(alternative))  # type: ignore[arg-type]
     return Unresolved(path_limit([alternative]) or "")
+
+
+def join_paths(parts: Iterable[list[Path]]) -> list[Path]:
+    """`posixpath.join` of parts given as their alternatives: a `/` between parts, and an absolute
+    part starts over. The parts are read one by one: past `LIMITS.alternatives`, the rest are not."""
+    joined: list[Path] = [()]
+    for alternatives in parts:
+        combined: list[Path] = []
+        for alternative in alternatives:
+            alternative = tuple(part for part in alternative if part != "")
+            head = alternative[0] if alternative else ""
+            absolute = isinstance(head, str) and head.startswith("/")
+            for prefix in joined:
+                if absolute or not prefix:
+                    combined.append(alternative)
+                elif isinstance(prefix[-1], str) and prefix[-1].endswith("/"):
+                    combined.append(prefix + alternative)
+                else:
+                    combined.append((*prefix, "/", *alternative))
+        if len(combined) > LIMITS.alternatives:
+            return [cut_path("alternatives")]
+        joined = combined
+    return joined
 
 
 def cut_path(limit: str) -> Path:
