@@ -5,7 +5,7 @@ import ast
 from collections.abc import Callable
 from typing import NamedTuple
 
-from .expr import UNKNOWN, Alt, Attr, Call, Expr, Name, Param, SelfRef, prune
+from .expr import SELF, UNKNOWN, Alt, Attr, Call, Expr, Name, Param, SelfRef, prune
 
 # The server client's methods, each with its positional parameters in order: the one table the
 # analysis (where a call goes) and the rewrite policy (what each argument becomes) both read.
@@ -21,6 +21,7 @@ CLIENT_METHODS = frozenset(CLIENT_SIGNATURES)
 ROUTE_METHODS = frozenset({"post", "get", "put", "patch", "delete", "api_route", "add_api_route", "route"})
 # Keyword arguments of a client call that resolution reads; the rest (json=, cookies=...) are dropped.
 ROUTING_KWARGS = frozenset({"server_name", "url_path", "method"})
+_OWN_NAME = Attr(Attr(SELF, "config"), "name")
 _NOT_HELPERS = frozenset(
     [
         "len",
@@ -143,6 +144,24 @@ def call_fact(
         context,
         tuple(text for *_, text in written),
     )
+
+
+def own_name_test(test: ast.expr, value: Callable[[ast.expr], Expr]) -> tuple[str | None, bool]:
+    """`param == self.config.name` (or `!=`, `is`, either side): the parameter, and whether the
+    test is for equality; a call that the test keeps from the agent's own name records it as
+    `not_own`. `value` turns a side into an expression (walked once: a name or an attribute)."""
+    match test:
+        case ast.Compare(
+            left=ast.Name() | ast.Attribute() as left,
+            ops=[ast.Eq() | ast.Is() | ast.NotEq() | ast.IsNot() as op],
+            comparators=[ast.Name() | ast.Attribute() as right],
+        ):
+            sides = [value(left), value(right)]
+            if _OWN_NAME in sides:
+                other = sides[1 - sides.index(_OWN_NAME)]
+                if isinstance(other, Param):
+                    return other.name, isinstance(op, (ast.Eq, ast.Is))
+    return None, False
 
 
 def _text(node: ast.expr, routing: bool) -> str:

@@ -15,7 +15,6 @@ from typing import Any, NamedTuple
 from ..ftypes import ErrorKind, InputError
 from .calls import CallFact
 from .expr import UNKNOWN, Expr, inline
-from .walker import Binding
 
 __all__ = [
     "Binding",
@@ -27,6 +26,14 @@ __all__ = [
     "Import",
     "ModuleFacts",
 ]
+
+
+class Binding(NamedTuple):
+    """A name bound to a value: a module or class constant, or an attribute stored on `self`."""
+
+    name: str
+    expr: Expr
+    line: int
 
 
 class Import(NamedTuple):

@@ -1,12 +1,15 @@
-"""Python's string-building forms as expressions: `%` formatting, `str.format` and `str.join`
-read as the concatenations they make, with unknown parts where the text cannot be told."""
+"""Python's value-building forms as expressions: `%` formatting, `str.format`, `str.join` and
+f-string fields read as the concatenations they make, with unknown parts where the text cannot be
+told; `getattr` with a literal name and `dict(...)` as what they build."""
 
 from __future__ import annotations
 
+import ast
 import re
 import string
+from collections.abc import Callable
 
-from .expr import UNKNOWN, DictOf, Expr, Join, Seq, Str
+from .expr import UNKNOWN, Attr, DictOf, Expr, Join, Name, Seq, Str, Unknown
 
 _PERCENT_FIELD = re.compile(r"%(?:\((\w+)\))?[-#0 +]*(?:\d+)?(?:\.\d+)?([a-zA-Z%])")
 
@@ -63,3 +66,43 @@ def str_join(separator: str, items: Seq) -> Expr:
             parts.append(Str(separator))
         parts.append(item)
     return Join(tuple(parts)) if parts else Str("")
+
+
+def built_value(
+    func: Expr, args: list[Expr], kwargs: tuple[tuple[str | None, Expr], ...], deref: Callable[[Expr], Expr]
+) -> Expr | None:
+    """What a call of a builtin that builds a value makes (`getattr(x, "a")`, `dict(k=v)`,
+    `"...".format(...)`, `"/".join(parts)`), None for any other call; `deref` reads a local."""
+    kind = type(func)  # plain checks: this runs for every call in every file
+    if kind is Name:
+        if func.name == "getattr" and len(args) == 2 and type(args[1]) is Str:  # type: ignore[union-attr]
+            return Attr(args[0], args[1].text)  # type: ignore[union-attr]
+        if func.name == "dict" and not args:  # type: ignore[union-attr]
+            return DictOf(kwargs)
+    elif kind is Attr and type(func.base) is Str:  # type: ignore[union-attr]
+        if func.attr == "format":  # type: ignore[union-attr]
+            return str_format(func.base.text, args, kwargs)  # type: ignore[union-attr]
+        items = deref(args[0]) if len(args) == 1 and not kwargs else None
+        if func.attr == "join" and isinstance(items, Seq):  # type: ignore[union-attr]
+            return str_join(func.base.text, items)  # type: ignore[union-attr]
+        if func.attr == "join" and type(items) is Unknown and items.limit:  # type: ignore[union-attr]
+            return items  # too many segments to keep: the joined path is cut by the same bound
+    return None
+
+
+def field_label(node: ast.expr) -> str | None:
+    """An f-string field as written, when it is a name, an attribute chain, a string-keyed
+    subscript or a call of one (`{rollout_id}`, `{body.rid}`, `{prefix(rid)}`); None otherwise."""
+    match node:
+        case ast.Name(id=name):
+            return name
+        case ast.Attribute(value=base, attr=attr):
+            inner = field_label(base)
+            return f"{inner}.{attr}" if inner else None
+        case ast.Subscript(value=base, slice=ast.Constant(value=str() as key)):
+            inner = field_label(base)
+            return f"{inner}[{key!r}]" if inner else None
+        case ast.Call(func=func):
+            inner = field_label(func)
+            return f"{inner}(...)" if inner else None
+    return None

@@ -4,9 +4,8 @@ and the calls resolution can use recorded as facts."""
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple
 
-from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact, call_fact, worth_recording
+from .calls import CLIENT_METHODS, ROUTING_KWARGS, CallFact, call_fact, own_name_test, worth_recording
 from .expr import (
     NONE,
     SELF,
@@ -30,18 +29,13 @@ from .expr import (
     merge,
     prune,
 )
-from .formats import percent_format, str_format, str_join
+from .facts import Binding
+from .formats import built_value, field_label, percent_format
 from .limits import LIMITS
 
 _TRY_STAR = getattr(ast, "TryStar", ast.Try)  # Python 3.11+
 _SCALARS = (bool, int, float)
 _OPAQUE = frozenset({ast.Compare, ast.UnaryOp, ast.Starred, ast.Set, ast.Slice})
-
-
-class Binding(NamedTuple):
-    name: str
-    expr: Expr
-    line: int
 
 
 Env = dict[str, tuple[Expr, int]]
@@ -94,23 +88,6 @@ class FunctionWalker:
         for stmt in stmts:
             self.stmt(stmt)
 
-    def _own_name_test(self, test: ast.expr) -> tuple[str | None, bool]:
-        """`param == self.config.name` (or `!=`, `is`, either side): the parameter, and whether
-        the test is for equality."""
-        match test:
-            case ast.Compare(
-                left=ast.Name() | ast.Attribute() as left,
-                ops=[ast.Eq() | ast.Is() | ast.NotEq() | ast.IsNot() as op],
-                comparators=[ast.Name() | ast.Attribute() as right],
-            ):
-                sides = [self.expr(left), self.expr(right)]  # names and attributes: no call walked twice
-                own = Attr(Attr(SELF, "config"), "name")
-                if own in sides:
-                    other = sides[1 - sides.index(own)]
-                    if isinstance(other, Param):
-                        return other.name, isinstance(op, (ast.Eq, ast.Is))
-        return None, False
-
     def _branches(self, bodies: list[list[ast.stmt]], keep_base: bool) -> None:
         """Walk alternative bodies from the same start and merge what they bind."""
         start = self.env
@@ -159,7 +136,7 @@ class FunctionWalker:
                     self.bind(target, UNKNOWN, node.lineno)
             case ast.If(test=test, body=body, orelse=orelse):
                 self.expr(test)
-                guarded, equal = self._own_name_test(test)
+                guarded, equal = own_name_test(test, self.expr)
                 if guarded is None:
                     self._branches([body, orelse], keep_base=False)
                     return
@@ -385,7 +362,7 @@ class FunctionWalker:
             self.expr(value.format_spec)
         if value.conversion not in (-1, 115) or value.format_spec is not None:
             return UNKNOWN
-        label = _label(value.value)
+        label = field_label(value.value)
         return Named(label, inner) if label and type(inner) is not Str else inner
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
@@ -431,20 +408,9 @@ class FunctionWalker:
         kwargs = tuple(kwargs_list)
         self._aliases = outer_aliases + self._aliases
 
-        kind = type(func)  # plain checks: this runs for every call in every file
-        if kind is Name:
-            if func.name == "getattr" and len(args) == 2 and type(args[1]) is Str:  # type: ignore[union-attr]
-                return Attr(args[0], args[1].text)  # type: ignore[union-attr]
-            if func.name == "dict" and not args:  # type: ignore[union-attr]
-                return DictOf(kwargs)
-        elif kind is Attr and type(func.base) is Str:  # type: ignore[union-attr]
-            if func.attr == "format":  # type: ignore[union-attr]
-                return str_format(func.base.text, args, kwargs)  # type: ignore[union-attr]
-            items = self.deref(args[0]) if len(args) == 1 and not kwargs else None
-            if func.attr == "join" and isinstance(items, Seq):  # type: ignore[union-attr]
-                return str_join(func.base.text, items)  # type: ignore[union-attr]
-            if func.attr == "join" and type(items) is Unknown and items.limit:  # type: ignore[union-attr]
-                return items  # too many segments to keep: the joined path is cut by the same bound
+        built = built_value(func, args, kwargs, self.deref)
+        if built is not None:
+            return built
         if worth_recording(callee, args, kwargs):
             context = "with" if in_with else self.context
             fact = call_fact(node, self.m.position, func, args, kwargs, client, feeds, context)
@@ -461,21 +427,3 @@ def param_names(args: ast.arguments) -> set[str]:
 def _dotted_tail(expr: Expr) -> str | None:
     """The last name of a callee written as a name or an attribute (`functools.wraps`: `wraps`)."""
     return expr.attr if isinstance(expr, Attr) else expr.name if isinstance(expr, Name) else None
-
-
-def _label(node: ast.expr) -> str | None:
-    """An f-string field as written, when it is a name, an attribute chain, a string-keyed
-    subscript or a call of one (`{rollout_id}`, `{body.rid}`, `{prefix(rid)}`); None otherwise."""
-    match node:
-        case ast.Name(id=name):
-            return name
-        case ast.Attribute(value=base, attr=attr):
-            inner = _label(base)
-            return f"{inner}.{attr}" if inner else None
-        case ast.Subscript(value=base, slice=ast.Constant(value=str() as key)):
-            inner = _label(base)
-            return f"{inner}[{key!r}]" if inner else None
-        case ast.Call(func=func):
-            inner = _label(func)
-            return f"{inner}(...)" if inner else None
-    return None
