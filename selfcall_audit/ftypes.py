@@ -76,6 +76,7 @@ BlockerKind = Literal[
     "call_in_removed_part",
     "helper_name_taken",
     "streamed",
+    "response_use",
     "bound_around_the_call",
     "rebound_in_loop",
     "rebound_after_closure",

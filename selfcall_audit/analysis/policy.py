@@ -10,6 +10,7 @@ This module imports nothing but the value types: a scan can use it without libcs
 types' annotations are evaluated as the classes are made (see `ftypes`).
 """
 
+from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 from ..ftypes import ArgumentRole, Blocker, BlockerKind, CallArgument, CallDescription, CallReceiver
@@ -38,6 +39,23 @@ REWRITTEN_METHODS = frozenset({"post", "request"})
 # What the in-process helper takes (kept as written), and what the rewrite drops.
 KEPT_ROLES: frozenset[str] = frozenset({"url_path", "json", "cookies", "headers"})
 DROPPED_ROLES: frozenset[str] = frozenset({"server_name", "method"})
+# What the in-process helper's response has of aiohttp's `ClientResponse` (the shipped helper's
+# `InProcessResponse`): its attributes and methods, and the reads, coroutines, which are awaited.
+RESPONSE_MEMBERS = frozenset(
+    {
+        "status",
+        "reason",
+        "ok",
+        "url",
+        "headers",
+        "cookies",
+        "content",
+        "request_info",
+        "raise_for_status",
+        "release",
+    }
+)
+RESPONSE_READS = frozenset({"json", "text", "read"})
 # What a `**` expansion of a dict display may pass: kept as written, the helper takes them by name.
 EXPANDABLE: frozenset[str] = frozenset({"json", "cookies", "headers"})
 _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES
@@ -174,6 +192,19 @@ _FORM_BLOCKERS: tuple[tuple[DefinitionForm, BlockerKind], ...] = (
 )
 
 
+def unserved(uses: Iterable[tuple[str, str, bool, bool]]) -> tuple[str, ...]:
+    """The uses of a response, each `(response, member, called, awaited)`, that the helper's
+    response does not serve as the client's did, as written and sorted: `r.status_code` (an httpx
+    response's), `r.json()` not awaited (a read that is not a coroutine)."""
+    found = set()
+    for response, member, called, awaited in uses:
+        if member in RESPONSE_READS and not awaited:
+            found.add(f"{response}.{member}{'()' if called else ''}")
+        elif member not in RESPONSE_READS and member not in RESPONSE_MEMBERS:
+            found.add(f"{response}.{member}")
+    return tuple(sorted(found))
+
+
 class Site(NamedTuple):
     """What the syntax tree around one call shows that the description does not.
 
@@ -181,7 +212,8 @@ class Site(NamedTuple):
     before the call, or binds the helper's name where the call would see it; `walrus`: names a
     `:=` in a removed part of the call binds; `dropped_call`: a call (or `await`) in a removed part,
     which would no longer run; `streamed`: the response expression whose body is
-    read as a stream; `reaches`: what can be bound to `self` and each name the removed parts read."""
+    read as a stream; `unserved`: the uses of the response the helper's does not serve (see
+    `unserved`); `reaches`: what can be bound to `self` and each name the removed parts read."""
 
     callee: str
     self_name: str
@@ -191,6 +223,7 @@ class Site(NamedTuple):
     walrus: tuple[str, ...] = ()
     dropped_call: str | None = None
     streamed: str | None = None
+    unserved: tuple[str, ...] = ()
     reaches: tuple[Reach, ...] = ()  # `self` and each name the removed parts read
 
 
@@ -208,6 +241,8 @@ def site_blocker(site: Site) -> Blocker | None:
         return Blocker("helper_name_taken", site.callee, site.helper_binding)
     if site.streamed:
         return Blocker("streamed", site.streamed)
+    if site.unserved:
+        return Blocker("response_use", names=site.unserved)
     for reach in site.reaches:
         blocker = name_blocker(reach, is_self=reach.name == site.self_name)
         if blocker is not None:

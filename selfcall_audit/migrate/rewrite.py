@@ -104,6 +104,7 @@ class _Planner:
         rebound = self.rebound[method, self_name]
         scopes = [method, *scope.nested_scopes(site.ancestors, at)]
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
+        response = scope.bound_response(site.ancestors)
         site_facts = policy.Site(
             callee=self.callee,
             self_name=self_name,
@@ -112,7 +113,8 @@ class _Planner:
             helper_binding=None if self.clash is None else self._line(self.clash),
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
-            streamed=scope.streamed_response(site.ancestors, method),
+            streamed=scope.streamed_response(response, method),
+            unserved=policy.unserved(scope.response_uses(response, site.ancestors, method)),
             reaches=tuple(self.flows.reach(scopes, site.ancestors, site.call, name) for name in names),
         )
         blocker = policy.site_blocker(site_facts)

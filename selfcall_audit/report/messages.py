@@ -70,6 +70,8 @@ _REASONS = {
     "helper_name_taken": "`{name}` already names something else here (line {line}); "
     "choose the helper's name with --helper MODULE:NAME",
     "streamed": "the response body is streamed (`{name}`); the in-process helper buffers it",
+    "response_use": "the response is used as the in-process helper's is not ({names}): it answers as "
+    "aiohttp's `ClientResponse` does, whose `json()`, `text()` and `read()` are awaited",
     "bound_around_the_call": "`{name}` at the call is bound by a lambda or comprehension around it",
     "rebound_in_loop": "`{name}` is bound again at line {line}, in a loop around the call: a later pass "
     "may post elsewhere",

@@ -6,13 +6,16 @@ checks the call it finds in the file against the description before trusting it.
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from selfcall_audit.analysis import policy
 from selfcall_audit.config import DEFAULT_HELPER, load_settings
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver, Finding
+from selfcall_audit.inprocess import InProcessResponse
 from selfcall_audit.migrate.imports import Helper
 from selfcall_audit.migrate.rewrite import rewrite_source
 from selfcall_audit.orchestration.project import Project
@@ -258,3 +261,28 @@ def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_sa
 
     assert after == source
     assert outcome.reason == "the call is in a decorator, evaluated once when the function is defined"
+
+
+def test_the_response_uses_the_policy_allows_are_those_the_shipped_helpers_response_serves() -> None:
+    response = InProcessResponse((200, [], b"{}"), SimpleNamespace(url="http://agent/v1/responses"))
+    served = {name for name in dir(response) if not name.startswith("_")}
+    assert served == policy.RESPONSE_MEMBERS | policy.RESPONSE_READS
+    assert all(
+        inspect.iscoroutinefunction(getattr(InProcessResponse, name)) for name in policy.RESPONSE_READS
+    )
+    assert not any(inspect.iscoroutinefunction(getattr(response, n)) for n in policy.RESPONSE_MEMBERS)
+
+
+@pytest.mark.parametrize(
+    ("uses", "unserved"),
+    [
+        ([("r", "json", True, True), ("r", "status", False, False), ("r", "content", False, False)], ()),
+        ([("r", "json", True, False)], ("r.json()",)),  # httpx's json() is no coroutine
+        ([("r", "text", False, False), ("r", "status_code", False, False)], ("r.status_code", "r.text")),
+        ([("r", "read", False, False), ("r", "read", True, False)], ("r.read", "r.read()")),
+    ],
+)
+def test_a_response_used_otherwise_than_the_helpers_is_named(uses, unserved) -> None:
+    assert policy.unserved(uses) == unserved
+    site = policy.Site("responses_in_process", "self", unserved=policy.unserved(uses))
+    assert (policy.site_blocker(site) is None) == (not unserved)
