@@ -23,6 +23,7 @@ from . import policy
 from .parsing import parse
 from .policy import Reach
 from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
+from .responses import bound_response, response_uses, streamed
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
@@ -239,14 +240,14 @@ def _method_site(
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
-    response = _bound_response(ancestors)
+    response = bound_response(ancestors)
     return MethodSite(
         self_rebinding=tree.rebound(method, self_name),
         self_shadowed=_shadows(nested, self_name),
         walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
         dropped_call=_first_call(dropped),
-        streamed=_streamed(response, lambda: tree.attributes(method)),
-        unserved=policy.unserved(_response_uses(response, ancestors, lambda: tree.flows.walked(method))),
+        streamed=streamed(response, lambda: tree.attributes(method)),
+        unserved=policy.unserved(response_uses(response, ancestors, lambda: tree.flows.walked(method))),
         names=names,
         reaches=tuple(tree.flows.local_reach([method, *nested], ancestors, node, name) for name in names),
     )
@@ -357,61 +358,3 @@ def _first_call(parts: Sequence[ast.AST]) -> str | None:
             if isinstance(node, (ast.Yield, ast.YieldFrom)):
                 return "yield"
     return None
-
-
-def _bound_response(ancestors: Sequence[ast.AST]) -> str | None:
-    """The name the call's response is bound to by `r = await <call>`, if it is."""
-    parent = ancestors[-1]
-    holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
-    if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
-        target = holder.targets[0]
-    elif isinstance(holder, ast.AnnAssign):
-        target = holder.target
-    else:
-        return None
-    return target.id if isinstance(target, ast.Name) else None
-
-
-def _streamed(response: str | None, attributes: Callable[[], list[ast.Attribute]]) -> str | None:
-    """`r.content.iter_chunked(...)` and the like on the response bound to `r`."""
-    if response is None:
-        return None
-
-    def content(node: ast.AST) -> bool:
-        return (
-            isinstance(node, ast.Attribute)
-            and node.attr == "content"
-            and isinstance(node.value, ast.Name)
-            and node.value.id == response
-        )
-
-    read = attributes()  # the method's attribute reads: walked only for a response bound to a name
-    reads = sum(n.attr == "read" and content(n.value) for n in read)
-    if sum(content(n) for n in read) > reads:
-        return f"{response}.content"
-    return None
-
-
-def _response_uses(
-    response: str | None, ancestors: Sequence[ast.AST], walked: Callable[[], list[ast.AST]]
-) -> Iterator[tuple[str, str, bool, bool]]:
-    """The uses of the call's response (see `policy.unserved`): through the name it is bound to,
-    or on the awaited call itself (`(await <call>).json()`)."""
-    if response is None:
-        chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], ast.Await) else None
-        if isinstance(chained, ast.Attribute):
-            call = ancestors[-3] if len(ancestors) > 2 else None
-            called = isinstance(call, ast.Call) and call.func is chained
-            yield (
-                "(await ...)",
-                chained.attr,
-                called,
-                called and len(ancestors) > 3 and isinstance(ancestors[-4], ast.Await),
-            )
-        return
-    nodes = walked()
-    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
-    awaited = {id(n.value.func) for n in nodes if isinstance(n, ast.Await) and isinstance(n.value, ast.Call)}
-    for node in nodes:
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == response:
-            yield response, node.attr, id(node) in called, id(node) in awaited
