@@ -29,6 +29,7 @@ from .imports import add_import, ident, imported_name
 from .locate import Paths, Plan, Site, describe, locate, mismatch
 from .region import region
 from .splice import SpliceError, spliced
+from .walk import descendants
 
 
 class _Planner:
@@ -105,6 +106,7 @@ class _Planner:
         scopes = [method, *scope.nested_scopes(site.ancestors, at)]
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         response = scope.bound_response(site.ancestors)
+        nodes = list(descendants(method)) if response is not None else []  # one walk for both questions
         site_facts = policy.Site(
             callee=self.callee,
             self_name=self_name,
@@ -113,8 +115,8 @@ class _Planner:
             helper_binding=None if self.clash is None else self._line(self.clash),
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
-            streamed=scope.streamed_response(response, method),
-            unserved=policy.unserved(scope.response_uses(response, site.ancestors, method)),
+            streamed=scope.streamed_response(response, nodes),
+            unserved=policy.unserved(scope.response_uses(response, site.ancestors, nodes)),
             reaches=tuple(self.flows.reach(scopes, site.ancestors, site.call, name) for name in names),
         )
         blocker = policy.site_blocker(site_facts)

@@ -184,12 +184,13 @@ def bound_response(ancestors: Sequence[cst.CSTNode]) -> str | None:
     return target.value if isinstance(target, cst.Name) else None
 
 
-def streamed_response(response: str | None, method: cst.FunctionDef) -> str | None:
-    """`r.content.iter_chunked(...)` and the like on the response bound to `r`."""
+def streamed_response(response: str | None, nodes: Sequence[cst.CSTNode]) -> str | None:
+    """`r.content.iter_chunked(...)` and the like on the response bound to `r`; `nodes`: the
+    method's."""
     if response is None:
         return None
-    uses = reads = 0  # `r.content`, and `r.content.read` among them: one walk of the method
-    for node in descendants(method):
+    uses = reads = 0  # `r.content`, and `r.content.read` among them
+    for node in nodes:
         if isinstance(node, cst.Attribute):
             if _is_content(node, response):
                 uses += 1
@@ -199,10 +200,11 @@ def streamed_response(response: str | None, method: cst.FunctionDef) -> str | No
 
 
 def response_uses(
-    response: str | None, ancestors: Sequence[cst.CSTNode], method: cst.FunctionDef
+    response: str | None, ancestors: Sequence[cst.CSTNode], nodes: Sequence[cst.CSTNode]
 ) -> Iterator[tuple[str, str, bool, bool]]:
     """The uses of the call's response, each `(response, member, called, awaited)`: through the
-    name it is bound to, or on the awaited call itself (`(await <call>).json()`)."""
+    name it is bound to (`nodes`: the method's), or on the awaited call itself
+    (`(await <call>).json()`)."""
     if response is None:
         chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], cst.Await) else None
         if isinstance(chained, cst.Attribute):
@@ -211,7 +213,6 @@ def response_uses(
             awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
             yield "(await ...)", chained.attr.value, called, awaited
         return
-    nodes = list(descendants(method))
     called = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
     awaited = {
         id(n.expression.func)
