@@ -23,7 +23,7 @@ from . import policy
 from .parsing import parse
 from .policy import Reach
 from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
-from .responses import bound_response, response_uses, streamed
+from .responses import bound_response, response_uses, streamed, unreached
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
@@ -240,14 +240,20 @@ def _method_site(
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
-    response = bound_response(ancestors)
+    bound = bound_response(ancestors)
+    response = bound[0] if bound else None
+    skip = unreached(tree.flows, method, nested, bound)  # where the name holds something else
     return MethodSite(
         self_rebinding=tree.rebound(method, self_name),
         self_shadowed=_shadows(nested, self_name),
         walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
         dropped_call=_first_call(dropped),
-        streamed=streamed(response, lambda: tree.attributes(method)),
-        unserved=policy.unserved(response_uses(response, ancestors, lambda: tree.flows.walked(method))),
+        streamed=streamed(response, lambda: [n for n in tree.attributes(method) if id(n) not in skip]),
+        unserved=policy.unserved(
+            response_uses(
+                response, ancestors, lambda: [n for n in tree.flows.walked(method) if id(n) not in skip]
+            )
+        ),
         names=names,
         reaches=tuple(tree.flows.local_reach([method, *nested], ancestors, node, name) for name in names),
     )

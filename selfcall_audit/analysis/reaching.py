@@ -306,7 +306,7 @@ class Flows:
                 break
         if owner is None:
             return None
-        states, writer = self._flow(owner, name)
+        states, writer = self.flow(owner, name)
         path = [*ancestors, call]
         inner = path[path.index(owner) + 1 :]
         closure = next((n for n in inner if isinstance(n, (*FUNCTIONS, ast.Lambda))), None)
@@ -330,7 +330,7 @@ class Flows:
             nonlocal_line=writer,
         )
 
-    def _flow(self, owner: ast.AST, name: str) -> tuple[dict[ast.AST, State], int | None]:
+    def flow(self, owner: ast.AST, name: str) -> tuple[dict[ast.AST, State], int | None]:
         """The states through `owner` for `name`, and the line of a nested function that rebinds
         it through `nonlocal`."""
         if (owner, name) not in self._flows:

@@ -1,15 +1,22 @@
-"""How the response of a self-call is used, read with Python's own `ast` (`migrate.scope` reads the
-same on libcst's tree for `fix`): streamed through `r.content`, or through uses the helper's
-response does not serve (`policy.unserved` decides which)."""
+"""How the response of a self-call is used, read with Python's own `ast` (`migrate.responses`
+reads the same on libcst's tree for `fix`): streamed through `r.content`, or through uses the
+helper's response does not serve (`policy.unserved` decides which). A use counts where the
+response's binding can reach it: once the name is bound again (`r = await r.json()`), what it
+holds is not the response."""
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator, Sequence
 
+from .reaching import FUNCTIONS, Flows, ident
 
-def bound_response(ancestors: Sequence[ast.AST]) -> str | None:
-    """The name the call's response is bound to by `r = await <call>`, if it is."""
+Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statement binding it
+_LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
+
+
+def bound_response(ancestors: Sequence[ast.AST]) -> Bound | None:
+    """The name the call's response is bound to by `r = await <call>`, if it is, and the binding."""
     parent = ancestors[-1]
     holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
     if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
@@ -18,7 +25,33 @@ def bound_response(ancestors: Sequence[ast.AST]) -> str | None:
         target = holder.target
     else:
         return None
-    return target.id if isinstance(target, ast.Name) else None
+    return (target.id, holder) if isinstance(target, ast.Name) else None
+
+
+def unreached(
+    flows: Flows, method: ast.AST, nested: Sequence[ast.AST], bound: Bound | None
+) -> frozenset[int]:
+    """The method's nodes (their ids) that run where the response's binding cannot be current:
+    none when the binding is not the method's own, or when something else can rebind the name at
+    any time (a `global` or `nonlocal` statement, a nested function's `nonlocal`)."""
+    if bound is None or nested:
+        return frozenset()
+    name = ident(bound[0])
+    if any(isinstance(node, (ast.Global, ast.Nonlocal)) for node in flows.own(method, name)):
+        return frozenset()
+    states, writer = flows.flow(method, name)
+    if writer is not None:
+        return frozenset()
+    found: set[int] = set()
+    for node, state in states.items():
+        if bound[1] in state or isinstance(node, _LATER):
+            continue
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            found.add(id(current))
+            stack += [child for child in ast.iter_child_nodes(current) if not isinstance(child, _LATER)]
+    return frozenset(found)
 
 
 def streamed(response: str | None, attributes: Callable[[], list[ast.Attribute]]) -> str | None:

@@ -194,7 +194,7 @@ class Flows:
             self._in_body[key] = bindings(function.body, name)
         return self._in_body[key]
 
-    def _bindings(self, scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
+    def own(self, scope: cst.CSTNode, name: str) -> list[cst.CSTNode]:
         """What binds `name` in `scope`'s own scope (`global` and `nonlocal` statements included)."""
         key = (scope, name)
         if key not in self._own:
@@ -215,7 +215,7 @@ class Flows:
                 if found and not all(isinstance(node, cst.NamedExpr) for node in found):
                     return Reach(name, "nested", ())  # a `:=` binds in the function around it
                 continue
-            own = self._bindings(scope, name)
+            own = self.own(scope, name)
             if any(isinstance(node, cst.Global) for node in own):
                 break
             if own and not any(isinstance(node, cst.Nonlocal) for node in own):
@@ -226,7 +226,7 @@ class Flows:
                 self._globals[name] = global_reach(self.module, name, self.line)
             return self._globals[name]
         assert isinstance(owner, cst.FunctionDef)
-        states, writer = self._flow(owner, name)
+        states, writer = self.flow(owner, name)
         path = [*ancestors, call]
         inner = path[path.index(owner) + 1 :]
         closure = next((n for n in inner if isinstance(n, (cst.FunctionDef, cst.Lambda))), None)
@@ -234,7 +234,7 @@ class Flows:
         at = path.index(point)
         found = set(next((states[n] for n in reversed(path[: at + 1]) if n in states), frozenset()))
         if closure is not None:  # it runs later: any binding of the name can be current then
-            found |= set(self._bindings(owner, name))
+            found |= set(self.own(owner, name))
         start = self.line(point)
         parents = _parents(owner) if any(isinstance(d, cst.AsName) for d in found) else {}
         definitions = {
@@ -253,10 +253,10 @@ class Flows:
 
     def _rebinds(self, function: cst.CSTNode, name: str) -> bool:
         """Does `function` declare `name` nonlocal and bind it?"""
-        own = self._bindings(function, name)
+        own = self.own(function, name)
         return len(own) > 1 and any(isinstance(node, cst.Nonlocal) for node in own)
 
-    def _flow(self, owner: cst.FunctionDef, name: str) -> tuple[dict[cst.CSTNode, State], int | None]:
+    def flow(self, owner: cst.FunctionDef, name: str) -> tuple[dict[cst.CSTNode, State], int | None]:
         """The states through `owner` for `name`, and the line of a nested function that rebinds
         it through `nonlocal`."""
         key = (owner, name)

@@ -22,7 +22,7 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 from ..analysis import policy
 from ..ftypes import Blocker, CallDescription, Finding
 from ..report.messages import reason
-from . import arguments, flow, scope
+from . import arguments, flow, responses, scope
 from .aliases import unused_aliases
 from .fixes import CodemodError, Helper, Move, Outcome
 from .imports import add_import, ident, imported_name
@@ -103,21 +103,26 @@ class _Planner:
             rebinding = scope.bindings(method.body, self_name, own_scope=True) if rebinds else []
             self.rebound[method, self_name] = min(rebinding, key=self._line, default=None)
         rebound = self.rebound[method, self_name]
-        scopes = [method, *scope.nested_scopes(site.ancestors, at)]
+        nested = scope.nested_scopes(site.ancestors, at)
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
-        response = scope.bound_response(site.ancestors)
-        nodes = list(descendants(method)) if response is not None else []  # one walk for both questions
+        bound = responses.bound_response(site.ancestors)
+        response = bound[0] if bound else None
+        skip = responses.unreached(self.flows, method, nested, bound)  # where the name holds something else
+        # one walk for both questions about the response
+        nodes = [n for n in descendants(method) if id(n) not in skip] if bound is not None else []
         site_facts = policy.Site(
             callee=self.callee,
             self_name=self_name,
             self_rebinding=None if rebound is None else self._line(rebound),
-            self_shadowed=scope.shadows(scope.nested_scopes(site.ancestors, at), self_name),
+            self_shadowed=scope.shadows(nested, self_name),
             helper_binding=None if self.clash is None else self._line(self.clash),
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
-            streamed=scope.streamed_response(response, nodes),
-            unserved=policy.unserved(scope.response_uses(response, site.ancestors, nodes)),
-            reaches=tuple(self.flows.reach(scopes, site.ancestors, site.call, name) for name in names),
+            streamed=responses.streamed_response(response, nodes),
+            unserved=policy.unserved(responses.response_uses(response, site.ancestors, nodes)),
+            reaches=tuple(
+                self.flows.reach([method, *nested], site.ancestors, site.call, name) for name in names
+            ),
         )
         blocker = policy.site_blocker(site_facts)
         if blocker is not None:

@@ -5,7 +5,7 @@ locals by name. The codemod asks these questions; `policy` decides what the answ
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import libcst as cst
 import libcst.matchers as m
@@ -169,70 +169,3 @@ def reads_locals(function: cst.FunctionDef) -> bool:
 def nested_scopes(ancestors: Sequence[cst.CSTNode], method_index: int) -> list[cst.CSTNode]:
     """The functions, lambdas and comprehensions between the method and the call."""
     return [node for node in ancestors[method_index + 1 :] if isinstance(node, _NEW_SCOPES + COMPREHENSIONS)]
-
-
-def bound_response(ancestors: Sequence[cst.CSTNode]) -> str | None:
-    """The name the call's response is bound to by `r = await <call>`, if it is."""
-    parent = ancestors[-1]
-    holder = ancestors[-2] if isinstance(parent, cst.Await) and len(ancestors) > 1 else parent
-    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
-        target = holder.targets[0].target
-    elif isinstance(holder, cst.AnnAssign):
-        target = holder.target
-    else:
-        return None
-    return target.value if isinstance(target, cst.Name) else None
-
-
-def streamed_response(response: str | None, nodes: Sequence[cst.CSTNode]) -> str | None:
-    """`r.content.iter_chunked(...)` and the like on the response bound to `r`; `nodes`: the
-    method's."""
-    if response is None:
-        return None
-    uses = reads = 0  # `r.content`, and `r.content.read` among them
-    for node in nodes:
-        if isinstance(node, cst.Attribute):
-            if _is_content(node, response):
-                uses += 1
-            elif node.attr.value == "read" and _is_content(node.value, response):
-                reads += 1
-    return f"{response}.content" if uses > reads else None
-
-
-def response_uses(
-    response: str | None, ancestors: Sequence[cst.CSTNode], nodes: Sequence[cst.CSTNode]
-) -> Iterator[tuple[str, str, bool, bool]]:
-    """The uses of the call's response, each `(response, member, called, awaited)`: through the
-    name it is bound to (`nodes`: the method's), or on the awaited call itself
-    (`(await <call>).json()`)."""
-    if response is None:
-        chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], cst.Await) else None
-        if isinstance(chained, cst.Attribute):
-            call = ancestors[-3] if len(ancestors) > 2 else None
-            called = isinstance(call, cst.Call) and call.func is chained
-            awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
-            yield "(await ...)", chained.attr.value, called, awaited
-        return
-    called = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
-    awaited = {
-        id(n.expression.func)
-        for n in nodes
-        if isinstance(n, cst.Await) and isinstance(n.expression, cst.Call)
-    }
-    for node in nodes:
-        if (
-            isinstance(node, cst.Attribute)
-            and isinstance(node.value, cst.Name)
-            and node.value.value == response
-        ):
-            yield response, node.attr.value, id(node) in called, id(node) in awaited
-
-
-def _is_content(node: cst.CSTNode, name: str) -> bool:
-    """`name.content`, as the matcher `Attribute(value=Name(name), attr=Name("content"))` reads it."""
-    return (
-        isinstance(node, cst.Attribute)
-        and isinstance(node.value, cst.Name)
-        and node.value.value == name
-        and node.attr.value == "content"
-    )

@@ -57,7 +57,7 @@ def test_a_flow_finds_what_searching_every_part_finds(name: str) -> None:
     function = module.body[0]
     assert isinstance(function, cst.FunctionDef)
 
-    states, _ = flow.Flows(module, lambda node: 0)._flow(function, name)
+    states, _ = flow.Flows(module, lambda node: 0).flow(function, name)
 
     assert states == searched_part_by_part(function, name)
 
@@ -87,6 +87,6 @@ def test_a_name_the_body_never_binds_costs_one_search(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(flow, "bindings", counted)
 
-    flow.Flows(module, lambda node: 0)._flow(function, "self")
+    flow.Flows(module, lambda node: 0).flow(function, "self")
 
     assert searched == [function.body, function.params]

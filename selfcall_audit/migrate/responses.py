@@ -1,0 +1,112 @@
+"""How the response of a self-call is used, read on libcst's tree (`analysis.responses` reads the
+same with `ast` for `scan`): streamed through `r.content`, or through uses the helper's response
+does not serve (`policy.unserved` decides which). A use counts where the response's binding can
+reach it: once the name is bound again (`r = await r.json()`), what it holds is not the response."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from .flow import Flows
+from .imports import ident
+from .walk import children
+
+Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its binding in the flow
+_LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
+
+
+def bound_response(ancestors: Sequence[cst.CSTNode]) -> Bound | None:
+    """The name the call's response is bound to by `r = await <call>`, if it is, and the binding
+    (the `AssignTarget`, or the `AnnAssign`)."""
+    parent = ancestors[-1]
+    holder = ancestors[-2] if isinstance(parent, cst.Await) and len(ancestors) > 1 else parent
+    if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
+        binding: cst.CSTNode = holder.targets[0]
+        target = holder.targets[0].target
+    elif isinstance(holder, cst.AnnAssign):
+        binding, target = holder, holder.target
+    else:
+        return None
+    return (target.value, binding) if isinstance(target, cst.Name) else None
+
+
+def unreached(
+    flows: Flows, method: cst.FunctionDef, nested: Sequence[cst.CSTNode], bound: Bound | None
+) -> frozenset[int]:
+    """The method's nodes (their ids) that run where the response's binding cannot be current:
+    none when the binding is not the method's own, or when something else can rebind the name at
+    any time (a `global` or `nonlocal` statement, a nested function's `nonlocal`)."""
+    if bound is None or nested:
+        return frozenset()
+    name = ident(bound[0])
+    if any(isinstance(node, (cst.Global, cst.Nonlocal)) for node in flows.own(method, name)):
+        return frozenset()
+    states, writer = flows.flow(method, name)
+    if writer is not None:
+        return frozenset()
+    found: set[int] = set()
+    for node, state in states.items():
+        if bound[1] in state or isinstance(node, _LATER):
+            continue
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            found.add(id(current))
+            stack += [child for child in children(current) if not isinstance(child, _LATER)]
+    return frozenset(found)
+
+
+def streamed_response(response: str | None, nodes: Sequence[cst.CSTNode]) -> str | None:
+    """`r.content.iter_chunked(...)` and the like on the response bound to `r`; `nodes`: the
+    method's where the binding reaches."""
+    if response is None:
+        return None
+    uses = reads = 0  # `r.content`, and `r.content.read` among them
+    for node in nodes:
+        if isinstance(node, cst.Attribute):
+            if _is_content(node, response):
+                uses += 1
+            elif node.attr.value == "read" and _is_content(node.value, response):
+                reads += 1
+    return f"{response}.content" if uses > reads else None
+
+
+def response_uses(
+    response: str | None, ancestors: Sequence[cst.CSTNode], nodes: Sequence[cst.CSTNode]
+) -> Iterator[tuple[str, str, bool, bool]]:
+    """The uses of the call's response, each `(response, member, called, awaited)`: through the
+    name it is bound to (`nodes`: the method's where the binding reaches), or on the awaited call itself
+    (`(await <call>).json()`)."""
+    if response is None:
+        chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], cst.Await) else None
+        if isinstance(chained, cst.Attribute):
+            call = ancestors[-3] if len(ancestors) > 2 else None
+            called = isinstance(call, cst.Call) and call.func is chained
+            awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
+            yield "(await ...)", chained.attr.value, called, awaited
+        return
+    called = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
+    awaited = {
+        id(n.expression.func)
+        for n in nodes
+        if isinstance(n, cst.Await) and isinstance(n.expression, cst.Call)
+    }
+    for node in nodes:
+        if (
+            isinstance(node, cst.Attribute)
+            and isinstance(node.value, cst.Name)
+            and node.value.value == response
+        ):
+            yield response, node.attr.value, id(node) in called, id(node) in awaited
+
+
+def _is_content(node: cst.CSTNode, name: str) -> bool:
+    """`name.content`, as the matcher `Attribute(value=Name(name), attr=Name("content"))` reads it."""
+    return (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == name
+        and node.attr.value == "content"
+    )
