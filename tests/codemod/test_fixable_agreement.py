@@ -1,5 +1,6 @@
 """`scan` and `fix` agree on what is fixable: over a corpus of shapes (every codemod case, the
-module bindings of the helper's name and the data-flow shapes of the safety specs), each SCA001
+module bindings of the helper's name, the data-flow shapes of the safety specs and the paths from
+a response's binding to its uses), each SCA001
 finding `scan` marks fixable is one `fix` rewrites, and each one it does not mark is one `fix`
 leaves, for the same reason. `scan` reads the tree around a call with `ast`, `fix` with libcst."""
 
@@ -30,6 +31,39 @@ FLOW_BODIES = {
     "        response = await later()",
     "nonlocal": "        def switch():\n            nonlocal target\n            target = names\n        switch()\n        CALL",
 }
+# the response's binding, reaching the uses after it on some paths or on none: is it fixable?
+RESPONSE_BODIES = {
+    "rebound-on-every-path": (
+        True,
+        "        CALL\n        if names:\n            response = names\n        else:\n"
+        "            response = None\n        response.status_code",
+    ),
+    "read-before": (True, "        response = names\n        response.status_code\n        CALL"),
+    "rebound-on-one-path": (
+        False,
+        "        CALL\n        match names:\n            case [first]:\n                response = first\n"
+        "            case _:\n                pass\n        response.status_code",
+    ),
+    "rebound-in-try": (
+        False,
+        "        try:\n            CALL\n            response = await response.json()\n"
+        "        except ValueError:\n            response.status_code",
+    ),
+    "rebound-in-with": (
+        False,
+        "        with suppress(KeyError):\n            CALL\n            response = await response.json()\n"
+        "        response.status_code",
+    ),
+    "read-before-in-loop": (
+        False,
+        "        while names:\n            response.status_code\n            CALL",
+    ),
+    "walrus-after": (
+        False,
+        "        CALL\n        if (response := names):\n            pass\n        response.status_code",
+    ),
+    "lambda": (False, "        CALL\n        later = lambda: response.status_code\n        response = later"),
+}
 SHAPES: dict[str, bytes | None] = {
     **{f"case-{case.name}": None for case in sorted(CASES.iterdir()) if case.is_dir()},
     **{
@@ -39,6 +73,10 @@ SHAPES: dict[str, bytes | None] = {
     **{
         f"flow-{name}": FLOW.format(module="", body=body.replace("CALL", CALL)).encode()
         for name, body in FLOW_BODIES.items()
+    },
+    **{
+        f"response-{name}": FLOW.format(module="", body=body.replace("CALL", CALL)).encode()
+        for name, (_, body) in RESPONSE_BODIES.items()
     },
 }
 
@@ -85,3 +123,12 @@ def test_fix_given_another_helper_name_decides_the_name_clash_again(tmp_path: Pa
     assert [f["fixable"] for f in scanned] == [False]
     assert NOT_REWRITTEN.findall(fixed.stdout) == []
     assert "await call_in_process(\n            self," in (root / APP).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(RESPONSE_BODIES))
+def test_a_response_use_counts_where_the_binding_reaches_it(name: str, tmp_path: Path, cli) -> None:
+    root = _project(tmp_path / "repo", f"response-{name}")
+
+    scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
+
+    assert [f["fixable"] for f in scanned if f["code"] == "SCA001"] == [RESPONSE_BODIES[name][0]]
