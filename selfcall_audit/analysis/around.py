@@ -20,9 +20,10 @@ from typing import NamedTuple
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
+from .names import COMPREHENSIONS, FUNCTIONS, bindings, binds, ident, read_names
 from .parsing import parse
 from .policy import Reach
-from .reaching import COMPREHENSIONS, FUNCTIONS, Flows, bindings, binds, ident, line_of, read_names
+from .reaching import Flows, line_of
 from .responses import bound_response, response_uses, streamed, unreached
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)

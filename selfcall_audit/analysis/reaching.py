@@ -8,10 +8,10 @@ identifiers.
 from __future__ import annotations
 
 import ast
-import unicodedata
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .names import COMPREHENSIONS, FUNCTIONS, bindings, binds, binds_here, ident, named
 from .policy import Definition, Reach
 
 if TYPE_CHECKING:
@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 State = frozenset[ast.AST]
 _UNBOUND = ast.Pass()  # stands for "no binding yet" in a state
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
 _FORMS: tuple[tuple[type, DefinitionForm], ...] = (
     (ast.arg, "param"),
@@ -37,11 +35,6 @@ _FORMS: tuple[tuple[type, DefinitionForm], ...] = (
 )
 
 
-def ident(name: str) -> str:
-    """An identifier as Python reads it: NFKC-normalised (a fullwidth `s` in `self` is `s`)."""
-    return name if name.isascii() else unicodedata.normalize("NFKC", name)
-
-
 def line_of(node: ast.AST) -> int:
     if isinstance(node, ast.withitem):
         return (node.optional_vars or node.context_expr).lineno
@@ -52,81 +45,6 @@ def form_of(node: ast.AST) -> DefinitionForm:
     if node is _UNBOUND:
         return "unbound"
     return next((form for kind, form in _FORMS if isinstance(node, kind)), "other")
-
-
-def binds(target: ast.AST | None, name: str) -> bool:
-    """Does an assignment to `target` bind `name` (`name`, `a, name`, `[*name]`)?"""
-    match target:
-        case ast.Name(id=value):
-            return ident(value) == name
-        case ast.Tuple(elts=elements) | ast.List(elts=elements):
-            return any(binds(element, name) for element in elements)
-        case ast.Starred(value=value):
-            return binds(value, name)
-    return False
-
-
-def _named(value: str | None, name: str) -> bool:
-    return value is not None and ident(value) == name
-
-
-_BINDERS = frozenset(
-    {
-        ast.arg, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor,
-        ast.comprehension, ast.withitem, ast.Delete, ast.alias, ast.ExceptHandler, ast.FunctionDef,
-        ast.AsyncFunctionDef, ast.ClassDef, ast.Global, ast.Nonlocal, ast.MatchAs, ast.MatchStar,
-        ast.MatchMapping, *(getattr(ast, "TypeAlias", ast.Assign),),
-    }
-)  # fmt: skip
-
-
-def _binds_here(node: ast.AST, name: str) -> bool:
-    """Does `node` itself bind `name` (not something inside it)?"""
-    if type(node) not in _BINDERS:  # most nodes: asked of every node a walk meets
-        return False
-    match node:
-        case ast.arg(arg=arg):
-            return _named(arg, name)
-        case ast.Assign(targets=targets):
-            return any(binds(t, name) for t in targets)
-        case ast.AnnAssign(target=target) | ast.AugAssign(target=target) | ast.NamedExpr(target=target):
-            return binds(target, name)
-        case ast.For(target=target) | ast.AsyncFor(target=target) | ast.comprehension(target=target):
-            return binds(target, name)
-        case ast.withitem(optional_vars=target):
-            return binds(target, name)
-        case ast.Delete(targets=targets):
-            return any(binds(t, name) for t in targets)
-        case ast.alias(name=dotted, asname=asname):
-            return _named(asname, name) if asname else _named(dotted.split(".")[0], name)
-        case ast.ExceptHandler(name=handler):
-            return _named(handler, name)
-        case ast.FunctionDef(name=own) | ast.AsyncFunctionDef(name=own) | ast.ClassDef(name=own):
-            return _named(own, name)
-        case ast.Global(names=names) | ast.Nonlocal(names=names):
-            return any(_named(n, name) for n in names)
-        case ast.MatchAs(name=own) | ast.MatchStar(name=own):
-            return _named(own, name)
-        case ast.MatchMapping(rest=rest):
-            return _named(rest, name)
-    return isinstance(node, getattr(ast, "TypeAlias", ())) and binds(node.name, name)  # type: ignore[attr-defined]
-
-
-def bindings(root: ast.AST | Sequence[ast.AST], name: str, own_scope: bool = False) -> list[ast.AST]:
-    """The nodes in `root` that bind `name`, in source order (only in `root`'s own scope with
-    `own_scope`: nested functions, lambdas and classes bind their name and nothing more, and a
-    comprehension's `for` targets stay inside it)."""
-    found: list[ast.AST] = []
-    stack: list[ast.AST] = list(reversed(root)) if isinstance(root, Sequence) else [root]
-    first = None if isinstance(root, Sequence) else root
-    while stack:
-        node = stack.pop()
-        if _binds_here(node, name) and not (own_scope and isinstance(node, ast.comprehension)):
-            found.append(node)
-        if own_scope and node is not first and isinstance(node, (*FUNCTIONS, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-    return found
 
 
 class _Flow:
@@ -223,7 +141,7 @@ class _Flow:
         if node.orelse:
             ends = self.block(node.orelse, ends)
         for handler in node.handlers:
-            entry = frozenset({handler}) if _named(handler.name, self.name) else raised
+            entry = frozenset({handler}) if named(handler.name, self.name) else raised
             ends |= self.block(handler.body, entry)
         if node.finalbody:
             ends = self.block(node.finalbody, ends | raised)
@@ -253,13 +171,10 @@ class Flows:
         `self` above all, are bound by a parameter or nowhere."""
         if (scope, name) not in self._own:
             parameters = _parameters(scope)
-            if any(
-                type(node) in _BINDERS and node not in parameters and _binds_here(node, name)
-                for node in self.walked(scope)
-            ):
+            if any(binds_here(node, name) and node not in parameters for node in self.walked(scope)):
                 found = bindings(scope, name, own_scope=True)
             else:
-                found = [node for node in parameters if _binds_here(node, name)]
+                found = [node for node in parameters if binds_here(node, name)]
             self._own[scope, name] = [node for node in found if node is not scope]
         return self._own[scope, name]
 
@@ -376,7 +291,7 @@ def global_reach(module: ast.AST, name: str) -> Reach:
     """A global: its module-level bindings, and any function's `global` statement that rebinds it."""
     own = [node for node in bindings(module, name, own_scope=True) if not isinstance(node, ast.Global)]
     writer = next(
-        (n for n in ast.walk(module) if isinstance(n, ast.Global) and any(_named(g, name) for g in n.names)),
+        (n for n in ast.walk(module) if isinstance(n, ast.Global) and any(named(g, name) for g in n.names)),
         None,
     )
     definitions = tuple(Definition(form_of(node), line_of(node)) for node in own)
@@ -386,21 +301,3 @@ def global_reach(module: ast.AST, name: str) -> Reach:
         definitions or (Definition("unbound", 0),),
         global_line=None if writer is None else line_of(writer),
     )
-
-
-def read_names(parts: Sequence[ast.AST]) -> list[str]:
-    """The variables `parts` read, in order (attribute names and keywords are not variables)."""
-    found: list[str] = []
-    for part in parts:
-        stack = [part]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.Name):
-                found.append(ident(node.id))
-            elif isinstance(node, ast.arg):
-                found.append(ident(node.arg))
-            else:
-                stack.extend(
-                    ast.iter_child_nodes(node)
-                )  # in the order `fix` reads them: the same first reason
-    return list(dict.fromkeys(found))

@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 
-from .reaching import FUNCTIONS, Flows, ident
+from .names import FUNCTIONS, ident
+from .reaching import Flows
 
 Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statement binding it
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding

@@ -9,7 +9,7 @@ import ast
 
 import pytest
 
-from selfcall_audit.analysis import around, reaching
+from selfcall_audit.analysis import around, names, reaching
 from selfcall_audit.analysis.extract import extract
 from selfcall_audit.ftypes import CallArgument, CallDescription, CallReceiver
 
@@ -134,5 +134,5 @@ def test_a_functions_own_bindings_of_a_name_are_those_a_search_of_its_scope_find
 
     found = flows.own(function, name)
 
-    assert found == [n for n in reaching.bindings(function, name, own_scope=True) if n is not function]
+    assert found == [n for n in names.bindings(function, name, own_scope=True) if n is not function]
     assert found or name == "absent"
