@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_codemod_cases import APP, CASES, make_project
 from test_safety import AGENT, BINDINGS, CALL, FLOW
 
@@ -89,7 +92,10 @@ def _project(root: Path, shape: str) -> Path:
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_scan_marks_fixable_exactly_what_fix_rewrites(shape: str, tmp_path: Path, cli) -> None:
-    root = _project(tmp_path / "repo", shape)
+    _assert_agree(_project(tmp_path / "repo", shape), cli)
+
+
+def _assert_agree(root: Path, cli) -> None:
     scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
     reasons = NOT_FIXABLE.findall(cli("scan", "--no-cache", "--format", "text", root).stdout)
     fixable = {
@@ -132,3 +138,106 @@ def test_a_response_use_counts_where_the_binding_reaches_it(name: str, tmp_path:
     scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
 
     assert [f["fixable"] for f in scanned if f["code"] == "SCA001"] == [RESPONSE_BODIES[name][0]]
+
+
+# Statements about the response's name; `CALL` is the self-call that binds it, and `status_code` a
+# use the helper's response does not serve (one of each is kept: does the binding reach the use?).
+_SIMPLE = [
+    "CALL",
+    "CALL",
+    "response = names",
+    "response = names",
+    "response = None",
+    "names = [response]",
+    "await response.json()",
+    "response.raise_for_status()",
+    "if (response := names): pass",
+    "response.status_code",
+    "later = lambda: response.status_code",
+    "def later(): return response.status_code",
+]
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def _blocks(in_loop: bool, depth: int) -> st.SearchStrategy[list[str]]:
+    """A block of statements over the response's name, compound ones nested `depth` deep."""
+    statement = st.sampled_from([*_SIMPLE, *(["break", "continue"] if in_loop else [])]).map(
+        lambda line: [line]
+    )
+    if depth > 0:
+
+        def inner(loop: bool) -> st.SearchStrategy[list[str]]:
+            return _blocks(loop, depth - 1)
+
+        statement = st.one_of(
+            statement,
+            st.builds(
+                lambda a, b: ["if names:", *_indent(a), "else:", *_indent(b)], inner(in_loop), inner(in_loop)
+            ),
+            st.builds(lambda a: ["while names:", *_indent(a)], inner(True)),
+            st.builds(
+                lambda name, a: [f"for {name} in names:", *_indent(a)],
+                st.sampled_from(["response", "name"]),
+                inner(True),
+            ),
+            st.builds(
+                lambda a, b, c: [
+                    "try:",
+                    *_indent(a),
+                    "except ValueError:",
+                    *_indent(b),
+                    "finally:",
+                    *_indent(c),
+                ],
+                inner(in_loop),
+                inner(in_loop),
+                inner(False),  # no `break` in `finally`, which newer Pythons warn of
+            ),
+            st.builds(lambda a: ["with suppress(KeyError):", *_indent(a)], inner(in_loop)),
+            st.builds(
+                lambda a, b: [
+                    "match names:",
+                    "    case [first]:",
+                    *_indent(_indent(a)),
+                    "    case _:",
+                    *_indent(_indent(b)),
+                ],
+                inner(in_loop),
+                inner(in_loop),
+            ),
+        )
+    return st.lists(statement, min_size=1, max_size=4).map(
+        lambda parts: [line for part in parts for line in part]
+    )
+
+
+def _method_body(lines: list[str]) -> str:
+    """The lines as the method's body, with one self-call (the first `CALL`, or one at the end)
+    and at most one use the helper does not serve (the first)."""
+    for word in ("CALL", "status_code"):
+        first = next((i for i, line in enumerate(lines) if word in line), None)
+        lines = [
+            line.split(line.strip())[0] + "pass" if word in line and i != first else line
+            for i, line in enumerate(lines)
+        ]
+    if "CALL" not in "".join(lines):
+        lines.append("CALL")
+    return "\n".join(_indent(_indent(lines))).replace("CALL", CALL)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(body=_blocks(in_loop=False, depth=2))
+def test_scan_and_fix_agree_on_generated_paths_from_the_response(body: list[str], cli) -> None:
+    source = FLOW.format(module="", body=_method_body(body))
+    compile(source, APP, "exec")  # the generator writes valid Python
+    with tempfile.TemporaryDirectory() as folder:
+        _assert_agree(make_project(Path(folder) / "repo", CASES / "plain", before=source.encode()), cli)
