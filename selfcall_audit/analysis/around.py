@@ -24,7 +24,7 @@ from .names import COMPREHENSIONS, FUNCTIONS, bindings, binds, ident, read_names
 from .parsing import parse
 from .policy import Reach
 from .reaching import Flows, line_of
-from .responses import bound_response, response_uses, streamed, unreached
+from .responses import bound_response, judged, unreached
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
@@ -49,7 +49,6 @@ class Tree:
         self._helper_named = False
         self._helpers: dict[str, tuple[str, int | None]] = {}
         self._rebound: dict[tuple[ast.AST, str], int | None] = {}
-        self._attributes: dict[ast.AST, list[ast.Attribute]] = {}
 
     def helper(self, spec: str) -> tuple[str, int | None]:
         """See `_helper`."""
@@ -70,12 +69,6 @@ class Tree:
             found = self.flows.in_body(method, name)
             self._rebound[method, name] = line_of(found[0]) if found else None
         return self._rebound[method, name]
-
-    def attributes(self, method: ast.AST) -> list[ast.Attribute]:
-        """The attribute reads in the method (a streamed response is read through them)."""
-        if method not in self._attributes:
-            self._attributes[method] = [n for n in self.flows.walked(method) if isinstance(n, ast.Attribute)]
-        return self._attributes[method]
 
     def call_at(self, line: int, column: int) -> tuple[ast.Call, tuple[ast.AST, ...]] | None:
         """The call that starts at a 1-based line and character column, and its ancestors
@@ -242,19 +235,19 @@ def _method_site(
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
     bound = bound_response(ancestors)
-    response = bound[0] if bound else None
-    skip = unreached(tree.flows, method, nested, bound)  # where the name holds something else
+    streamed, unserved = judged(
+        bound,
+        ancestors,
+        lambda: tree.flows.walked(method),
+        lambda: unreached(tree.flows, method, nested, bound),
+    )
     return MethodSite(
         self_rebinding=tree.rebound(method, self_name),
         self_shadowed=_shadows(nested, self_name),
         walrus=tuple(dict.fromkeys(n.target.id for part in dropped for n in _preorder(part) if _walrus(n))),  # type: ignore[attr-defined]
         dropped_call=_first_call(dropped),
-        streamed=streamed(response, lambda: [n for n in tree.attributes(method) if id(n) not in skip]),
-        unserved=policy.unserved(
-            response_uses(
-                response, ancestors, lambda: [n for n in tree.flows.walked(method) if id(n) not in skip]
-            )
-        ),
+        streamed=streamed,
+        unserved=unserved,
         names=names,
         reaches=tuple(tree.flows.local_reach([method, *nested], ancestors, node, name) for name in names),
     )

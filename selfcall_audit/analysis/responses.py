@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 
+from . import policy
 from .names import FUNCTIONS, ident
 from .reaching import Flows
 
@@ -55,10 +56,48 @@ def unreached(
     return frozenset(found)
 
 
-def streamed(response: str | None, attributes: Callable[[], list[ast.Attribute]]) -> str | None:
+def judged(
+    bound: Bound | None,
+    ancestors: Sequence[ast.AST],
+    walked: Callable[[], list[ast.AST]],
+    unreached: Callable[[], frozenset[int]],
+) -> tuple[str | None, tuple[str, ...]]:
+    """Is the response's body streamed (`r.content`), and which of its uses does the helper's
+    response not serve (`policy.unserved`)? Read from every use of the name it is bound to
+    (`walked`: the method's nodes), then, only when one of them would keep the call from being
+    rewritten, again from the uses its binding reaches (`unreached`: the ids to leave out): most
+    responses are read only as the helper serves them, and the reach takes a flow through the
+    method."""
+    if bound is None:
+        return None, policy.unserved(_chained(ancestors))
+    nodes = walked()
+    found = _judged(bound[0], nodes)
+    if found == (None, ()):
+        return found
+    skip = unreached()
+    return _judged(bound[0], [node for node in nodes if id(node) not in skip])
+
+
+def _judged(response: str, nodes: list[ast.AST]) -> tuple[str | None, tuple[str, ...]]:
+    return _streamed(response, nodes), policy.unserved(_uses(response, nodes))
+
+
+def _chained(ancestors: Sequence[ast.AST]) -> Iterator[tuple[str, str, bool, bool]]:
+    """A use on the awaited call itself (`(await <call>).json()`)."""
+    chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], ast.Await) else None
+    if isinstance(chained, ast.Attribute):
+        call = ancestors[-3] if len(ancestors) > 2 else None
+        called = isinstance(call, ast.Call) and call.func is chained
+        yield (
+            "(await ...)",
+            chained.attr,
+            called,
+            called and len(ancestors) > 3 and isinstance(ancestors[-4], ast.Await),
+        )
+
+
+def _streamed(response: str, nodes: list[ast.AST]) -> str | None:
     """`r.content.iter_chunked(...)` and the like on the response bound to `r`."""
-    if response is None:
-        return None
 
     def content(node: ast.AST) -> bool:
         return (
@@ -68,31 +107,16 @@ def streamed(response: str | None, attributes: Callable[[], list[ast.Attribute]]
             and node.value.id == response
         )
 
-    read = attributes()  # the method's attribute reads: walked only for a response bound to a name
+    read = [node for node in nodes if isinstance(node, ast.Attribute)]
     reads = sum(n.attr == "read" and content(n.value) for n in read)
     if sum(content(n) for n in read) > reads:
         return f"{response}.content"
     return None
 
 
-def response_uses(
-    response: str | None, ancestors: Sequence[ast.AST], walked: Callable[[], list[ast.AST]]
-) -> Iterator[tuple[str, str, bool, bool]]:
-    """The uses of the call's response (see `policy.unserved`): through the name it is bound to,
-    or on the awaited call itself (`(await <call>).json()`)."""
-    if response is None:
-        chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], ast.Await) else None
-        if isinstance(chained, ast.Attribute):
-            call = ancestors[-3] if len(ancestors) > 2 else None
-            called = isinstance(call, ast.Call) and call.func is chained
-            yield (
-                "(await ...)",
-                chained.attr,
-                called,
-                called and len(ancestors) > 3 and isinstance(ancestors[-4], ast.Await),
-            )
-        return
-    nodes = walked()
+def _uses(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, bool, bool]]:
+    """The uses of the response through the name it is bound to, each `(response, member,
+    called, awaited)`."""
     called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     awaited = {id(n.value.func) for n in nodes if isinstance(n, ast.Await) and isinstance(n.value, ast.Call)}
     for node in nodes:

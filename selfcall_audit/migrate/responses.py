@@ -5,10 +5,11 @@ reach it: once the name is bound again (`r = await r.json()`), what it holds is 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
+from ..analysis import policy
 from .flow import Flows
 from .imports import ident
 from .walk import children
@@ -58,11 +59,44 @@ def unreached(
     return frozenset(found)
 
 
-def streamed_response(response: str | None, nodes: Sequence[cst.CSTNode]) -> str | None:
-    """`r.content.iter_chunked(...)` and the like on the response bound to `r`; `nodes`: the
-    method's where the binding reaches."""
-    if response is None:
-        return None
+def judged(
+    bound: Bound | None,
+    ancestors: Sequence[cst.CSTNode],
+    walked: Callable[[], list[cst.CSTNode]],
+    unreached: Callable[[], frozenset[int]],
+) -> tuple[str | None, tuple[str, ...]]:
+    """Is the response's body streamed (`r.content`), and which of its uses does the helper's
+    response not serve (`policy.unserved`)? Read from every use of the name it is bound to
+    (`walked`: the method's nodes), then, only when one of them would keep the call from being
+    rewritten, again from the uses its binding reaches (`unreached`: the ids to leave out): most
+    responses are read only as the helper serves them, and the reach takes a flow through the
+    method."""
+    if bound is None:
+        return None, policy.unserved(_chained(ancestors))
+    nodes = walked()
+    found = _judged(bound[0], nodes)
+    if found == (None, ()):
+        return found
+    skip = unreached()
+    return _judged(bound[0], [node for node in nodes if id(node) not in skip])
+
+
+def _judged(response: str, nodes: list[cst.CSTNode]) -> tuple[str | None, tuple[str, ...]]:
+    return _streamed(response, nodes), policy.unserved(_uses(response, nodes))
+
+
+def _chained(ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, bool, bool]]:
+    """A use on the awaited call itself (`(await <call>).json()`)."""
+    chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], cst.Await) else None
+    if isinstance(chained, cst.Attribute):
+        call = ancestors[-3] if len(ancestors) > 2 else None
+        called = isinstance(call, cst.Call) and call.func is chained
+        awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
+        yield "(await ...)", chained.attr.value, called, awaited
+
+
+def _streamed(response: str, nodes: list[cst.CSTNode]) -> str | None:
+    """`r.content.iter_chunked(...)` and the like on the response bound to `r`."""
     uses = reads = 0  # `r.content`, and `r.content.read` among them
     for node in nodes:
         if isinstance(node, cst.Attribute):
@@ -73,20 +107,9 @@ def streamed_response(response: str | None, nodes: Sequence[cst.CSTNode]) -> str
     return f"{response}.content" if uses > reads else None
 
 
-def response_uses(
-    response: str | None, ancestors: Sequence[cst.CSTNode], nodes: Sequence[cst.CSTNode]
-) -> Iterator[tuple[str, str, bool, bool]]:
-    """The uses of the call's response, each `(response, member, called, awaited)`: through the
-    name it is bound to (`nodes`: the method's where the binding reaches), or on the awaited call itself
-    (`(await <call>).json()`)."""
-    if response is None:
-        chained = ancestors[-2] if len(ancestors) > 1 and isinstance(ancestors[-1], cst.Await) else None
-        if isinstance(chained, cst.Attribute):
-            call = ancestors[-3] if len(ancestors) > 2 else None
-            called = isinstance(call, cst.Call) and call.func is chained
-            awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
-            yield "(await ...)", chained.attr.value, called, awaited
-        return
+def _uses(response: str, nodes: list[cst.CSTNode]) -> Iterator[tuple[str, str, bool, bool]]:
+    """The uses of the response through the name it is bound to, each `(response, member,
+    called, awaited)`."""
     called = {id(n.func) for n in nodes if isinstance(n, cst.Call)}
     awaited = {
         id(n.expression.func)

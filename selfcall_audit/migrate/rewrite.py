@@ -106,10 +106,12 @@ class _Planner:
         nested = scope.nested_scopes(site.ancestors, at)
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         bound = responses.bound_response(site.ancestors)
-        response = bound[0] if bound else None
-        skip = responses.unreached(self.flows, method, nested, bound)  # where the name holds something else
-        # one walk for both questions about the response
-        nodes = [n for n in descendants(method) if id(n) not in skip] if bound is not None else []
+        streamed, unserved = responses.judged(
+            bound,
+            site.ancestors,
+            lambda: list(descendants(method)),
+            lambda: responses.unreached(self.flows, method, nested, bound),
+        )
         site_facts = policy.Site(
             callee=self.callee,
             self_name=self_name,
@@ -118,8 +120,8 @@ class _Planner:
             helper_binding=None if self.clash is None else self._line(self.clash),
             walrus=scope.walrus_targets(dropped_parts),
             dropped_call=scope.first_call(dropped_parts),
-            streamed=responses.streamed_response(response, nodes),
-            unserved=policy.unserved(responses.response_uses(response, site.ancestors, nodes)),
+            streamed=streamed,
+            unserved=unserved,
             reaches=tuple(
                 self.flows.reach([method, *nested], site.ancestors, site.call, name) for name in names
             ),
