@@ -234,7 +234,7 @@ def _method_site(
     ]
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
-    bound = bound_response(ancestors)
+    bound = bound_response(node, ancestors)
     streamed, unserved = judged(
         bound,
         ancestors,

@@ -17,17 +17,44 @@ Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statem
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
 
 
-def bound_response(ancestors: Sequence[ast.AST]) -> Bound | None:
-    """The name the call's response is bound to by `r = await <call>`, if it is, and the binding."""
-    parent = ancestors[-1]
+def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
+    """The name the call's response is bound to, and the binding: by `r = await <call>`, or by
+    `a, r = await asyncio.gather(<other>, <call>)`."""
+    gathered = _gathered(call, ancestors[-1])
+    assigned = _assigned(ancestors if gathered is None else ancestors[:-1])
+    if assigned is None:
+        return None
+    target, holder = assigned
+    if gathered is not None:
+        position, count = gathered
+        elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
+        target = elements[position] if len(elements) == count else None
+    return (target.id, holder) if isinstance(target, ast.Name) else None
+
+
+def _assigned(ancestors: Sequence[ast.AST]) -> tuple[ast.AST, ast.AST] | None:
+    """The target of `<target> = await <value>` and the assignment; `ancestors` end with the
+    value's parent."""
+    parent = ancestors[-1] if ancestors else None
     holder = ancestors[-2] if isinstance(parent, ast.Await) and len(ancestors) > 1 else parent
     if isinstance(holder, ast.Assign) and len(holder.targets) == 1:
-        target = holder.targets[0]
-    elif isinstance(holder, ast.AnnAssign):
-        target = holder.target
-    else:
+        return holder.targets[0], holder
+    if isinstance(holder, ast.AnnAssign):
+        return holder.target, holder
+    return None
+
+
+def _gathered(call: ast.Call, parent: ast.AST) -> tuple[int, int] | None:
+    """The call's place among the awaitables of `asyncio.gather(...)` (or a `gather` imported),
+    when each is passed on its own, and their number."""
+    if not isinstance(parent, ast.Call):
         return None
-    return (target.id, holder) if isinstance(target, ast.Name) else None
+    func = parent.func
+    named = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    position = next((i for i, argument in enumerate(parent.args) if argument is call), None)
+    if named != "gather" or position is None or any(isinstance(a, ast.Starred) for a in parent.args):
+        return None
+    return position, len(parent.args)
 
 
 def unreached(

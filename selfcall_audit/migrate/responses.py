@@ -18,19 +18,53 @@ Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its bi
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
 
 
-def bound_response(ancestors: Sequence[cst.CSTNode]) -> Bound | None:
-    """The name the call's response is bound to by `r = await <call>`, if it is, and the binding
-    (the `AssignTarget`, or the `AnnAssign`)."""
-    parent = ancestors[-1]
+def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
+    """The name the call's response is bound to, and its binding (the `AssignTarget`, or the
+    `AnnAssign`): by `r = await <call>`, or by `a, r = await asyncio.gather(<other>, <call>)`."""
+    gathered = _gathered(call, ancestors)
+    assigned = _assigned(ancestors if gathered is None else ancestors[:-2])
+    if assigned is None:
+        return None
+    target, binding = assigned
+    if gathered is not None:
+        position, count = gathered
+        elements = target.elements if isinstance(target, (cst.Tuple, cst.List)) else ()
+        element = elements[position] if len(elements) == count else None
+        target = element.value if isinstance(element, cst.Element) else None
+    return (target.value, binding) if isinstance(target, cst.Name) else None
+
+
+def _assigned(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNode] | None:
+    """The target of `<target> = await <value>` and its binding; `ancestors` end with the value's
+    parent."""
+    parent = ancestors[-1] if ancestors else None
     holder = ancestors[-2] if isinstance(parent, cst.Await) and len(ancestors) > 1 else parent
     if isinstance(holder, cst.Assign) and len(holder.targets) == 1:
-        binding: cst.CSTNode = holder.targets[0]
-        target = holder.targets[0].target
-    elif isinstance(holder, cst.AnnAssign):
-        binding, target = holder, holder.target
-    else:
+        return holder.targets[0].target, holder.targets[0]
+    if isinstance(holder, cst.AnnAssign):
+        return holder.target, holder
+    return None
+
+
+def _gathered(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[int, int] | None:
+    """The call's place among the awaitables of `asyncio.gather(...)` (or a `gather` imported),
+    when each is passed on its own, and their number."""
+    argument, gather = (ancestors[-1], ancestors[-2]) if len(ancestors) > 1 else (None, None)
+    if not isinstance(argument, cst.Arg) or not isinstance(gather, cst.Call):
         return None
-    return (target.value, binding) if isinstance(target, cst.Name) else None
+    func = gather.func
+    named = (
+        func.attr.value
+        if isinstance(func, cst.Attribute)
+        else func.value
+        if isinstance(func, cst.Name)
+        else None
+    )
+    positional = [a for a in gather.args if a.keyword is None and a.star != "**"]
+    position = next((i for i, a in enumerate(positional) if a is argument), None)
+    if named != "gather" or position is None or any(a.star for a in positional):
+        return None
+    return position, len(positional)
 
 
 def unreached(

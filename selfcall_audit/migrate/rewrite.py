@@ -105,7 +105,7 @@ class _Planner:
         rebound = self.rebound[method, self_name]
         nested = scope.nested_scopes(site.ancestors, at)
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
-        bound = responses.bound_response(site.ancestors)
+        bound = responses.bound_response(site.call, site.ancestors)
         streamed, unserved = responses.judged(
             bound,
             site.ancestors,

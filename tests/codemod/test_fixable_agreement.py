@@ -22,6 +22,7 @@ NOT_REWRITTEN = re.compile(
 )
 NOT_FIXABLE = re.compile(r"^ *= not fixable: (.*)$", re.M)
 
+POST = CALL.removeprefix("response = await ")
 # the safety specs' shapes in which the analysis, too, reads the name as the agent's own at the call
 FLOW_BODIES = {
     "while": "        while names:\n            CALL\n            target = names.pop()",
@@ -34,38 +35,56 @@ FLOW_BODIES = {
     "        response = await later()",
     "nonlocal": "        def switch():\n            nonlocal target\n            target = names\n        switch()\n        CALL",
 }
-# the response's binding, reaching the uses after it on some paths or on none: is it fixable?
+# the response's binding, reaching the uses after it on some paths or on none: is each call fixable?
 RESPONSE_BODIES = {
     "rebound-on-every-path": (
-        True,
+        [True],
         "        CALL\n        if names:\n            response = names\n        else:\n"
         "            response = None\n        response.status_code",
     ),
-    "read-before": (True, "        response = names\n        response.status_code\n        CALL"),
+    "read-before": ([True], "        response = names\n        response.status_code\n        CALL"),
     "rebound-on-one-path": (
-        False,
+        [False],
         "        CALL\n        match names:\n            case [first]:\n                response = first\n"
         "            case _:\n                pass\n        response.status_code",
     ),
     "rebound-in-try": (
-        False,
+        [False],
         "        try:\n            CALL\n            response = await response.json()\n"
         "        except ValueError:\n            response.status_code",
     ),
     "rebound-in-with": (
-        False,
+        [False],
         "        with suppress(KeyError):\n            CALL\n            response = await response.json()\n"
         "        response.status_code",
     ),
     "read-before-in-loop": (
-        False,
+        [False],
         "        while names:\n            response.status_code\n            CALL",
     ),
     "walrus-after": (
-        False,
+        [False],
         "        CALL\n        if (response := names):\n            pass\n        response.status_code",
     ),
-    "lambda": (False, "        CALL\n        later = lambda: response.status_code\n        response = later"),
+    "lambda": (
+        [False],
+        "        CALL\n        later = lambda: response.status_code\n        response = later",
+    ),
+    # unpacked from `asyncio.gather(...)`: each name is the response in its place
+    "gathered": (
+        [False, True],
+        "        response, other = await asyncio.gather(POST, POST, return_exceptions=True)\n"
+        "        response.status_code\n        other.status",
+    ),
+    "gathered-starred-target": (
+        [False, True],
+        "        response, *rest = await asyncio.gather(POST, POST)\n        response.status_code\n"
+        "        rest[0].status_code",
+    ),
+    "gathered-from-a-list": (
+        [True],
+        "        response, = await asyncio.gather(*[POST])\n        response.status_code",
+    ),
 }
 SHAPES: dict[str, bytes | None] = {
     **{f"case-{case.name}": None for case in sorted(CASES.iterdir()) if case.is_dir()},
@@ -78,7 +97,9 @@ SHAPES: dict[str, bytes | None] = {
         for name, body in FLOW_BODIES.items()
     },
     **{
-        f"response-{name}": FLOW.format(module="", body=body.replace("CALL", CALL)).encode()
+        f"response-{name}": FLOW.format(
+            module="import asyncio", body=body.replace("CALL", CALL).replace("POST", POST)
+        ).encode()
         for name, (_, body) in RESPONSE_BODIES.items()
     },
 }
@@ -137,7 +158,7 @@ def test_a_response_use_counts_where_the_binding_reaches_it(name: str, tmp_path:
 
     scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
 
-    assert [f["fixable"] for f in scanned if f["code"] == "SCA001"] == [RESPONSE_BODIES[name][0]]
+    assert [f["fixable"] for f in scanned if f["code"] == "SCA001"] == RESPONSE_BODIES[name][0]
 
 
 # Statements about the response's name; `CALL` is the self-call that binds it, and `status_code` a
