@@ -97,21 +97,21 @@ def judged(
     bound: Bound | None,
     ancestors: Sequence[cst.CSTNode],
     walked: Callable[[], list[cst.CSTNode]],
-    unreached: Callable[[], frozenset[int]],
+    skipped: Callable[[], frozenset[int]],
 ) -> tuple[str | None, tuple[str, ...]]:
     """Is the response's body streamed (`r.content`), and which of its uses does the helper's
     response not serve (`policy.unserved`)? Read from every use of the name it is bound to
     (`walked`: the method's nodes), then, only when one of them would keep the call from being
-    rewritten, again from the uses its binding reaches (`unreached`: the ids to leave out): most
-    responses are read only as the helper serves them, and the reach takes a flow through the
-    method."""
+    rewritten, again from the uses its binding reaches (`skipped`: the ids of the nodes it does
+    not reach). Most responses are read only as the helper serves them, and the reach takes a flow
+    through the method."""
     if bound is None:
         return None, policy.unserved(_chained(ancestors))
     nodes = walked()
     found = _judged(bound[0], nodes)
     if found == (None, ()):
         return found
-    skip = unreached()
+    skip = skipped()
     return _judged(bound[0], [node for node in nodes if id(node) not in skip])
 
 
