@@ -15,12 +15,22 @@ from .reaching import Flows
 
 Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statement binding it
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
+_PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
 
 
 def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
-    """The name the call's response is bound to, and the binding: by `r = await <call>`, or by
-    `a, r = await asyncio.gather(<other>, <call>)`."""
-    gathered = _gathered(call, ancestors[-1])
+    """The name the call's response is bound to, and the binding: by `r = await <call>` (also
+    through `asyncio.wait_for(<call>, ...)` or `asyncio.shield(<call>)`), or by `a, r = await
+    asyncio.gather(<other>, <call>)`."""
+    parent = ancestors[-1]
+    if (
+        isinstance(parent, ast.Call)
+        and _named(parent) in _PASSED_ON
+        and parent.args
+        and parent.args[0] is call
+    ):
+        return bound_response(parent, ancestors[:-1])
+    gathered = _gathered(call, parent)
     assigned = _assigned(ancestors if gathered is None else ancestors[:-1])
     if assigned is None:
         return None
@@ -47,14 +57,18 @@ def _assigned(ancestors: Sequence[ast.AST]) -> tuple[ast.AST, ast.AST] | None:
 def _gathered(call: ast.Call, parent: ast.AST) -> tuple[int, int] | None:
     """The call's place among the awaitables of `asyncio.gather(...)` (or a `gather` imported),
     when each is passed on its own, and their number."""
-    if not isinstance(parent, ast.Call):
+    if not isinstance(parent, ast.Call) or _named(parent) != "gather":
         return None
-    func = parent.func
-    named = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
     position = next((i for i, argument in enumerate(parent.args) if argument is call), None)
-    if named != "gather" or position is None or any(isinstance(a, ast.Starred) for a in parent.args):
+    if position is None or any(isinstance(a, ast.Starred) for a in parent.args):
         return None
     return position, len(parent.args)
+
+
+def _named(call: ast.Call) -> str | None:
+    """The called function's own name: `gather` of `asyncio.gather(...)` and of `gather(...)`."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def unreached(

@@ -16,11 +16,20 @@ from .walk import children
 
 Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its binding in the flow
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
+_PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
 
 
 def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
     """The name the call's response is bound to, and its binding (the `AssignTarget`, or the
-    `AnnAssign`): by `r = await <call>`, or by `a, r = await asyncio.gather(<other>, <call>)`."""
+    `AnnAssign`): by `r = await <call>` (also through `asyncio.wait_for(<call>, ...)` or
+    `asyncio.shield(<call>)`), or by `a, r = await asyncio.gather(<other>, <call>)`."""
+    argument, outer = (ancestors[-1], ancestors[-2]) if len(ancestors) > 1 else (None, None)
+    if (
+        isinstance(outer, cst.Call)
+        and _named(outer) in _PASSED_ON
+        and next(iter(_positional(outer)), None) is argument
+    ):
+        return bound_response(outer, ancestors[:-2])
     gathered = _gathered(call, ancestors)
     assigned = _assigned(ancestors if gathered is None else ancestors[:-2])
     if assigned is None:
@@ -50,21 +59,26 @@ def _gathered(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[int, in
     """The call's place among the awaitables of `asyncio.gather(...)` (or a `gather` imported),
     when each is passed on its own, and their number."""
     argument, gather = (ancestors[-1], ancestors[-2]) if len(ancestors) > 1 else (None, None)
-    if not isinstance(argument, cst.Arg) or not isinstance(gather, cst.Call):
+    if not isinstance(gather, cst.Call) or _named(gather) != "gather":
         return None
-    func = gather.func
-    named = (
-        func.attr.value
-        if isinstance(func, cst.Attribute)
-        else func.value
-        if isinstance(func, cst.Name)
-        else None
-    )
-    positional = [a for a in gather.args if a.keyword is None and a.star != "**"]
+    positional = _positional(gather)
     position = next((i for i, a in enumerate(positional) if a is argument), None)
-    if named != "gather" or position is None or any(a.star for a in positional):
+    if position is None or any(a.star for a in positional):
         return None
     return position, len(positional)
+
+
+def _named(call: cst.Call) -> str | None:
+    """The called function's own name: `gather` of `asyncio.gather(...)` and of `gather(...)`."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
+
+
+def _positional(call: cst.Call) -> list[cst.Arg]:
+    """The call's arguments not passed by keyword (`*args` among them, as `ast` has them)."""
+    return [a for a in call.args if a.keyword is None and a.star != "**"]
 
 
 def unreached(

@@ -85,6 +85,15 @@ RESPONSE_BODIES = {
         [True],
         "        response, = await asyncio.gather(*[POST])\n        response.status_code",
     ),
+    # awaited through `asyncio.wait_for` or `asyncio.shield`, which give what the call gives
+    "waited-for": (
+        [False],
+        "        response = await asyncio.wait_for(POST, timeout=5)\n        response.status_code",
+    ),
+    "shielded-in-gather": (
+        [False, True],
+        "        response, other = await asyncio.gather(asyncio.shield(POST), POST)\n        response.status_code",
+    ),
 }
 SHAPES: dict[str, bytes | None] = {
     **{f"case-{case.name}": None for case in sorted(CASES.iterdir()) if case.is_dir()},
