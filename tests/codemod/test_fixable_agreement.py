@@ -244,7 +244,15 @@ def _blocks(in_loop: bool, depth: int) -> st.SearchStrategy[list[str]]:
     )
 
 
-def _method_body(lines: list[str]) -> str:
+# how the self-call binds the response
+_BOUND_BY = [
+    CALL,
+    "response, other = await asyncio.gather(POST, asyncio.sleep(0))",
+    "response = await asyncio.wait_for(POST, timeout=5)",
+]
+
+
+def _method_body(lines: list[str], bound_by: str) -> str:
     """The lines as the method's body, with one self-call (the first `CALL`, or one at the end)
     and at most one use the helper does not serve (the first)."""
     for word in ("CALL", "status_code"):
@@ -255,19 +263,19 @@ def _method_body(lines: list[str]) -> str:
         ]
     if "CALL" not in "".join(lines):
         lines.append("CALL")
-    return "\n".join(_indent(_indent(lines))).replace("CALL", CALL)
+    return "\n".join(_indent(_indent(lines))).replace("CALL", bound_by.replace("POST", POST))
 
 
 @settings(
-    max_examples=40,
+    max_examples=60,
     deadline=None,
     derandomize=True,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(body=_blocks(in_loop=False, depth=2))
-def test_scan_and_fix_agree_on_generated_paths_from_the_response(body: list[str], cli) -> None:
-    source = FLOW.format(module="", body=_method_body(body))
+@given(body=_blocks(in_loop=False, depth=2), bound_by=st.sampled_from(_BOUND_BY))
+def test_scan_and_fix_agree_on_generated_paths_from_the_response(body: list[str], bound_by: str, cli) -> None:
+    source = FLOW.format(module="import asyncio", body=_method_body(body, bound_by))
     compile(source, APP, "exec")  # the generator writes valid Python
     with tempfile.TemporaryDirectory() as folder:
         _assert_agree(make_project(Path(folder) / "repo", CASES / "plain", before=source.encode()), cli)
