@@ -10,8 +10,8 @@ This module imports nothing but the value types: a scan can use it without libcs
 types' annotations are evaluated as the classes are made (see `ftypes`).
 """
 
-from collections.abc import Iterable
-from typing import Literal, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Literal, NamedTuple, TypeVar
 
 from ..ftypes import ArgumentRole, Blocker, BlockerKind, CallArgument, CallDescription, CallReceiver
 from .calls import CLIENT_SIGNATURES
@@ -203,6 +203,24 @@ def unserved(uses: Iterable[tuple[str, str, bool, bool]]) -> tuple[str, ...]:
         elif member not in RESPONSE_READS and member not in RESPONSE_MEMBERS:
             found.add(f"{response}.{member}")
     return tuple(sorted(found))
+
+
+ResponseUse = tuple[str | None, tuple[str, ...]]  # the streamed body's expression, the uses not served
+Node = TypeVar("Node")  # a node of `ast`'s tree or of libcst's
+
+
+def response_use(
+    nodes: list[Node], read: Callable[[list[Node]], ResponseUse], skipped: Callable[[], frozenset[int]]
+) -> ResponseUse:
+    """How a bound response is used (`read` from the method's `nodes`): from every use of its name
+    first, then, only when one would keep the call from being rewritten, from the uses its binding
+    reaches (`skipped`: the ids of the nodes it does not). Most responses are read only as the
+    helper serves them, and the reach takes a flow through the method."""
+    found = read(nodes)
+    if found == (None, ()):
+        return found
+    skip = skipped()
+    return read([node for node in nodes if id(node) not in skip])
 
 
 class Site(NamedTuple):

@@ -112,25 +112,15 @@ def judged(
     ancestors: Sequence[cst.CSTNode],
     walked: Callable[[], list[cst.CSTNode]],
     skipped: Callable[[], frozenset[int]],
-) -> tuple[str | None, tuple[str, ...]]:
+) -> policy.ResponseUse:
     """Is the response's body streamed (`r.content`), and which of its uses does the helper's
-    response not serve (`policy.unserved`)? Read from every use of the name it is bound to
-    (`walked`: the method's nodes), then, only when one of them would keep the call from being
-    rewritten, again from the uses its binding reaches (`skipped`: the ids of the nodes it does
-    not reach). Most responses are read only as the helper serves them, and the reach takes a flow
-    through the method."""
+    response not serve? (`walked`: the method's nodes; `skipped`: see `policy.response_use`.)"""
     if bound is None:
         return None, policy.unserved(_chained(ancestors))
-    nodes = walked()
-    found = _judged(bound[0], nodes)
-    if found == (None, ()):
-        return found
-    skip = skipped()
-    return _judged(bound[0], [node for node in nodes if id(node) not in skip])
-
-
-def _judged(response: str, nodes: list[cst.CSTNode]) -> tuple[str | None, tuple[str, ...]]:
-    return _streamed(response, nodes), policy.unserved(_uses(response, nodes))
+    response = bound[0]
+    return policy.response_use(
+        walked(), lambda nodes: (_streamed(response, nodes), policy.unserved(_uses(response, nodes))), skipped
+    )
 
 
 def _chained(ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, bool, bool]]:

@@ -286,3 +286,19 @@ def test_a_response_used_otherwise_than_the_helpers_is_named(uses, unserved) -> 
     assert policy.unserved(uses) == unserved
     site = policy.Site("responses_in_process", "self", unserved=policy.unserved(uses))
     assert (policy.site_blocker(site) is None) == (not unserved)
+
+
+def test_the_reach_of_a_response_is_asked_only_when_a_use_would_block_the_rewrite() -> None:
+    """Uses read from every node first; the nodes the binding does not reach are left out only
+    when something blocks, since working them out takes a flow through the method."""
+    nodes = ["r.status", "r.status_code"]  # stand-ins for a method's nodes
+
+    def read(some: list[str]) -> policy.ResponseUse:
+        return None, tuple(n for n in some if n.endswith("_code"))
+
+    def never() -> frozenset[int]:
+        raise AssertionError("the reach was asked for")
+
+    assert policy.response_use(nodes[:1], read, never) == (None, ())
+    assert policy.response_use(nodes, read, lambda: frozenset({id(nodes[1])})) == (None, ())
+    assert policy.response_use(nodes, read, lambda: frozenset()) == (None, ("r.status_code",))
