@@ -209,7 +209,7 @@ ResponseUse = tuple[str | None, tuple[str, ...]]  # the streamed body's expressi
 Node = TypeVar("Node")  # a node of `ast`'s tree or of libcst's
 
 
-def response_use(
+def judge_uses(
     nodes: list[Node], read: Callable[[list[Node]], ResponseUse], skipped: Callable[[], frozenset[int]]
 ) -> ResponseUse:
     """How a bound response is used (`read` from the method's `nodes`): from every use of its name

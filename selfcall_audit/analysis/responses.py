@@ -104,11 +104,11 @@ def judged(
     skipped: Callable[[], frozenset[int]],
 ) -> policy.ResponseUse:
     """Is the response's body streamed (`r.content`), and which of its uses does the helper's
-    response not serve? (`walked`: the method's nodes; `skipped`: see `policy.response_use`.)"""
+    response not serve? (`walked`: the method's nodes; `skipped`: see `policy.judge_uses`.)"""
     if bound is None:
         return None, policy.unserved(_chained(ancestors))
     response = bound[0]
-    return policy.response_use(
+    return policy.judge_uses(
         walked(), lambda nodes: (_streamed(response, nodes), policy.unserved(_uses(response, nodes))), skipped
     )
 

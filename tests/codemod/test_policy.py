@@ -299,6 +299,6 @@ def test_the_reach_of_a_response_is_asked_only_when_a_use_would_block_the_rewrit
     def never() -> frozenset[int]:
         raise AssertionError("the reach was asked for")
 
-    assert policy.response_use(nodes[:1], read, never) == (None, ())
-    assert policy.response_use(nodes, read, lambda: frozenset({id(nodes[1])})) == (None, ())
-    assert policy.response_use(nodes, read, lambda: frozenset()) == (None, ("r.status_code",))
+    assert policy.judge_uses(nodes[:1], read, never) == (None, ())
+    assert policy.judge_uses(nodes, read, lambda: frozenset({id(nodes[1])})) == (None, ())
+    assert policy.judge_uses(nodes, read, lambda: frozenset()) == (None, ("r.status_code",))
