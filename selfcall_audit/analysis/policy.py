@@ -10,7 +10,7 @@ This module imports nothing but the value types: a scan can use it without libcs
 types' annotations are evaluated as the classes are made (see `ftypes`).
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Literal, NamedTuple, TypeVar
 
 from ..ftypes import ArgumentRole, Blocker, BlockerKind, CallArgument, CallDescription, CallReceiver
@@ -207,6 +207,28 @@ def unserved(uses: Iterable[tuple[str, str, bool, bool]]) -> tuple[str, ...]:
 
 ResponseUse = tuple[str | None, tuple[str, ...]]  # the streamed body's expression, the uses not served
 Node = TypeVar("Node")  # a node of `ast`'s tree or of libcst's
+
+
+def unreached_nodes(
+    states: Mapping[Node, Collection[Node]],
+    binding: Node,
+    children: Callable[[Node], Iterable[Node]],
+    later: tuple[type, ...],
+) -> frozenset[int]:
+    """The ids of the nodes that run where `binding` cannot be current, from a flow's `states`
+    (each statement or header part, and the bindings that can be current there): every node below
+    a part the binding does not reach, short of what runs later (`later`: functions, lambdas and
+    classes, whose uses count wherever they stand)."""
+    found: set[int] = set()
+    for node, state in states.items():
+        if binding in state or isinstance(node, later):
+            continue
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            found.add(id(current))
+            stack += [child for child in children(current) if not isinstance(child, later)]
+    return frozenset(found)
 
 
 def judge_uses(

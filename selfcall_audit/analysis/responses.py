@@ -85,16 +85,7 @@ def unreached(
     states, writer = flows.flow(method, name)
     if writer is not None:
         return frozenset()
-    found: set[int] = set()
-    for node, state in states.items():
-        if bound[1] in state or isinstance(node, _LATER):
-            continue
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            found.add(id(current))
-            stack += [child for child in ast.iter_child_nodes(current) if not isinstance(child, _LATER)]
-    return frozenset(found)
+    return policy.unreached_nodes(states, bound[1], ast.iter_child_nodes, _LATER)
 
 
 def judged(

@@ -70,6 +70,15 @@ RESPONSE_BODIES = {
         [False],
         "        CALL\n        later = lambda: response.status_code\n        response = later",
     ),
+    # made before the call, run after it: what a function or lambda reads is read when it runs
+    "lambda-made-before": (
+        [False],
+        "        later = lambda: response.status_code\n        CALL\n        later()",
+    ),
+    "def-made-before": (
+        [False],
+        "        def later():\n            return response.status_code\n\n        CALL\n        later()",
+    ),
     # unpacked from `asyncio.gather(...)`: each name is the response in its place
     "gathered": (
         [False, True],
