@@ -77,6 +77,7 @@ BlockerKind = Literal[
     "helper_name_taken",
     "streamed",
     "response_use",
+    "response_passed_on",
     "bound_around_the_call",
     "rebound_in_loop",
     "rebound_after_closure",

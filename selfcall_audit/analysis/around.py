@@ -123,6 +123,7 @@ class MethodSite(NamedTuple):
     dropped_call: str | None
     streamed: str | None
     unserved: tuple[str, ...]
+    passed_on: tuple[str, ...]
     names: tuple[str, ...]
     reaches: tuple[Reach | None, ...]
 
@@ -207,6 +208,7 @@ def site_blocker(
         dropped_call=local.dropped_call,
         streamed=local.streamed,
         unserved=local.unserved,
+        passed_on=local.passed_on,
         reaches=tuple(
             reach or tree.flows.global_reach(name)
             for name, reach in zip(local.names, local.reaches, strict=True)
@@ -235,7 +237,7 @@ def _method_site(
     nested = [n for n in ancestors[at + 1 :] if isinstance(n, _NEW_SCOPES + COMPREHENSIONS)]
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
     bound = bound_response(node, ancestors)
-    streamed, unserved = judged(
+    streamed, unserved, passed_on = judged(
         bound,
         ancestors,
         lambda: tree.flows.walked(method),
@@ -248,6 +250,7 @@ def _method_site(
         dropped_call=_first_call(dropped),
         streamed=streamed,
         unserved=unserved,
+        passed_on=passed_on,
         names=names,
         reaches=tuple(tree.flows.local_reach([method, *nested], ancestors, node, name) for name in names),
     )

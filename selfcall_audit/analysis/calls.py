@@ -140,7 +140,7 @@ def call_fact(
         recorded_kwargs,
         tuple(dict.fromkeys(feeds)),
         tuple((keyword, star, keys) for _, _, keyword, star, keys, _ in written),
-        _dotted_source(node.func),
+        dotted_source(node.func),
         context,
         tuple(text for *_, text in written),
     )
@@ -184,7 +184,8 @@ def expanded_keys(node: ast.expr) -> tuple[str, ...] | None:
     return None
 
 
-def _dotted_source(node: ast.expr) -> str | None:
+def dotted_source(node: ast.expr) -> str | None:
+    """`a.b.c` as written, or None for another expression."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -56,6 +56,9 @@ RESPONSE_MEMBERS = frozenset(
     }
 )
 RESPONSE_READS = frozenset({"json", "text", "read"})
+# NeMo Gym's own readers of a response (`nemo_gym.server_utils`), which the response may be passed
+# to alone: what they read, the helper's response serves, as its tests check by running them on both.
+RESPONSE_READERS = frozenset({"raise_for_status", "get_response_json"})
 # What a `**` expansion of a dict display may pass: kept as written, the helper takes them by name.
 EXPANDABLE: frozenset[str] = frozenset({"json", "cookies", "headers"})
 _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES
@@ -205,7 +208,29 @@ def unserved(uses: Iterable[tuple[str, str, bool, bool]]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-ResponseUse = tuple[str | None, tuple[str, ...]]  # the streamed body's expression, the uses not served
+def passed_on(uses: Iterable[tuple[str, str, str | None]]) -> tuple[str, ...]:
+    """The places a response goes where its uses are not followed, each use of the name itself
+    `(response, holder, callee)`: "alone" (the only argument of a call of `callee`, a dotted name
+    or None), "argument" (one of its arguments), "return", "yield", or "value" (any other: bound
+    to another name, stored, put in a container, formatted). Sorted; a response passed alone to
+    one of `RESPONSE_READERS` goes nowhere unfollowed."""
+    found = set()
+    for response, holder, callee in uses:
+        if holder == "alone" and callee is not None and callee.rsplit(".", 1)[-1] in RESPONSE_READERS:
+            continue
+        if holder == "alone" and callee is not None:
+            found.add(f"{callee}({response})")
+        elif holder == "argument" and callee is not None:
+            found.add(f"{callee}(...)")
+        elif holder in ("return", "yield"):
+            found.add(f"{holder} {response}")
+        else:
+            found.add(response)
+    return tuple(sorted(found))
+
+
+# the streamed body's expression, the uses not served, the places the response goes unfollowed
+ResponseUse = tuple[str | None, tuple[str, ...], tuple[str, ...]]
 Node = TypeVar("Node")  # a node of `ast`'s tree or of libcst's
 
 
@@ -239,7 +264,7 @@ def judge_uses(
     reaches (`skipped`: the ids of the nodes it does not). Most responses are read only as the
     helper serves them, and the reach takes a flow through the method."""
     found = read(nodes)
-    if found == (None, ()):
+    if not any(found):
         return found
     skip = skipped()
     return read([node for node in nodes if id(node) not in skip])
@@ -253,7 +278,8 @@ class Site(NamedTuple):
     `:=` in a removed part of the call binds; `dropped_call`: a call (or `await`) in a removed part,
     which would no longer run; `streamed`: the response expression whose body is
     read as a stream; `unserved`: the uses of the response the helper's does not serve (see
-    `unserved`); `reaches`: what can be bound to `self` and each name the removed parts read."""
+    `unserved`); `passed_on`: where the response goes unfollowed (see `passed_on`); `reaches`:
+    what can be bound to `self` and each name the removed parts read."""
 
     callee: str
     self_name: str
@@ -264,6 +290,7 @@ class Site(NamedTuple):
     dropped_call: str | None = None
     streamed: str | None = None
     unserved: tuple[str, ...] = ()
+    passed_on: tuple[str, ...] = ()
     reaches: tuple[Reach, ...] = ()  # `self` and each name the removed parts read
 
 
@@ -283,6 +310,8 @@ def site_blocker(site: Site) -> Blocker | None:
         return Blocker("streamed", site.streamed)
     if site.unserved:
         return Blocker("response_use", names=site.unserved)
+    if site.passed_on:
+        return Blocker("response_passed_on", names=site.passed_on)
     for reach in site.reaches:
         blocker = name_blocker(reach, is_self=reach.name == site.self_name)
         if blocker is not None:

@@ -1,6 +1,7 @@
 """How the response of a self-call is used, read with Python's own `ast` (`migrate.responses`
-reads the same on libcst's tree for `fix`): streamed through `r.content`, or through uses the
-helper's response does not serve (`policy.unserved` decides which). A use counts where the
+reads the same on libcst's tree for `fix`): streamed through `r.content`, through uses the
+helper's response does not serve (`policy.unserved` decides which), or passed on where its uses
+are not followed (`policy.passed_on`). A use counts where the
 response's binding can reach it: once the name is bound again (`r = await r.json()`), what it
 holds is not the response."""
 
@@ -10,6 +11,7 @@ import ast
 from collections.abc import Callable, Iterator, Sequence
 
 from . import policy
+from .calls import dotted_source
 from .names import FUNCTIONS, ident
 from .reaching import Flows
 
@@ -94,14 +96,18 @@ def judged(
     walked: Callable[[], list[ast.AST]],
     skipped: Callable[[], frozenset[int]],
 ) -> policy.ResponseUse:
-    """Is the response's body streamed (`r.content`), and which of its uses does the helper's
-    response not serve? (`walked`: the method's nodes; `skipped`: see `policy.judge_uses`.)"""
+    """Is the response's body streamed (`r.content`), which of its uses does the helper's response
+    not serve, and where does it go unfollowed? (`walked`: the method's nodes; `skipped`: see
+    `policy.judge_uses`.)"""
     if bound is None:
-        return None, policy.unserved(_chained(ancestors))
+        return None, policy.unserved(_chained(ancestors)), ()
     response = bound[0]
-    return policy.judge_uses(
-        walked(), lambda nodes: (_streamed(response, nodes), policy.unserved(_uses(response, nodes))), skipped
-    )
+
+    def read(nodes: list[ast.AST]) -> policy.ResponseUse:
+        uses = policy.unserved(_uses(response, nodes))
+        return _streamed(response, nodes), uses, policy.passed_on(_passed_on(response, nodes))
+
+    return policy.judge_uses(walked(), read, skipped)
 
 
 def _chained(ancestors: Sequence[ast.AST]) -> Iterator[tuple[str, str, bool, bool]]:
@@ -144,3 +150,27 @@ def _uses(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, bool,
     for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == response:
             yield response, node.attr, id(node) in called, id(node) in awaited
+
+
+def _passed_on(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, str | None]]:
+    """The uses of the name itself, not of a member (`f(r)`, `return r`, `x = r`), each
+    `(response, holder, callee)` as `policy.passed_on` reads them."""
+    reads = {id(n) for n in nodes if type(n) is ast.Name and n.id == response and type(n.ctx) is ast.Load}
+    held: dict[int, tuple[str, str | None]] = {}
+    for node in nodes:
+        kind = type(node)
+        if kind is ast.Attribute:
+            if id(node.value) in reads:  # type: ignore[attr-defined]
+                held[id(node.value)] = "member", None  # type: ignore[attr-defined]
+        elif kind is ast.Call:
+            arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]  # type: ignore[attr-defined]
+            if any(id(argument) in reads for argument in arguments):
+                alone = len(node.args) == 1 and not node.keywords  # type: ignore[attr-defined]
+                callee = dotted_source(node.func)  # type: ignore[attr-defined]
+                held.update((id(a), ("alone" if alone else "argument", callee)) for a in arguments)
+        elif kind in (ast.Return, ast.Yield) and id(node.value) in reads:  # type: ignore[attr-defined]
+            held[id(node.value)] = kind.__name__.lower(), None  # type: ignore[attr-defined]
+    for read in reads:
+        holder, callee = held.get(read, ("value", None))
+        if holder != "member":
+            yield response, holder, callee

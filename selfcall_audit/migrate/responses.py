@@ -1,6 +1,7 @@
 """How the response of a self-call is used, read on libcst's tree (`analysis.responses` reads the
-same with `ast` for `scan`): streamed through `r.content`, or through uses the helper's response
-does not serve (`policy.unserved` decides which). A use counts where the response's binding can
+same with `ast` for `scan`): streamed through `r.content`, through uses the helper's response
+does not serve (`policy.unserved` decides which), or passed on where its uses are not followed
+(`policy.passed_on`). A use counts where the response's binding can
 reach it: once the name is bound again (`r = await r.json()`), what it holds is not the response."""
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import libcst as cst
 
 from ..analysis import policy
 from .flow import Flows
-from .imports import ident
-from .walk import children
+from .imports import dotted_name, ident
+from .scope import target
+from .walk import children, descendants
 
 Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its binding in the flow
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
@@ -104,14 +106,18 @@ def judged(
     walked: Callable[[], list[cst.CSTNode]],
     skipped: Callable[[], frozenset[int]],
 ) -> policy.ResponseUse:
-    """Is the response's body streamed (`r.content`), and which of its uses does the helper's
-    response not serve? (`walked`: the method's nodes; `skipped`: see `policy.judge_uses`.)"""
+    """Is the response's body streamed (`r.content`), which of its uses does the helper's response
+    not serve, and where does it go unfollowed? (`walked`: the method's nodes; `skipped`: see
+    `policy.judge_uses`.)"""
     if bound is None:
-        return None, policy.unserved(_chained(ancestors))
+        return None, policy.unserved(_chained(ancestors)), ()
     response = bound[0]
-    return policy.judge_uses(
-        walked(), lambda nodes: (_streamed(response, nodes), policy.unserved(_uses(response, nodes))), skipped
-    )
+
+    def read(nodes: list[cst.CSTNode]) -> policy.ResponseUse:
+        uses = policy.unserved(_uses(response, nodes))
+        return _streamed(response, nodes), uses, policy.passed_on(_passed_on(response, nodes))
+
+    return policy.judge_uses(walked(), read, skipped)
 
 
 def _chained(ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, bool, bool]]:
@@ -162,3 +168,55 @@ def _is_content(node: cst.CSTNode, name: str) -> bool:
         and node.value.value == name
         and node.attr.value == "content"
     )
+
+
+# Names that are no variable: an attribute's, a keyword's, a `global` / `nonlocal` statement's,
+# a class pattern's keyword, a type parameter's
+_NAMING = {
+    cst.Attribute: "attr",
+    cst.Arg: "keyword",
+    cst.NameItem: "name",
+    cst.MatchKeywordElement: "key",
+    cst.TypeVar: "name",
+    cst.TypeVarTuple: "name",
+    cst.ParamSpec: "name",
+}
+
+
+def _passed_on(response: str, nodes: list[cst.CSTNode]) -> Iterator[tuple[str, str, str | None]]:
+    """The uses of the name itself, not of a member (`f(r)`, `return r`, `x = r`), each
+    `(response, holder, callee)` as `policy.passed_on` reads them. libcst's names carry no
+    context: the names a node binds, an import's, and those in `_NAMING` are not read."""
+    names = {id(n) for n in nodes if type(n) is cst.Name and n.value == response}
+    held: dict[int, tuple[str, str | None]] = {}
+    for node in nodes:
+        kind = type(node)
+        if kind in _NAMING:
+            held[id(getattr(node, _NAMING[kind]))] = "member", None
+        if kind is cst.Attribute:
+            held[id(node.value)] = "member", None  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            arguments = [a.value for a in node.args if not a.star]  # type: ignore[attr-defined]
+            if any(id(argument) in names for argument in arguments):
+                alone = len(node.args) == 1 and node.args[0].keyword is None  # type: ignore[attr-defined]
+                callee = dotted_name(node.func)  # type: ignore[attr-defined]
+                holder = "alone" if alone else "argument", ident(callee) if callee else None
+                held.update((id(argument), holder) for argument in arguments)
+        elif kind in (cst.Return, cst.Yield) and id(node.value) in names:  # type: ignore[attr-defined]
+            held[id(node.value)] = kind.__name__.lower(), None  # type: ignore[attr-defined]
+        elif kind in (cst.Import, cst.ImportFrom):
+            held.update((id(name), ("member", None)) for name in descendants(node))
+        else:
+            stack = [target(node)]
+            while stack:
+                bound = stack.pop()
+                if isinstance(bound, cst.Name):
+                    held[id(bound)] = "member", None
+                elif isinstance(bound, (cst.Tuple, cst.List)):
+                    stack += [element.value for element in bound.elements]
+                elif isinstance(bound, cst.StarredElement):
+                    stack.append(bound.value)
+    for name in names:
+        holder, callee = held.get(name, ("value", None))
+        if holder != "member":
+            yield response, holder, callee

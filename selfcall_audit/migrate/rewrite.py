@@ -106,7 +106,7 @@ class _Planner:
         nested = scope.nested_scopes(site.ancestors, at)
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         bound = responses.bound_response(site.call, site.ancestors)
-        streamed, unserved = responses.judged(
+        streamed, unserved, passed_on = responses.judged(
             bound,
             site.ancestors,
             lambda: list(descendants(method)),
@@ -122,6 +122,7 @@ class _Planner:
             dropped_call=scope.first_call(dropped_parts),
             streamed=streamed,
             unserved=unserved,
+            passed_on=passed_on,
             reaches=tuple(
                 self.flows.reach([method, *nested], site.ancestors, site.call, name) for name in names
             ),

@@ -41,11 +41,17 @@ _TARGETS: dict[type[cst.CSTNode], str] = {
 }
 
 
+def target(node: cst.CSTNode) -> cst.CSTNode | None:
+    """What the node itself binds, as written (`a, *b` of `a, *b = ...`), when it is a binding
+    construct other than an import, `global` or `nonlocal` statement."""
+    field = _TARGETS.get(type(node))
+    return None if field is None else getattr(node, field)
+
+
 def _binds_here(node: cst.CSTNode, name: str) -> bool:
     """Does the node itself bind `name` (an identifier, normalised)?"""
-    field = _TARGETS.get(type(node))
-    if field is not None:
-        return binds(getattr(node, field), name)
+    if type(node) in _TARGETS:
+        return binds(target(node), name)
     if isinstance(node, cst.ImportAlias):
         return node.asname is None and (dotted_name(node.name) or "").split(".")[0] == name
     if isinstance(node, (cst.Global, cst.Nonlocal)):

@@ -72,6 +72,9 @@ _REASONS = {
     "streamed": "the response body is streamed (`{name}`); the in-process helper buffers it",
     "response_use": "the response is used as the in-process helper's is not ({names}): it answers as "
     "aiohttp's `ClientResponse` does, whose `json()`, `text()` and `read()` are awaited",
+    "response_passed_on": "the response goes where its uses are not followed ({names}): only NeMo Gym's "
+    "`raise_for_status(response)` and `get_response_json(response)` are known to read it as the "
+    "in-process helper's response serves",
     "bound_around_the_call": "`{name}` at the call is bound by a lambda or comprehension around it",
     "rebound_in_loop": "`{name}` is bound again at line {line}, in a loop around the call: a later pass "
     "may post elsewhere",

@@ -103,6 +103,31 @@ RESPONSE_BODIES = {
         [False, True],
         "        response, other = await asyncio.gather(asyncio.shield(POST), POST)\n        response.status_code",
     ),
+    # the response itself passed on: followed into NeMo Gym's readers alone
+    "passed-to-the-readers": (
+        [True],
+        "        CALL\n        await raise_for_status(response)\n        await server_utils.get_response_json(response)",
+    ),
+    "passed-to-a-function": ([False], "        CALL\n        keep(response)"),
+    "passed-to-a-reader-with-more": (
+        [False],
+        "        CALL\n        await get_response_json(response, strict=True)",
+    ),
+    "passed-by-keyword": ([False], "        CALL\n        await raise_for_status(response=response)"),
+    "returned": ([False], "        CALL\n        if names:\n            return response"),
+    "stored": ([False], "        CALL\n        self.last = response"),
+    "formatted": ([False], "        CALL\n        print(f'{response}')"),
+    "yielded-by-a-generator": ([False], "        CALL\n        def later():\n            yield response"),
+    "passed-in-a-lambda": ([False], "        CALL\n        later = lambda: keep(response)"),
+    "returned-once-rebound": (
+        [True],
+        "        CALL\n        response = await response.json()\n        return response",
+    ),
+    "named-where-no-variable-is": (
+        [True],
+        "        CALL\n        names.response = keep(response=names)\n"
+        "        match names:\n            case Point(response=_):\n                pass",
+    ),
 }
 SHAPES: dict[str, bytes | None] = {
     **{f"case-{case.name}": None for case in sorted(CASES.iterdir()) if case.is_dir()},
@@ -180,7 +205,8 @@ def test_a_response_use_counts_where_the_binding_reaches_it(name: str, tmp_path:
 
 
 # Statements about the response's name; `CALL` is the self-call that binds it, and `status_code` a
-# use the helper's response does not serve (one of each is kept: does the binding reach the use?).
+# use the helper's response does not serve (one of each is kept: does the binding reach the use?);
+# the response passed on goes where it is not followed, but to NeMo Gym's readers.
 _SIMPLE = [
     "CALL",
     "CALL",
@@ -188,6 +214,8 @@ _SIMPLE = [
     "response = names",
     "response = None",
     "names = [response]",
+    "keep(response)",
+    "await raise_for_status(response)",
     "await response.json()",
     "response.raise_for_status()",
     "if (response := names): pass",

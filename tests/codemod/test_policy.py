@@ -288,17 +288,37 @@ def test_a_response_used_otherwise_than_the_helpers_is_named(uses, unserved) -> 
     assert (policy.site_blocker(site) is None) == (not unserved)
 
 
+@pytest.mark.parametrize(
+    ("uses", "passed_on"),
+    [
+        ([("r", "alone", "raise_for_status"), ("r", "alone", "server_utils.get_response_json")], ()),
+        (
+            [("r", "alone", "keep"), ("r", "argument", "get_response_json")],
+            ("get_response_json(...)", "keep(r)"),
+        ),
+        ([("r", "argument", "raise_for_status"), ("r", "alone", None)], ("r", "raise_for_status(...)")),
+        ([("r", "return", None), ("r", "yield", None), ("r", "value", None)], ("r", "return r", "yield r")),
+    ],
+)
+def test_a_response_passed_on_is_followed_into_nemo_gyms_readers_alone(uses, passed_on) -> None:
+    assert policy.passed_on(uses) == passed_on
+    site = policy.Site("responses_in_process", "self", passed_on=policy.passed_on(uses))
+    assert policy.site_blocker(site) == (
+        policy.Blocker("response_passed_on", names=passed_on) if passed_on else None
+    )
+
+
 def test_the_reach_of_a_response_is_asked_only_when_a_use_would_block_the_rewrite() -> None:
     """Uses read from every node first; the nodes the binding does not reach are left out only
     when something blocks, since working them out takes a flow through the method."""
     nodes = ["r.status", "r.status_code"]  # stand-ins for a method's nodes
 
     def read(some: list[str]) -> policy.ResponseUse:
-        return None, tuple(n for n in some if n.endswith("_code"))
+        return None, tuple(n for n in some if n.endswith("_code")), ()
 
     def never() -> frozenset[int]:
         raise AssertionError("the reach was asked for")
 
-    assert policy.judge_uses(nodes[:1], read, never) == (None, ())
-    assert policy.judge_uses(nodes, read, lambda: frozenset({id(nodes[1])})) == (None, ())
-    assert policy.judge_uses(nodes, read, lambda: frozenset()) == (None, ("r.status_code",))
+    assert policy.judge_uses(nodes[:1], read, never) == (None, (), ())
+    assert policy.judge_uses(nodes, read, lambda: frozenset({id(nodes[1])})) == (None, (), ())
+    assert policy.judge_uses(nodes, read, lambda: frozenset()) == (None, ("r.status_code",), ())

@@ -31,7 +31,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
             url_path="/v1/responses",
             json=body,
         )
-        return response
+        return await response.json()
 """
 FIXED = """\
 from selfcall_audit.inprocess import responses_in_process
@@ -46,7 +46,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
             url_path="/v1/responses",
             json=body,
         )
-        return response
+        return await response.json()
 """
 REFUSED = re.compile(r"^\S*responses_api_agents/x/app\.py:\d+:\d+: SCA001 not rewritten: (.*)$", re.M)
 
@@ -261,7 +261,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
     async def run(self, body, names):
         target = self.config.name
 {body}
-        return response
+        return await response.json()
 """
 
 

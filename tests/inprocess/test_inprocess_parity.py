@@ -7,12 +7,15 @@ session cookies, model response ids).
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import copy
+import inspect
 import json
 import logging
 import re
+import textwrap
 from collections.abc import Iterator
 from http.cookies import SimpleCookie
 from typing import Any
@@ -32,6 +35,7 @@ from inprocess_harness import (
     raise_for_status,
 )
 
+from selfcall_audit.analysis import policy
 from selfcall_audit.inprocess import InProcessResponse, responses_in_process
 
 MODES = ("http", "inprocess")
@@ -1002,3 +1006,20 @@ def test_a_response_header_beyond_aiohttps_limit_fails_over_http_only(host: Host
 
     assert host.run(go(8190)) == {"http": (200, 8190), "inprocess": (200, 8190)}
     assert host.run(go(8191)) == {"http": ("raised", 400), "inprocess": (200, 8191)}
+
+
+def test_the_readers_a_response_may_be_passed_to_read_what_the_helpers_response_serves() -> None:
+    """`fix` rewrites a call whose response is passed to NeMo Gym's readers alone: each is run on
+    both responses above, and reads of the response nothing the helper's does not serve."""
+    readers = {"raise_for_status": raise_for_status, "get_response_json": get_response_json}
+    assert set(readers) == policy.RESPONSE_READERS
+    for reader in readers.values():
+        tree = ast.parse(textwrap.dedent(inspect.getsource(reader)))
+        read = {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "response"
+        }
+        assert read and read <= policy.RESPONSE_MEMBERS | policy.RESPONSE_READS, read

@@ -42,4 +42,11 @@ class ForwardingAgent(SimpleResponsesAPIAgent):
             server_name=self.config.name, url_path="/v1/responses", json={}, **({"cookies": seeded.cookies} if seeded else {})
         )
         renamed = await self._send(target=self.config.name, route="/v1/responses", **{"payload": {}})
-        return [await get_response_json(r) for r in (response, draft, traced, checked, extra, renamed)]
+        return [
+            await get_response_json(response),
+            await get_response_json(draft),
+            await get_response_json(traced),
+            await get_response_json(checked),
+            await get_response_json(extra),
+            await get_response_json(renamed),
+        ]
