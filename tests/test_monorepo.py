@@ -26,10 +26,10 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class OuterAgent(SimpleResponsesAPIAgent):
     async def run(self, body):
-        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
 
     async def again(self, body):
-        return await self.server_client.post(server_name=self.config.name, url_path="/run", json=body)
+        await self.server_client.post(server_name=self.config.name, url_path="/run", json=body)
 """
 OUTER_SETTINGS = '[project]\nname = "mono"\n\n[tool.selfcall-audit]\nignore = ["SCA002"]\n'
 # gym/ leaves out one agent folder; judge_agent's self-call shows only when its YAML's

@@ -24,7 +24,7 @@ from responses_api_agents.tutor.transport import send
 
 class TutorAgent(SimpleResponsesAPIAgent):
     async def run(self, body):
-        return await self.server_client.post(server_name="tutor", url_path="/v1/responses", json=body)
+        await self.server_client.post(server_name="tutor", url_path="/v1/responses", json=body)
 
     async def ask(self, body):
         return await send(self.config.name, "/v1/responses", body)
@@ -53,7 +53,7 @@ from responses_api_agents.tutor.app import TutorAgent
 
 class StrictTutor(TutorAgent):
     async def check(self, body):
-        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
 """
 APP_BUILDER = """\
 from responses_api_agents.tutor.app import TutorAgent

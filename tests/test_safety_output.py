@@ -23,7 +23,7 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class {name}(SimpleResponsesAPIAgent):
     async def run(self, body):
-        return await self.server_client.post(
+        await self.server_client.post(
             server_name=self.config.{target},  # \x1b]0;frame\x07\x1b[2J
             url_path="/v1/responses",
             json=body,
@@ -55,7 +55,7 @@ def test_piped_concise_output_starts_no_workflow_command(cli, hostile: Path) -> 
     assert done.exit_code == 1, done.stderr
     lines = finding_lines(done.stdout)
     assert len(lines) == 2 and all(line.startswith("responses_api_agents/") for line in lines)
-    assert "responses_api_agents/x\\n::add-mask::secret\\x1b]0;file\\x07/app.py:6:22: SCA001" in lines[1]
+    assert "responses_api_agents/x\\n::add-mask::secret\\x1b]0;file\\x07/app.py:6:15: SCA001" in lines[1]
     assert "instance `evil\\n::error file=app.py::pwned\\x1b]0;yaml\\x07`" in lines[0]
     assert not RAW_CONTROLS.search(done.stdout)
 

@@ -35,7 +35,7 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class SharedBase(SimpleResponsesAPIAgent):
     async def ask(self, body):
-        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
 """
 # Imported by every agent, so parsed ahead of need by the workers, yet never needed: its syntax
 # error is not reported (as with one process), and it does not count as parsed.
@@ -48,7 +48,7 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class Agent{n}(SimpleResponsesAPIAgent):
     async def run(self, body):
-        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
 """
 
 
@@ -167,7 +167,7 @@ def test_fix_rewrites_files_finds_and_updates_tests_in_worker_processes_as_one_p
         assert all((pid == main_process) == (jobs == "1") for _, pid in ran), ran  # each in a worker or none
 
     assert diffs["1"] == diffs["2"]
-    assert diffs["1"].count("+        return await responses_in_process(") == AGENTS + 1  # and shared/base.py
+    assert diffs["1"].count("+        await responses_in_process(") == AGENTS + 1  # and shared/base.py
     assert diffs["1"].count("+@patch(") == AGENTS
 
 

@@ -238,6 +238,7 @@ def _method_site(
     names = tuple(dict.fromkeys([self_name, *read_names(dropped)]))
     bound = bound_response(node, ancestors)
     streamed, unserved, passed_on = judged(
+        node,
         bound,
         ancestors,
         lambda: tree.flows.walked(method),

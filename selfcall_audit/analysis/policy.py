@@ -310,10 +310,10 @@ def site_blocker(site: Site) -> Blocker | None:
         return Blocker("streamed", site.streamed)
     if site.unserved:
         return Blocker("response_use", names=site.unserved)
-    if site.passed_on:
-        return Blocker("response_passed_on", names=site.passed_on)
     for reach in site.reaches:
         blocker = name_blocker(reach, is_self=reach.name == site.self_name)
         if blocker is not None:
             return blocker
+    if site.passed_on:  # last: where the response goes, the call as written may still be wrong
+        return Blocker("response_passed_on", names=site.passed_on)
     return None

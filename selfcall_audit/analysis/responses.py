@@ -18,6 +18,7 @@ from .reaching import Flows
 Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statement binding it
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
 _PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
+_AWAITED = "(await ...)"  # the response no name holds, as a use of it is written
 
 
 def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
@@ -91,6 +92,7 @@ def unreached(
 
 
 def judged(
+    call: ast.Call,
     bound: Bound | None,
     ancestors: Sequence[ast.AST],
     walked: Callable[[], list[ast.AST]],
@@ -100,7 +102,7 @@ def judged(
     not serve, and where does it go unfollowed? (`walked`: the method's nodes; `skipped`: see
     `policy.judge_uses`.)"""
     if bound is None:
-        return None, policy.unserved(_chained(ancestors)), ()
+        return None, policy.unserved(_chained(ancestors)), policy.passed_on(_unbound(call, ancestors))
     response = bound[0]
 
     def read(nodes: list[ast.AST]) -> policy.ResponseUse:
@@ -117,11 +119,39 @@ def _chained(ancestors: Sequence[ast.AST]) -> Iterator[tuple[str, str, bool, boo
         call = ancestors[-3] if len(ancestors) > 2 else None
         called = isinstance(call, ast.Call) and call.func is chained
         yield (
-            "(await ...)",
+            _AWAITED,
             chained.attr,
             called,
             called and len(ancestors) > 3 and isinstance(ancestors[-4], ast.Await),
         )
+
+
+def _unbound(call: ast.Call, ancestors: Sequence[ast.AST]) -> Iterator[tuple[str, str, str | None]]:
+    """Where the awaited response goes when no name holds it (`return await <call>`, `f(await
+    <call>)`, `self.last = await <call>`), also through `wait_for`, `shield` or `gather`: nowhere
+    when it is dropped (`await <call>;`) or a member of it read (see `_chained`). A call not
+    awaited where it stands (a task, a list) is not followed."""
+    top, rest = call, ancestors
+    while rest and isinstance(rest[-1], ast.Call):
+        outer = rest[-1]
+        passed_on = _named(outer) in _PASSED_ON and bool(outer.args) and outer.args[0] is top
+        if not passed_on and _gathered(top, outer) is None:
+            break
+        top, rest = outer, rest[:-1]
+    if len(rest) < 2 or not isinstance(rest[-1], ast.Await):
+        return
+    holder = rest[-2]
+    if isinstance(holder, ast.Expr) or (top is call and isinstance(holder, ast.Attribute)):
+        return
+    if isinstance(holder, ast.keyword) and holder.arg is not None and len(rest) > 2:
+        yield _AWAITED, "argument", dotted_source(rest[-3].func)  # type: ignore[attr-defined]
+    elif isinstance(holder, ast.Call) and holder.func is not rest[-1]:
+        alone = len(holder.args) == 1 and not holder.keywords
+        yield _AWAITED, "alone" if alone else "argument", dotted_source(holder.func)
+    elif isinstance(holder, (ast.Return, ast.Yield)):
+        yield _AWAITED, type(holder).__name__.lower(), None
+    else:
+        yield _AWAITED, "value", None
 
 
 def _streamed(response: str, nodes: list[ast.AST]) -> str | None:

@@ -19,6 +19,7 @@ from .walk import children, descendants
 Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its binding in the flow
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
 _PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
+_AWAITED = "(await ...)"  # the response no name holds, as a use of it is written
 
 
 def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
@@ -101,6 +102,7 @@ def unreached(
 
 
 def judged(
+    call: cst.Call,
     bound: Bound | None,
     ancestors: Sequence[cst.CSTNode],
     walked: Callable[[], list[cst.CSTNode]],
@@ -110,7 +112,7 @@ def judged(
     not serve, and where does it go unfollowed? (`walked`: the method's nodes; `skipped`: see
     `policy.judge_uses`.)"""
     if bound is None:
-        return None, policy.unserved(_chained(ancestors)), ()
+        return None, policy.unserved(_chained(ancestors)), policy.passed_on(_unbound(call, ancestors))
     response = bound[0]
 
     def read(nodes: list[cst.CSTNode]) -> policy.ResponseUse:
@@ -127,7 +129,35 @@ def _chained(ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, bool,
         call = ancestors[-3] if len(ancestors) > 2 else None
         called = isinstance(call, cst.Call) and call.func is chained
         awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
-        yield "(await ...)", chained.attr.value, called, awaited
+        yield _AWAITED, chained.attr.value, called, awaited
+
+
+def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, str | None]]:
+    """Where the awaited response goes when no name holds it (`return await <call>`, `f(await
+    <call>)`, `self.last = await <call>`), also through `wait_for`, `shield` or `gather`: nowhere
+    when it is dropped (`await <call>;`) or a member of it read (see `_chained`). A call not
+    awaited where it stands (a task, a list) is not followed."""
+    top, rest = call, ancestors
+    while len(rest) > 1 and isinstance(rest[-2], cst.Call):
+        argument, outer = rest[-1], rest[-2]
+        passed_on = _named(outer) in _PASSED_ON and next(iter(_positional(outer)), None) is argument
+        if not passed_on and _gathered(top, rest) is None:
+            break
+        top, rest = outer, rest[:-2]
+    if len(rest) < 2 or not isinstance(rest[-1], cst.Await):
+        return
+    holder = rest[-2]
+    if isinstance(holder, cst.Expr) or (top is call and isinstance(holder, cst.Attribute)):
+        return
+    if isinstance(holder, cst.Arg) and not holder.star and len(rest) > 2:
+        outer = rest[-3]
+        alone = len(outer.args) == 1 and holder.keyword is None  # type: ignore[attr-defined]
+        callee = dotted_name(outer.func)  # type: ignore[attr-defined]
+        yield _AWAITED, "alone" if alone else "argument", ident(callee) if callee else None
+    elif isinstance(holder, (cst.Return, cst.Yield)):
+        yield _AWAITED, type(holder).__name__.lower(), None
+    else:
+        yield _AWAITED, "value", None
 
 
 def _streamed(response: str, nodes: list[cst.CSTNode]) -> str | None:

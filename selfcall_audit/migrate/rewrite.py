@@ -107,6 +107,7 @@ class _Planner:
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         bound = responses.bound_response(site.call, site.ancestors)
         streamed, unserved, passed_on = responses.judged(
+            site.call,
             bound,
             site.ancestors,
             lambda: list(descendants(method)),

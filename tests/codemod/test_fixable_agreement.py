@@ -85,8 +85,8 @@ RESPONSE_BODIES = {
         "        response, other = await asyncio.gather(POST, POST, return_exceptions=True)\n"
         "        response.status_code\n        other.status",
     ),
-    "gathered-starred-target": (
-        [False, True],
+    "gathered-starred-target": (  # the second response goes into a list, where it is not followed
+        [False, False],
         "        response, *rest = await asyncio.gather(POST, POST)\n        response.status_code\n"
         "        rest[0].status_code",
     ),
@@ -118,6 +118,20 @@ RESPONSE_BODIES = {
     "stored": ([False], "        CALL\n        self.last = response"),
     "formatted": ([False], "        CALL\n        print(f'{response}')"),
     "yielded-by-a-generator": ([False], "        CALL\n        def later():\n            yield response"),
+    # no name holds it: where the awaited response goes
+    "awaited-and-dropped": ([True], "        await POST"),
+    "read-by-a-reader-from-the-await": ([True], "        await raise_for_status(await POST)"),
+    "returned-from-the-await": ([False], "        return await POST"),
+    "passed-from-the-await": ([False], "        keep(await POST)"),
+    "passed-by-keyword-from-the-await": ([False], "        keep(response=await POST)"),
+    "stored-from-the-await": ([False], "        self.last = await POST"),
+    "returned-through-wait-for": ([False], "        return await asyncio.wait_for(POST, timeout=5)"),
+    "dropped-through-gather": ([True, True], "        await asyncio.gather(POST, asyncio.shield(POST))"),
+    "returned-through-gather": ([False, False], "        return await asyncio.gather(POST, POST)"),
+    "a-task": (
+        [True],
+        "        task = asyncio.ensure_future(POST)\n        (await task).status_code",
+    ),  # not followed
     "passed-in-a-lambda": ([False], "        CALL\n        later = lambda: keep(response)"),
     "returned-once-rebound": (
         [True],

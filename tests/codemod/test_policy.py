@@ -145,9 +145,9 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 class EchoAgent(SimpleResponsesAPIAgent):
     async def run(self, body):
         send = self.server_client.post
-        return await send(self.config.name, "/v1/responses", json=body)
+        await send(self.config.name, "/v1/responses", json=body)
 """
-CALL = {"line": 7, "column": 22, "end_line": 7, "end_column": 72}
+CALL = {"line": 7, "column": 15, "end_line": 7, "end_column": 65}
 
 
 def finding(call: CallDescription | None) -> Finding:
@@ -173,7 +173,7 @@ def test_a_described_call_is_rewritten_from_its_description() -> None:
         b"\n\n"
         b"class EchoAgent(SimpleResponsesAPIAgent):\n"
         b"    async def run(self, body):\n"
-        b'        return await responses_in_process(self, url_path="/v1/responses", json=body)\n'
+        b'        await responses_in_process(self, url_path="/v1/responses", json=body)\n'
     )
 
 
@@ -243,7 +243,7 @@ def test_without_a_description_the_tree_is_read_with_the_same_rules() -> None:
 def test_where_the_call_stands_is_read_from_the_tree_whatever_the_description_says() -> None:
     line = '        @self.remember(await send(self.config.name, "/v1/responses", json=body))'
     source = SOURCE.replace(
-        b'        return await send(self.config.name, "/v1/responses", json=body)\n',
+        b'        await send(self.config.name, "/v1/responses", json=body)\n',
         f"\n{line}\n        def cached():\n            pass\n".encode(),
     )
     start, end = line.index("send("), line.index("))") + 1

@@ -8,4 +8,4 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class EchoAgent(SimpleResponsesAPIAgent):
     async def run(self, body: BaseRunRequest):
-        return await responses_in_process(self, url_path="/v1/responses", json=body)
+        await responses_in_process(self, url_path="/v1/responses", json=body)

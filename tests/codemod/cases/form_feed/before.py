@@ -6,4 +6,4 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class EchoAgent(SimpleResponsesAPIAgent):
     async def run(self, body: BaseRunRequest):
-        return await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)
+        await self.server_client.post(server_name=self.config.name, url_path="/v1/responses", json=body)

@@ -12,6 +12,6 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class EchoAgent(SimpleResponsesAPIAgent):
     async def run(self, body: BaseRunRequest) -> InProcessResponse:
-        return await responses_in_process(
+        await responses_in_process(
             self, url_path="/v1/responses", json=body.responses_create_params
         )

@@ -9,5 +9,5 @@ from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
 
 class ÉchoAgent(SimpleResponsesAPIAgent):
     async def run(self, request: Request, body: BaseRunRequest) -> dict:
-        étiquette, réponse = "café", await responses_in_process(self, url_path="/v1/responses", json=body.responses_create_params)
-        return {"étiquette": étiquette, "réponse": await réponse.json()}
+        réponse_à_l_écho = await responses_in_process(self, url_path="/v1/responses", json=body.responses_create_params)
+        return {"étiquette": "café", "réponse": await réponse_à_l_écho.json()}
