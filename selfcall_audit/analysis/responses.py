@@ -19,6 +19,7 @@ Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statem
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
 _PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
 _AWAITED = "(await ...)"  # the response no name holds, as a use of it is written
+_QUERIES = frozenset({"getattr", "hasattr"})  # builtins that read a member named by a string
 
 
 def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
@@ -180,6 +181,20 @@ def _uses(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, bool,
     for node in nodes:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == response:
             yield response, node.attr, id(node) in called, id(node) in awaited
+        elif isinstance(node, ast.Call) and (member := _queried(node, response)) is not None:
+            yield response, member, id(node) in called, id(node) in awaited
+
+
+def _queried(call: ast.Call, response: str) -> str | None:
+    """The member `getattr(r, "member", ...)` or `hasattr(r, "member")` reads of the response."""
+    func, args = call.func, call.args
+    if not (isinstance(func, ast.Name) and func.id in _QUERIES and len(args) >= 2 and not call.keywords):
+        return None
+    subject, member = args[0], args[1]
+    if not (isinstance(subject, ast.Name) and subject.id == response):
+        return None
+    value = member.value if isinstance(member, ast.Constant) else None
+    return value if isinstance(value, str) else None
 
 
 def _passed_on(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, str | None]]:
@@ -192,6 +207,8 @@ def _passed_on(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, 
         if kind is ast.Attribute:
             if id(node.value) in reads:  # type: ignore[attr-defined]
                 held[id(node.value)] = "member", None  # type: ignore[attr-defined]
+        elif kind is ast.Call and _queried(node, response) is not None:  # type: ignore[arg-type]
+            held[id(node.args[0])] = "member", None  # type: ignore[attr-defined]
         elif kind is ast.Call:
             arguments = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]  # type: ignore[attr-defined]
             if any(id(argument) in reads for argument in arguments):

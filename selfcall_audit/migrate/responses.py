@@ -20,6 +20,7 @@ Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its bi
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
 _PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
 _AWAITED = "(await ...)"  # the response no name holds, as a use of it is written
+_QUERIES = frozenset({"getattr", "hasattr"})  # builtins that read a member named by a string
 
 
 def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
@@ -188,6 +189,22 @@ def _uses(response: str, nodes: list[cst.CSTNode]) -> Iterator[tuple[str, str, b
             and node.value.value == response
         ):
             yield response, node.attr.value, id(node) in called, id(node) in awaited
+        elif isinstance(node, cst.Call) and (member := _queried(node, response)) is not None:
+            yield response, member, id(node) in called, id(node) in awaited
+
+
+def _queried(call: cst.Call, response: str) -> str | None:
+    """The member `getattr(r, "member", ...)` or `hasattr(r, "member")` reads of the response."""
+    func, args = call.func, call.args
+    if not (isinstance(func, cst.Name) and func.value in _QUERIES and len(args) >= 2):
+        return None
+    if any(a.keyword is not None or a.star for a in args):
+        return None
+    subject, member = args[0].value, args[1].value
+    if not (isinstance(subject, cst.Name) and subject.value == response):
+        return None
+    value = member.evaluated_value if isinstance(member, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return value if isinstance(value, str) else None
 
 
 def _is_content(node: cst.CSTNode, name: str) -> bool:
@@ -225,6 +242,8 @@ def _passed_on(response: str, nodes: list[cst.CSTNode]) -> Iterator[tuple[str, s
             held[id(getattr(node, _NAMING[kind]))] = "member", None
         if kind is cst.Attribute:
             held[id(node.value)] = "member", None  # type: ignore[attr-defined]
+        elif kind is cst.Call and _queried(node, response) is not None:  # type: ignore[arg-type]
+            held[id(node.args[0].value)] = "member", None  # type: ignore[attr-defined]
         elif kind is cst.Call:
             arguments = [a.value for a in node.args if not a.star]  # type: ignore[attr-defined]
             if any(id(argument) in names for argument in arguments):

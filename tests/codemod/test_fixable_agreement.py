@@ -132,6 +132,14 @@ RESPONSE_BODIES = {
         [True],
         "        task = asyncio.ensure_future(POST)\n        (await task).status_code",
     ),  # not followed
+    # a member named by a string: read as the attribute is
+    "queried-for-a-member": (
+        [True],
+        "        CALL\n        getattr(response, 'headers', None)\n        hasattr(response, 'ok')\n"
+        "        await getattr(response, 'js' 'on')()",
+    ),
+    "queried-for-what-it-lacks": ([False], "        CALL\n        getattr(response, 'status_code', 0)"),
+    "queried-by-another-name": ([False], "        CALL\n        getattr(response, names)"),
     "passed-in-a-lambda": ([False], "        CALL\n        later = lambda: keep(response)"),
     "returned-once-rebound": (
         [True],
