@@ -59,6 +59,10 @@ RESPONSE_READS = frozenset({"json", "text", "read"})
 # NeMo Gym's own readers of a response (`nemo_gym.server_utils`), which the response may be passed
 # to alone: what they read, the helper's response serves, as its tests check by running them on both.
 RESPONSE_READERS = frozenset({"raise_for_status", "get_response_json"})
+# NeMo Gym's wrappers that make a call through the lambda they are given, and give back its response
+# (`await self.retry_checkpoint_refusal(lambda: <call>, ...)`): what they read of it, `status` and
+# `read()`, the helper's response serves.
+RESPONSE_WRAPPERS = frozenset({"retry_checkpoint_refusal", "checkpointable_external_wait"})
 # What a `**` expansion of a dict display may pass: kept as written, the helper takes them by name.
 EXPANDABLE: frozenset[str] = frozenset({"json", "cookies", "headers"})
 _NAMED_ROLES = KEPT_ROLES | DROPPED_ROLES

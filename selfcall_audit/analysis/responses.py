@@ -24,18 +24,10 @@ _QUERIES = frozenset({"getattr", "hasattr"})  # builtins that read a member name
 
 def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
     """The name the call's response is bound to, and the binding: by `r = await <call>` (also
-    through `asyncio.wait_for(<call>, ...)` or `asyncio.shield(<call>)`), or by `a, r = await
-    asyncio.gather(<other>, <call>)`."""
-    parent = ancestors[-1]
-    if (
-        isinstance(parent, ast.Call)
-        and _named(parent) in _PASSED_ON
-        and parent.args
-        and parent.args[0] is call
-    ):
-        return bound_response(parent, ancestors[:-1])
-    gathered = _gathered(call, parent)
-    assigned = _assigned(ancestors if gathered is None else ancestors[:-1])
+    through what passes it on, see `_given`), or by `a, r = await asyncio.gather(<other>, <call>)`."""
+    top, rest = _given(call, ancestors)
+    gathered = _gathered(top, rest[-1]) if rest else None
+    assigned = _assigned(rest if gathered is None else rest[:-1])
     if assigned is None:
         return None
     target, holder = assigned
@@ -44,6 +36,42 @@ def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None
         elements = target.elts if isinstance(target, (ast.Tuple, ast.List)) else []
         target = elements[position] if len(elements) == count else None
     return (target.id, holder) if isinstance(target, ast.Name) else None
+
+
+def _given(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[ast.AST, Sequence[ast.AST]]:
+    """What gives the call's response once awaited, and its ancestors: the call itself, or what
+    passes it on (`asyncio.wait_for(<call>, ...)`, `asyncio.shield(<call>)`, one of NeMo Gym's
+    `policy.RESPONSE_WRAPPERS` given `lambda: <call>` first)."""
+    top: ast.AST = call
+    rest = ancestors
+    while rest:
+        parent = rest[-1]
+        if (
+            isinstance(parent, ast.Call)
+            and _named(parent) in _PASSED_ON
+            and parent.args
+            and parent.args[0] is top
+        ):
+            top, rest = parent, rest[:-1]
+        elif (
+            isinstance(parent, ast.Lambda)
+            and parent.body is top
+            and len(rest) > 1
+            and _wraps(rest[-2], parent)
+        ):
+            top, rest = rest[-2], rest[:-2]
+        else:
+            break
+    return top, rest
+
+
+def _wraps(node: ast.AST, operation: ast.Lambda) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and _named(node) in policy.RESPONSE_WRAPPERS
+        and bool(node.args)
+        and node.args[0] is operation
+    )
 
 
 def _assigned(ancestors: Sequence[ast.AST]) -> tuple[ast.AST, ast.AST] | None:
@@ -58,7 +86,7 @@ def _assigned(ancestors: Sequence[ast.AST]) -> tuple[ast.AST, ast.AST] | None:
     return None
 
 
-def _gathered(call: ast.Call, parent: ast.AST) -> tuple[int, int] | None:
+def _gathered(call: ast.AST, parent: ast.AST) -> tuple[int, int] | None:
     """The call's place among the awaitables of `asyncio.gather(...)` (or a `gather` imported),
     when each is passed on its own, and their number."""
     if not isinstance(parent, ast.Call) or _named(parent) != "gather":
@@ -132,13 +160,9 @@ def _unbound(call: ast.Call, ancestors: Sequence[ast.AST]) -> Iterator[tuple[str
     <call>)`, `self.last = await <call>`), also through `wait_for`, `shield` or `gather`: nowhere
     when it is dropped (`await <call>;`) or a member of it read (see `_chained`). A call not
     awaited where it stands (a task, a list) is not followed."""
-    top, rest = call, ancestors
-    while rest and isinstance(rest[-1], ast.Call):
-        outer = rest[-1]
-        passed_on = _named(outer) in _PASSED_ON and bool(outer.args) and outer.args[0] is top
-        if not passed_on and _gathered(top, outer) is None:
-            break
-        top, rest = outer, rest[:-1]
+    top, rest = _given(call, ancestors)
+    while rest and _gathered(top, rest[-1]) is not None:
+        top, rest = _given(rest[-1], rest[:-1])  # type: ignore[arg-type]
     if len(rest) < 2 or not isinstance(rest[-1], ast.Await):
         return
     holder = rest[-2]

@@ -25,17 +25,11 @@ _QUERIES = frozenset({"getattr", "hasattr"})  # builtins that read a member name
 
 def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
     """The name the call's response is bound to, and its binding (the `AssignTarget`, or the
-    `AnnAssign`): by `r = await <call>` (also through `asyncio.wait_for(<call>, ...)` or
-    `asyncio.shield(<call>)`), or by `a, r = await asyncio.gather(<other>, <call>)`."""
-    argument, outer = (ancestors[-1], ancestors[-2]) if len(ancestors) > 1 else (None, None)
-    if (
-        isinstance(outer, cst.Call)
-        and _named(outer) in _PASSED_ON
-        and next(iter(_positional(outer)), None) is argument
-    ):
-        return bound_response(outer, ancestors[:-2])
-    gathered = _gathered(call, ancestors)
-    assigned = _assigned(ancestors if gathered is None else ancestors[:-2])
+    `AnnAssign`): by `r = await <call>` (also through what passes it on, see `_given`), or by
+    `a, r = await asyncio.gather(<other>, <call>)`."""
+    rest = _given(call, ancestors)[1]
+    gathered = _gathered(rest)
+    assigned = _assigned(rest if gathered is None else rest[:-2])
     if assigned is None:
         return None
     target, binding = assigned
@@ -45,6 +39,39 @@ def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | 
         element = elements[position] if len(elements) == count else None
         target = element.value if isinstance(element, cst.Element) else None
     return (target.value, binding) if isinstance(target, cst.Name) else None
+
+
+def _given(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, Sequence[cst.CSTNode]]:
+    """What gives the call's response once awaited, and its ancestors: the call itself, or what
+    passes it on (`asyncio.wait_for(<call>, ...)`, `asyncio.shield(<call>)`, one of NeMo Gym's
+    `policy.RESPONSE_WRAPPERS` given `lambda: <call>` first)."""
+    top: cst.CSTNode = call
+    rest = ancestors
+    while len(rest) > 1:
+        argument, outer = rest[-1], rest[-2]
+        if isinstance(outer, cst.Call) and _named(outer) in _PASSED_ON and _first(outer) is argument:
+            top, rest = outer, rest[:-2]
+        elif (
+            isinstance(argument, cst.Lambda)
+            and argument.body is top
+            and len(rest) > 2
+            and _wraps(rest[-3], outer)
+        ):
+            top, rest = rest[-3], rest[:-3]
+        else:
+            break
+    return top, rest
+
+
+def _wraps(node: cst.CSTNode, operation: cst.CSTNode) -> bool:
+    return (
+        isinstance(node, cst.Call) and _named(node) in policy.RESPONSE_WRAPPERS and _first(node) is operation
+    )
+
+
+def _first(call: cst.Call) -> cst.Arg | None:
+    """The call's first argument not passed by keyword."""
+    return next(iter(_positional(call)), None)
 
 
 def _assigned(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNode] | None:
@@ -59,9 +86,9 @@ def _assigned(ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNode, cst.CSTNod
     return None
 
 
-def _gathered(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[int, int] | None:
-    """The call's place among the awaitables of `asyncio.gather(...)` (or a `gather` imported),
-    when each is passed on its own, and their number."""
+def _gathered(ancestors: Sequence[cst.CSTNode]) -> tuple[int, int] | None:
+    """The place of the argument `ancestors` end with among the awaitables of `asyncio.gather(...)`
+    (or a `gather` imported), when each is passed on its own, and their number."""
     argument, gather = (ancestors[-1], ancestors[-2]) if len(ancestors) > 1 else (None, None)
     if not isinstance(gather, cst.Call) or _named(gather) != "gather":
         return None
@@ -138,13 +165,9 @@ def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple
     <call>)`, `self.last = await <call>`), also through `wait_for`, `shield` or `gather`: nowhere
     when it is dropped (`await <call>;`) or a member of it read (see `_chained`). A call not
     awaited where it stands (a task, a list) is not followed."""
-    top, rest = call, ancestors
-    while len(rest) > 1 and isinstance(rest[-2], cst.Call):
-        argument, outer = rest[-1], rest[-2]
-        passed_on = _named(outer) in _PASSED_ON and next(iter(_positional(outer)), None) is argument
-        if not passed_on and _gathered(top, rest) is None:
-            break
-        top, rest = outer, rest[:-2]
+    top, rest = _given(call, ancestors)
+    while _gathered(rest) is not None:
+        top, rest = _given(rest[-2], rest[:-2])  # type: ignore[arg-type]
     if len(rest) < 2 or not isinstance(rest[-1], cst.Await):
         return
     holder = rest[-2]

@@ -140,6 +140,24 @@ RESPONSE_BODIES = {
     ),
     "queried-for-what-it-lacks": ([False], "        CALL\n        getattr(response, 'status_code', 0)"),
     "queried-by-another-name": ([False], "        CALL\n        getattr(response, names)"),
+    # made by NeMo Gym's wrappers through a lambda, which give back its response
+    "through-a-wrapper": (
+        [True],
+        "        response = await self.retry_checkpoint_refusal(lambda: POST, request=names)\n"
+        "        await raise_for_status(response)\n        getattr(response, 'headers', None)",
+    ),
+    "through-a-wrapper-read-as-it-lacks": (
+        [False],
+        "        response = await self.retry_checkpoint_refusal(lambda: POST)\n        response.status_code",
+    ),
+    "returned-through-a-wrapper": (
+        [False],
+        "        return await self.checkpointable_external_wait(lambda: POST)",
+    ),
+    "through-another-wrapper": (
+        [True],
+        "        response = await retry(lambda: POST)\n        response.status_code",
+    ),
     "passed-in-a-lambda": ([False], "        CALL\n        later = lambda: keep(response)"),
     "returned-once-rebound": (
         [True],

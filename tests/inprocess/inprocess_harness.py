@@ -98,6 +98,23 @@ async def get_response_json(response: Any) -> Any:
     return json.loads(await response.read())
 
 
+async def retry_checkpoint_refusal(operation: Any) -> Any:
+    """NeMo Gym's agents' wrapper that makes a call again while a checkpoint refuses it (409 with
+    a `checkpoint_parked` code) and gives back any other response."""
+    while True:
+        response = await operation()
+        if response.status != 409:
+            return response
+        refusal = json.loads(await response.read())
+        if not isinstance(refusal, dict) or refusal.get("error", {}).get("code") != "checkpoint_parked":
+            return response
+
+
+async def checkpointable_external_wait(operation: Any) -> Any:
+    """NeMo Gym's agents' wrapper that marks a wait a checkpoint may cut: the call's own result."""
+    return await operation()
+
+
 # ------------------------------------------------------------------------------------------
 # Shared middleware, as NeMo Gym's servers install it
 # ------------------------------------------------------------------------------------------

@@ -30,9 +30,11 @@ from inprocess_harness import (
     Agent,
     Host,
     RunRequest,
+    checkpointable_external_wait,
     describe_cookies,
     get_response_json,
     raise_for_status,
+    retry_checkpoint_refusal,
 )
 
 from selfcall_audit.analysis import policy
@@ -1008,13 +1010,19 @@ def test_a_response_header_beyond_aiohttps_limit_fails_over_http_only(host: Host
     assert host.run(go(8191)) == {"http": ("raised", 400), "inprocess": (200, 8191)}
 
 
-def test_the_readers_a_response_may_be_passed_to_read_what_the_helpers_response_serves() -> None:
-    """`fix` rewrites a call whose response is passed to NeMo Gym's readers alone: each is run on
-    both responses above, and reads of the response nothing the helper's does not serve."""
+def test_nemo_gyms_readers_and_wrappers_read_what_the_helpers_response_serves() -> None:
+    """`fix` rewrites a call whose response is passed to NeMo Gym's readers alone, or made through
+    the lambda its wrappers are given: each is run on both responses here, and reads nothing of
+    the response the helper's does not serve."""
     readers = {"raise_for_status": raise_for_status, "get_response_json": get_response_json}
+    wrappers = {
+        "retry_checkpoint_refusal": retry_checkpoint_refusal,
+        "checkpointable_external_wait": checkpointable_external_wait,
+    }
     assert set(readers) == policy.RESPONSE_READERS
-    for reader in readers.values():
-        tree = ast.parse(textwrap.dedent(inspect.getsource(reader)))
+    assert set(wrappers) == policy.RESPONSE_WRAPPERS
+    for function in [*readers.values(), *wrappers.values()]:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
         read = {
             node.attr
             for node in ast.walk(tree)
@@ -1022,4 +1030,24 @@ def test_the_readers_a_response_may_be_passed_to_read_what_the_helpers_response_
             and isinstance(node.value, ast.Name)
             and node.value.id == "response"
         }
-        assert read and read <= policy.RESPONSE_MEMBERS | policy.RESPONSE_READS, read
+        assert read <= policy.RESPONSE_MEMBERS | policy.RESPONSE_READS, read
+
+
+@pytest.mark.parametrize("case", ["handler_exception", "http_exception"])
+@pytest.mark.parametrize("wrapper", [retry_checkpoint_refusal, checkpointable_external_wait])
+def test_a_response_given_back_by_a_wrapper_reads_alike(host: Host, wrapper: Any, case: str) -> None:
+    """The retry wrapper reads the status, and the body of a 409, before it gives the response back."""
+    agent = host.agents["FullAgent"]
+
+    async def go() -> dict[str, Any]:
+        described = {}
+        for mode in MODES:
+            response = await wrapper(
+                lambda mode=mode: agent.self_call(mode, url_path="/v1/responses", **ERROR_CALLS[case])
+            )
+            described[mode] = await describe(response)
+        return described
+
+    result = host.run(go())
+    assert normalize(result["http"]) == normalize(result["inprocess"])
+    assert result["inprocess"]["status"] == (409 if case == "http_exception" else 500)
