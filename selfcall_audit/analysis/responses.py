@@ -1,9 +1,8 @@
-"""How the response of a self-call is used, read with Python's own `ast` (`migrate.responses`
-reads the same on libcst's tree for `fix`): streamed through `r.content`, through uses the
-helper's response does not serve (`policy.unserved` decides which), or passed on where its uses
-are not followed (`policy.passed_on`). A use counts where the
-response's binding can reach it: once the name is bound again (`r = await r.json()`), what it
-holds is not the response."""
+"""How the response of a self-call is used, read with Python's own `ast` (`migrate.responses` reads
+the same on libcst's tree for `fix`): streamed through `r.content`, through uses the helper's
+response does not serve (`policy.unserved` decides which), or passed on where its uses are not
+followed (`policy.passed_on`). A use counts where the response's binding can reach it: once the
+name is bound again (`r = await r.json()`), what it holds is not the response."""
 
 from __future__ import annotations
 
@@ -66,6 +65,7 @@ def _given(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[ast.AST, Seque
 
 
 def _wraps(node: ast.AST, operation: ast.Lambda) -> bool:
+    """Is `node` a call of one of NeMo Gym's wrappers, given `operation` first?"""
     return (
         isinstance(node, ast.Call)
         and _named(node) in policy.RESPONSE_WRAPPERS

@@ -1,8 +1,8 @@
 """How the response of a self-call is used, read on libcst's tree (`analysis.responses` reads the
 same with `ast` for `scan`): streamed through `r.content`, through uses the helper's response
 does not serve (`policy.unserved` decides which), or passed on where its uses are not followed
-(`policy.passed_on`). A use counts where the response's binding can
-reach it: once the name is bound again (`r = await r.json()`), what it holds is not the response."""
+(`policy.passed_on`). A use counts where the response's binding can reach it: once the name is
+bound again (`r = await r.json()`), what it holds is not the response."""
 
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ def _given(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNod
 
 
 def _wraps(node: cst.CSTNode, operation: cst.CSTNode) -> bool:
+    """Is `node` a call of one of NeMo Gym's wrappers, given `operation` (an argument) first?"""
     return (
         isinstance(node, cst.Call) and _named(node) in policy.RESPONSE_WRAPPERS and _first(node) is operation
     )
