@@ -59,6 +59,12 @@ RESPONSE_READS = frozenset({"json", "text", "read"})
 # NeMo Gym's own readers of a response (`nemo_gym.server_utils`), which the response may be passed
 # to alone: what they read, the helper's response serves, as its tests check by running them on both.
 RESPONSE_READERS = frozenset({"raise_for_status", "get_response_json"})
+# What gives, once awaited, the response of the awaitable it is given first.
+RESPONSE_PASSED_ON = frozenset({"wait_for", "shield"})
+# Builtins that read a member named by a string: `getattr(r, "headers", None)` reads `r.headers`.
+MEMBER_QUERIES = frozenset({"getattr", "hasattr"})
+# A response no name holds, as a use of it is written (`(await ...).json()`).
+AWAITED = "(await ...)"
 # NeMo Gym's wrappers that make a call through the lambda they are given, and give back its response
 # (`await self.retry_checkpoint_refusal(lambda: <call>, ...)`): what they read of it, `status` and
 # `read()`, the helper's response serves.

@@ -16,9 +16,6 @@ from .reaching import Flows
 
 Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statement binding it
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
-_PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
-_AWAITED = "(await ...)"  # the response no name holds, as a use of it is written
-_QUERIES = frozenset({"getattr", "hasattr"})  # builtins that read a member named by a string
 
 
 def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
@@ -47,7 +44,7 @@ def _given(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[ast.AST, Seque
         parent = rest[-1]
         if (
             isinstance(parent, ast.Call)
-            and _named(parent) in _PASSED_ON
+            and _named(parent) in policy.RESPONSE_PASSED_ON
             and parent.args
             and parent.args[0] is top
         ):
@@ -148,7 +145,7 @@ def _chained(ancestors: Sequence[ast.AST]) -> Iterator[tuple[str, str, bool, boo
         call = ancestors[-3] if len(ancestors) > 2 else None
         called = isinstance(call, ast.Call) and call.func is chained
         yield (
-            _AWAITED,
+            policy.AWAITED,
             chained.attr,
             called,
             called and len(ancestors) > 3 and isinstance(ancestors[-4], ast.Await),
@@ -169,14 +166,14 @@ def _unbound(call: ast.Call, ancestors: Sequence[ast.AST]) -> Iterator[tuple[str
     if isinstance(holder, ast.Expr) or (top is call and isinstance(holder, ast.Attribute)):
         return
     if isinstance(holder, ast.keyword) and holder.arg is not None and len(rest) > 2:
-        yield _AWAITED, "argument", dotted_source(rest[-3].func)  # type: ignore[attr-defined]
+        yield policy.AWAITED, "argument", dotted_source(rest[-3].func)  # type: ignore[attr-defined]
     elif isinstance(holder, ast.Call) and holder.func is not rest[-1]:
         alone = len(holder.args) == 1 and not holder.keywords
-        yield _AWAITED, "alone" if alone else "argument", dotted_source(holder.func)
+        yield policy.AWAITED, "alone" if alone else "argument", dotted_source(holder.func)
     elif isinstance(holder, (ast.Return, ast.Yield)):
-        yield _AWAITED, type(holder).__name__.lower(), None
+        yield policy.AWAITED, type(holder).__name__.lower(), None
     else:
-        yield _AWAITED, "value", None
+        yield policy.AWAITED, "value", None
 
 
 def _streamed(response: str, nodes: list[ast.AST]) -> str | None:
@@ -212,7 +209,12 @@ def _uses(response: str, nodes: list[ast.AST]) -> Iterator[tuple[str, str, bool,
 def _queried(call: ast.Call, response: str) -> str | None:
     """The member `getattr(r, "member", ...)` or `hasattr(r, "member")` reads of the response."""
     func, args = call.func, call.args
-    if not (isinstance(func, ast.Name) and func.id in _QUERIES and len(args) >= 2 and not call.keywords):
+    if not (
+        isinstance(func, ast.Name)
+        and func.id in policy.MEMBER_QUERIES
+        and len(args) >= 2
+        and not call.keywords
+    ):
         return None
     subject, member = args[0], args[1]
     if not (isinstance(subject, ast.Name) and subject.id == response):

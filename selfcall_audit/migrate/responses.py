@@ -18,9 +18,6 @@ from .walk import children, descendants
 
 Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its binding in the flow
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
-_PASSED_ON = frozenset({"wait_for", "shield"})  # awaited, they give what their first argument gives
-_AWAITED = "(await ...)"  # the response no name holds, as a use of it is written
-_QUERIES = frozenset({"getattr", "hasattr"})  # builtins that read a member named by a string
 
 
 def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
@@ -49,7 +46,11 @@ def _given(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNod
     rest = ancestors
     while len(rest) > 1:
         argument, outer = rest[-1], rest[-2]
-        if isinstance(outer, cst.Call) and _named(outer) in _PASSED_ON and _first(outer) is argument:
+        if (
+            isinstance(outer, cst.Call)
+            and _named(outer) in policy.RESPONSE_PASSED_ON
+            and _first(outer) is argument
+        ):
             top, rest = outer, rest[:-2]
         elif (
             isinstance(argument, cst.Lambda)
@@ -158,7 +159,7 @@ def _chained(ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, bool,
         call = ancestors[-3] if len(ancestors) > 2 else None
         called = isinstance(call, cst.Call) and call.func is chained
         awaited = called and len(ancestors) > 3 and isinstance(ancestors[-4], cst.Await)
-        yield _AWAITED, chained.attr.value, called, awaited
+        yield policy.AWAITED, chained.attr.value, called, awaited
 
 
 def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple[str, str, str | None]]:
@@ -178,11 +179,11 @@ def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple
         outer = rest[-3]
         alone = len(outer.args) == 1 and holder.keyword is None  # type: ignore[attr-defined]
         callee = dotted_name(outer.func)  # type: ignore[attr-defined]
-        yield _AWAITED, "alone" if alone else "argument", ident(callee) if callee else None
+        yield policy.AWAITED, "alone" if alone else "argument", ident(callee) if callee else None
     elif isinstance(holder, (cst.Return, cst.Yield)):
-        yield _AWAITED, type(holder).__name__.lower(), None
+        yield policy.AWAITED, type(holder).__name__.lower(), None
     else:
-        yield _AWAITED, "value", None
+        yield policy.AWAITED, "value", None
 
 
 def _streamed(response: str, nodes: list[cst.CSTNode]) -> str | None:
@@ -220,7 +221,7 @@ def _uses(response: str, nodes: list[cst.CSTNode]) -> Iterator[tuple[str, str, b
 def _queried(call: cst.Call, response: str) -> str | None:
     """The member `getattr(r, "member", ...)` or `hasattr(r, "member")` reads of the response."""
     func, args = call.func, call.args
-    if not (isinstance(func, cst.Name) and func.value in _QUERIES and len(args) >= 2):
+    if not (isinstance(func, cst.Name) and func.value in policy.MEMBER_QUERIES and len(args) >= 2):
         return None
     if any(a.keyword is not None or a.star for a in args):
         return None
