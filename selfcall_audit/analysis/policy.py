@@ -239,6 +239,12 @@ def passed_on(uses: Iterable[tuple[str, str, str | None]]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
+def unawaited(callee: str | None) -> str:
+    """A call not awaited where it stands, as a use of its response is written: what is made of
+    it then (a task, a list's item, a lambda run later) is not followed."""
+    return f"{callee}(...)" if callee else "the call"
+
+
 # the streamed body's expression, the uses not served, the places the response goes unfollowed
 ResponseUse = tuple[str | None, tuple[str, ...], tuple[str, ...]]
 Node = TypeVar("Node")  # a node of `ast`'s tree or of libcst's

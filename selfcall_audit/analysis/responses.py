@@ -156,11 +156,14 @@ def _unbound(call: ast.Call, ancestors: Sequence[ast.AST]) -> Iterator[tuple[str
     """Where the awaited response goes when no name holds it (`return await <call>`, `f(await
     <call>)`, `self.last = await <call>`), also through `wait_for`, `shield` or `gather`: nowhere
     when it is dropped (`await <call>;`) or a member of it read (see `_chained`). A call not
-    awaited where it stands (a task, a list) is not followed."""
+    awaited where it stands goes where its response is not followed (see `_unawaited`)."""
     top, rest = _given(call, ancestors)
     while rest and _gathered(top, rest[-1]) is not None:
         top, rest = _given(rest[-1], rest[:-1])  # type: ignore[arg-type]
-    if len(rest) < 2 or not isinstance(rest[-1], ast.Await):
+    if rest and not isinstance(rest[-1], ast.Await):
+        yield from _unawaited(call, top, rest)
+        return
+    if len(rest) < 2:
         return
     holder = rest[-2]
     if isinstance(holder, ast.Expr) or (top is call and isinstance(holder, ast.Attribute)):
@@ -174,6 +177,29 @@ def _unbound(call: ast.Call, ancestors: Sequence[ast.AST]) -> Iterator[tuple[str
         yield policy.AWAITED, type(holder).__name__.lower(), None
     else:
         yield policy.AWAITED, "value", None
+
+
+def _unawaited(
+    call: ast.Call, top: ast.AST, rest: Sequence[ast.AST]
+) -> Iterator[tuple[str, str, str | None]]:
+    """Where a call not awaited where it stands goes (`create_task(<call>)`, `[<call>, ...]`,
+    `retry(lambda: <call>)`, `return <call>`): awaited elsewhere, its response is not followed.
+    Nowhere when it is dropped (`<call>;`), which sends nothing."""
+    parent = rest[-1]
+    if isinstance(parent, ast.Lambda) and parent.body is top and len(rest) > 1:
+        top, rest = parent, rest[:-1]
+        parent = rest[-1]
+    if isinstance(parent, ast.Expr):
+        return
+    response = policy.unawaited(dotted_source(call.func))
+    if isinstance(parent, ast.keyword) and parent.arg is not None and len(rest) > 1:
+        yield response, "argument", dotted_source(rest[-2].func)  # type: ignore[attr-defined]
+    elif isinstance(parent, ast.Call) and parent.func is not top:
+        yield response, "argument", dotted_source(parent.func)
+    elif isinstance(parent, (ast.Return, ast.Yield)):
+        yield response, type(parent).__name__.lower(), None
+    else:
+        yield response, "value", None
 
 
 def _streamed(response: str, nodes: list[ast.AST]) -> str | None:

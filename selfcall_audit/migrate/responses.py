@@ -166,11 +166,14 @@ def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple
     """Where the awaited response goes when no name holds it (`return await <call>`, `f(await
     <call>)`, `self.last = await <call>`), also through `wait_for`, `shield` or `gather`: nowhere
     when it is dropped (`await <call>;`) or a member of it read (see `_chained`). A call not
-    awaited where it stands (a task, a list) is not followed."""
+    awaited where it stands goes where its response is not followed (see `_unawaited`)."""
     top, rest = _given(call, ancestors)
     while _gathered(rest) is not None:
         top, rest = _given(rest[-2], rest[:-2])  # type: ignore[arg-type]
-    if len(rest) < 2 or not isinstance(rest[-1], cst.Await):
+    if rest and not isinstance(rest[-1], cst.Await):
+        yield from _unawaited(call, top, rest)
+        return
+    if len(rest) < 2:
         return
     holder = rest[-2]
     if isinstance(holder, cst.Expr) or (top is call and isinstance(holder, cst.Attribute)):
@@ -184,6 +187,29 @@ def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple
         yield policy.AWAITED, type(holder).__name__.lower(), None
     else:
         yield policy.AWAITED, "value", None
+
+
+def _unawaited(
+    call: cst.Call, top: cst.CSTNode, rest: Sequence[cst.CSTNode]
+) -> Iterator[tuple[str, str, str | None]]:
+    """Where a call not awaited where it stands goes (`create_task(<call>)`, `[<call>, ...]`,
+    `retry(lambda: <call>)`, `return <call>`): awaited elsewhere, its response is not followed.
+    Nowhere when it is dropped (`<call>;`), which sends nothing."""
+    parent = rest[-1]
+    if isinstance(parent, cst.Lambda) and parent.body is top and len(rest) > 1:
+        top, rest = parent, rest[:-1]
+        parent = rest[-1]
+    if isinstance(parent, cst.Expr):
+        return
+    name = dotted_name(call.func)
+    response = policy.unawaited(ident(name) if name else None)
+    if isinstance(parent, cst.Arg) and not parent.star and len(rest) > 1:
+        callee = dotted_name(rest[-2].func)  # type: ignore[attr-defined]
+        yield response, "argument", ident(callee) if callee else None
+    elif isinstance(parent, (cst.Return, cst.Yield)):
+        yield response, type(parent).__name__.lower(), None
+    else:
+        yield response, "value", None
 
 
 def _streamed(response: str, nodes: list[cst.CSTNode]) -> str | None:

@@ -90,9 +90,9 @@ RESPONSE_BODIES = {
         "        response, *rest = await asyncio.gather(POST, POST)\n        response.status_code\n"
         "        rest[0].status_code",
     ),
-    "gathered-from-a-list": (
-        [True],
-        "        response, = await asyncio.gather(*[POST])\n        response.status_code",
+    "gathered-from-a-list": (  # not awaited where it stands: where the response goes is not followed
+        [False],
+        "        response, = await asyncio.gather(*[POST])\n        await response.json()",
     ),
     # awaited through `asyncio.wait_for` or `asyncio.shield`, which give what the call gives
     "waited-for": (
@@ -128,10 +128,14 @@ RESPONSE_BODIES = {
     "returned-through-wait-for": ([False], "        return await asyncio.wait_for(POST, timeout=5)"),
     "dropped-through-gather": ([True, True], "        await asyncio.gather(POST, asyncio.shield(POST))"),
     "returned-through-gather": ([False, False], "        return await asyncio.gather(POST, POST)"),
-    "a-task": (
-        [True],
-        "        task = asyncio.ensure_future(POST)\n        (await task).status_code",
-    ),  # not followed
+    # not awaited where it stands: awaited later, its response is not followed
+    "a-task": ([False], "        task = asyncio.ensure_future(POST)\n        await (await task).json()"),
+    "a-task-by-keyword": ([False], "        asyncio.create_task(coro=POST)"),
+    "returned-unawaited": ([False], "        return POST"),
+    "in-a-lambda-run-later": ([False], "        later = lambda: POST\n        await later()"),
+    "a-list-gathered": ([False], "        await asyncio.gather(*[POST for _ in names])"),
+    "dropped-unawaited": ([True], "        POST"),  # never sent
+    "in-a-lambda-dropped": ([True], "        lambda: POST"),
     # a member named by a string: read as the attribute is
     "queried-for-a-member": (
         [True],
@@ -155,8 +159,8 @@ RESPONSE_BODIES = {
         "        return await self.checkpointable_external_wait(lambda: POST)",
     ),
     "through-another-wrapper": (
-        [True],
-        "        response = await retry(lambda: POST)\n        response.status_code",
+        [False],
+        "        response = await retry(lambda: POST)\n        await response.json()",
     ),
     "passed-in-a-lambda": ([False], "        CALL\n        later = lambda: keep(response)"),
     "returned-once-rebound": (
