@@ -59,6 +59,8 @@ RESPONSE_READS = frozenset({"json", "text", "read"})
 # NeMo Gym's own readers of a response (`nemo_gym.server_utils`), which the response may be passed
 # to alone: what they read, the helper's response serves, as its tests check by running them on both.
 RESPONSE_READERS = frozenset({"raise_for_status", "get_response_json"})
+# How a call names them: imported (`raise_for_status(r)`) or through their module.
+READERS_MODULES = ("", "server_utils", "nemo_gym.server_utils")
 # What gives, once awaited, the response of the awaitable it is given first.
 RESPONSE_PASSED_ON = frozenset({"wait_for", "shield"})
 # Builtins that read a member named by a string: `getattr(r, "headers", None)` reads `r.headers`.
@@ -223,10 +225,12 @@ def passed_on(uses: Iterable[tuple[str, str, str | None]]) -> tuple[str, ...]:
     `(response, holder, callee)`: "alone" (the only argument of a call of `callee`, a dotted name
     or None), "argument" (one of its arguments), "return", "yield", or "value" (any other: bound
     to another name, stored, put in a container, formatted). Sorted; a response passed alone to
-    one of `RESPONSE_READERS` goes nowhere unfollowed."""
+    one of `RESPONSE_READERS`, as `READERS_MODULES` name them, goes nowhere unfollowed (not a
+    method of that name, `self.raise_for_status(r)`)."""
     found = set()
     for response, holder, callee in uses:
-        if holder == "alone" and callee is not None and callee.rsplit(".", 1)[-1] in RESPONSE_READERS:
+        module, _, name = (callee or "").rpartition(".")
+        if holder == "alone" and name in RESPONSE_READERS and module in READERS_MODULES:
             continue
         if holder == "alone" and callee is not None:
             found.add(f"{callee}({response})")

@@ -109,6 +109,10 @@ RESPONSE_BODIES = {
         "        CALL\n        await raise_for_status(response)\n        await server_utils.get_response_json(response)",
     ),
     "passed-to-a-function": ([False], "        CALL\n        keep(response)"),
+    "passed-to-a-method-named-as-a-reader": (
+        [False],
+        "        CALL\n        await self.raise_for_status(response)",
+    ),
     "passed-to-a-reader-with-more": (
         [False],
         "        CALL\n        await get_response_json(response, strict=True)",

@@ -291,7 +291,19 @@ def test_a_response_used_otherwise_than_the_helpers_is_named(uses, unserved) -> 
 @pytest.mark.parametrize(
     ("uses", "passed_on"),
     [
-        ([("r", "alone", "raise_for_status"), ("r", "alone", "server_utils.get_response_json")], ()),
+        (
+            [
+                ("r", "alone", "raise_for_status"),
+                ("r", "alone", "server_utils.get_response_json"),
+                ("r", "alone", "nemo_gym.server_utils.raise_for_status"),
+            ],
+            (),
+        ),
+        # a method or another module's function of that name is not NeMo Gym's
+        (
+            [("r", "alone", "self.raise_for_status"), ("r", "alone", "utils.get_response_json")],
+            ("self.raise_for_status(r)", "utils.get_response_json(r)"),
+        ),
         (
             [("r", "alone", "keep"), ("r", "argument", "get_response_json")],
             ("get_response_json(...)", "keep(r)"),
