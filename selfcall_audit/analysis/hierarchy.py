@@ -177,12 +177,6 @@ class Hierarchy:
                 stack.extend(self.children().get(current, []))
         return list(found)
 
-    def agent_using(self, ref: ClassRef) -> ClassRef | None:
-        """The agent class whose MRO contains `ref`: itself when it is one, else the nearest
-        subclass that is one (breadth first)."""
-        found = self.agents_using(ref)
-        return found[0] if found else None
-
     def _parse_subclasses(self, ref: ClassRef, find: Callable[[Collection[str]], list[str]]) -> None:
         """Parse the files that may define subclasses of `ref` (`find`: the files naming one of
         some names), level by level: a subclass's file names its direct base, not necessarily the
