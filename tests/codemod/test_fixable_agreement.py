@@ -334,6 +334,8 @@ _BOUND_BY = [
     CALL,
     "response, other = await asyncio.gather(POST, asyncio.sleep(0))",
     "response = await asyncio.wait_for(POST, timeout=5)",
+    "response = await self.retry_checkpoint_refusal(lambda: POST)",
+    "response = await retry(lambda: POST)",  # not awaited where it stands: never rewritten
 ]
 
 
