@@ -168,15 +168,7 @@ def _unbound(call: ast.Call, ancestors: Sequence[ast.AST]) -> Iterator[tuple[str
     holder = rest[-2]
     if isinstance(holder, ast.Expr) or (top is call and isinstance(holder, ast.Attribute)):
         return
-    if isinstance(holder, ast.keyword) and holder.arg is not None and len(rest) > 2:
-        yield policy.AWAITED, "argument", dotted_source(rest[-3].func)  # type: ignore[attr-defined]
-    elif isinstance(holder, ast.Call) and holder.func is not rest[-1]:
-        alone = len(holder.args) == 1 and not holder.keywords
-        yield policy.AWAITED, "alone" if alone else "argument", dotted_source(holder.func)
-    elif isinstance(holder, (ast.Return, ast.Yield)):
-        yield policy.AWAITED, type(holder).__name__.lower(), None
-    else:
-        yield policy.AWAITED, "value", None
+    yield _held(rest[-1], rest[:-1], policy.AWAITED, alone=True)
 
 
 def _unawaited(
@@ -185,21 +177,24 @@ def _unawaited(
     """Where a call not awaited where it stands goes (`create_task(<call>)`, `[<call>, ...]`,
     `retry(lambda: <call>)`, `return <call>`): awaited elsewhere, its response is not followed.
     Nowhere when it is dropped (`<call>;`), which sends nothing."""
-    parent = rest[-1]
-    if isinstance(parent, ast.Lambda) and parent.body is top and len(rest) > 1:
-        top, rest = parent, rest[:-1]
-        parent = rest[-1]
-    if isinstance(parent, ast.Expr):
-        return
-    response = policy.unawaited(dotted_source(call.func))
-    if isinstance(parent, ast.keyword) and parent.arg is not None and len(rest) > 1:
-        yield response, "argument", dotted_source(rest[-2].func)  # type: ignore[attr-defined]
-    elif isinstance(parent, ast.Call) and parent.func is not top:
-        yield response, "argument", dotted_source(parent.func)
-    elif isinstance(parent, (ast.Return, ast.Yield)):
-        yield response, type(parent).__name__.lower(), None
-    else:
-        yield response, "value", None
+    if isinstance(rest[-1], ast.Lambda) and rest[-1].body is top and len(rest) > 1:
+        top, rest = rest[-1], rest[:-1]
+    if not isinstance(rest[-1], ast.Expr):
+        yield _held(top, rest, policy.unawaited(dotted_source(call.func)), alone=False)
+
+
+def _held(value: ast.AST, rest: Sequence[ast.AST], response: str, alone: bool) -> tuple[str, str, str | None]:
+    """Where `value` goes (`rest`: its ancestors), as `policy.passed_on` reads it: an argument of
+    a call (`alone`: may it count as the only one), returned, yielded, or a value otherwise."""
+    holder = rest[-1]
+    if isinstance(holder, ast.keyword) and holder.arg is not None and len(rest) > 1:
+        return response, "argument", dotted_source(rest[-2].func)  # type: ignore[attr-defined]
+    if isinstance(holder, ast.Call) and holder.func is not value:
+        single = alone and len(holder.args) == 1 and not holder.keywords
+        return response, "alone" if single else "argument", dotted_source(holder.func)
+    if isinstance(holder, (ast.Return, ast.Yield)):
+        return response, type(holder).__name__.lower(), None
+    return response, "value", None
 
 
 def _streamed(response: str, nodes: list[ast.AST]) -> str | None:

@@ -178,15 +178,7 @@ def _unbound(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Iterator[tuple
     holder = rest[-2]
     if isinstance(holder, cst.Expr) or (top is call and isinstance(holder, cst.Attribute)):
         return
-    if isinstance(holder, cst.Arg) and not holder.star and len(rest) > 2:
-        outer = rest[-3]
-        alone = len(outer.args) == 1 and holder.keyword is None  # type: ignore[attr-defined]
-        callee = dotted_name(outer.func)  # type: ignore[attr-defined]
-        yield policy.AWAITED, "alone" if alone else "argument", ident(callee) if callee else None
-    elif isinstance(holder, (cst.Return, cst.Yield)):
-        yield policy.AWAITED, type(holder).__name__.lower(), None
-    else:
-        yield policy.AWAITED, "value", None
+    yield _held(rest[:-1], policy.AWAITED, alone=True)
 
 
 def _unawaited(
@@ -195,21 +187,25 @@ def _unawaited(
     """Where a call not awaited where it stands goes (`create_task(<call>)`, `[<call>, ...]`,
     `retry(lambda: <call>)`, `return <call>`): awaited elsewhere, its response is not followed.
     Nowhere when it is dropped (`<call>;`), which sends nothing."""
-    parent = rest[-1]
-    if isinstance(parent, cst.Lambda) and parent.body is top and len(rest) > 1:
-        top, rest = parent, rest[:-1]
-        parent = rest[-1]
-    if isinstance(parent, cst.Expr):
-        return
-    name = dotted_name(call.func)
-    response = policy.unawaited(ident(name) if name else None)
-    if isinstance(parent, cst.Arg) and not parent.star and len(rest) > 1:
-        callee = dotted_name(rest[-2].func)  # type: ignore[attr-defined]
-        yield response, "argument", ident(callee) if callee else None
-    elif isinstance(parent, (cst.Return, cst.Yield)):
-        yield response, type(parent).__name__.lower(), None
-    else:
-        yield response, "value", None
+    if isinstance(rest[-1], cst.Lambda) and rest[-1].body is top and len(rest) > 1:
+        rest = rest[:-1]
+    if not isinstance(rest[-1], cst.Expr):
+        name = dotted_name(call.func)
+        yield _held(rest, policy.unawaited(ident(name) if name else None), alone=False)
+
+
+def _held(rest: Sequence[cst.CSTNode], response: str, alone: bool) -> tuple[str, str, str | None]:
+    """Where the value whose ancestors are `rest` goes, as `policy.passed_on` reads it: an argument
+    of a call (`alone`: may it count as the only one), returned, yielded, or a value otherwise."""
+    holder = rest[-1]
+    if isinstance(holder, cst.Arg) and not holder.star and len(rest) > 1:
+        outer = rest[-2]
+        single = alone and len(outer.args) == 1 and holder.keyword is None  # type: ignore[attr-defined]
+        callee = dotted_name(outer.func)  # type: ignore[attr-defined]
+        return response, "alone" if single else "argument", ident(callee) if callee else None
+    if isinstance(holder, (cst.Return, cst.Yield)):
+        return response, type(holder).__name__.lower(), None
+    return response, "value", None
 
 
 def _streamed(response: str, nodes: list[cst.CSTNode]) -> str | None:
