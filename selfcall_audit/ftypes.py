@@ -45,8 +45,9 @@ Recognition = Literal["base", "route", "configured"]
 # Why a self-call is not rewritten (`report.messages` words each kind). From its description:
 # "partial", "through_helper", "not_a_post", "async_with", "in_default", "in_decorator",
 # "passed_twice", "expanded_key", "star_expansion", "positional", "keyword", "no_server_or_path",
-# "outside_method"; from the configs: "other_instances"; from the agent's classes: "app_not_recorded";
-# from the tree around the call (`fix`): the others.
+# "outside_method"; from the configs: "other_instances"; from the agent's classes: "helper_overridden",
+# "app_not_recorded", "wrapper_overridden" (with the tree around the call); from the tree around the
+# call alone (`fix` reads it again): the others.
 BlockerKind = Literal[
     "partial",
     "through_helper",
@@ -78,6 +79,7 @@ BlockerKind = Literal[
     "streamed",
     "response_use",
     "response_passed_on",
+    "wrapper_overridden",
     "bound_around_the_call",
     "rebound_in_loop",
     "rebound_after_closure",

@@ -201,6 +201,21 @@ def test_a_self_call_through_a_plain_forwarding_method_is_fixable_when_every_age
     assert "not fixable: `LoggedAgent` defines `_post()` otherwise, and runs this call with its own" in text
 
 
+def test_a_response_through_nemo_gyms_wrappers_is_followed_only_while_they_are_nemo_gyms(cli) -> None:
+    fixture = FIXTURES / "shape-response-wrappers"
+    report = _scan(cli, fixture)
+    app = "responses_api_agents/waiting_agent/app.py"
+    text = " ".join(cli("scan", fixture, "--format", "text", "--no-cache").stdout.split())
+
+    # the base's own wrapper and one from a mixin of NeMo Gym's package; then the project's mixin's
+    fixable = [_finding(report, app, line)["fixable"] for line in (12, 13, 28, 29)]
+    assert fixable == [True, True, True, False]
+    assert (
+        "not fixable: the response comes back through `checkpointable_external_wait()`, which "
+        "`CountingWaits` defines otherwise: what it does with the response is not followed" in text
+    )
+
+
 def test_evidence_points_at_where_a_custom_route_is_registered(cli) -> None:
     report = _scan(cli, FIXTURES / "other-own-routes")
     finding = _finding(report, "responses_api_agents/scored_agent/app.py", 20)

@@ -24,7 +24,7 @@ from .names import COMPREHENSIONS, FUNCTIONS, bindings, binds, ident, read_names
 from .parsing import parse
 from .policy import Reach
 from .reaching import Flows, line_of
-from .responses import bound_response, judged, unreached
+from .responses import bound_response, judged, unreached, wrapped_by
 
 _NEW_SCOPES = (*FUNCTIONS, ast.Lambda, ast.ClassDef)
 _LINE_BREAK = re.compile("\r\n|\r|\n")
@@ -215,6 +215,13 @@ def site_blocker(
         ),
     )
     return policy.site_blocker(facts)
+
+
+def wrappers_at(tree: Tree, line: int, column: int) -> tuple[str, ...]:
+    """NeMo Gym's wrappers the response of the call at `line`:`column` comes back through (see
+    `responses.wrapped_by`); none when the call is not found."""
+    found = tree.call_at(line, column)
+    return () if found is None else wrapped_by(*found)
 
 
 def _method_site(

@@ -249,6 +249,22 @@ def unawaited(callee: str | None) -> str:
     return f"{callee}(...)" if callee else "the call"
 
 
+def nemo_gyms(qualname: str, agent_bases: Collection[str]) -> bool:
+    """Is the class `qualname` (`module.Class`) NeMo Gym's own, whose `RESPONSE_WRAPPERS` give the
+    response back as read there: a configured agent base, or a class of the `nemo_gym` package."""
+    return qualname in agent_bases or qualname.startswith("nemo_gym.")
+
+
+def overridden_wrapper(wrapped_by: Iterable[str], overridden: Mapping[str, str]) -> Blocker | None:
+    """Why a response that comes back through `wrapped_by` (`RESPONSE_WRAPPERS`) is not followed:
+    a class running the call has one of them from a class of the project (`overridden`: the
+    wrapper's name and that class's), which may do anything with it."""
+    for name in wrapped_by:
+        if name in overridden:
+            return Blocker("wrapper_overridden", name, names=(overridden[name],))
+    return None
+
+
 # the streamed body's expression, the uses not served, the places the response goes unfollowed
 ResponseUse = tuple[str | None, tuple[str, ...], tuple[str, ...]]
 Node = TypeVar("Node")  # a node of `ast`'s tree or of libcst's

@@ -143,6 +143,7 @@ class Resolver:
                 or self._other_target_somewhere(verdict, agent)
                 or self._helper_overridden(call, agent)
                 or self._app_not_recorded(agent)
+                or self._wrapper_overridden(site_cls.path, call, method.span, agent)
             )
             at_site = None if blocker else self._at_site(site_cls.path, call, description, method.span)
             description = description._replace(blocker=blocker, at_site=at_site)
@@ -178,6 +179,32 @@ class Resolver:
             if self.hierarchy.is_agent(current) and found is not None and found[1] != call.helper_facts:
                 return Blocker("helper_overridden", call.helper, names=(current.name,))
         return None
+
+    def _wrapper_overridden(
+        self, path: str, call: ClientCall, span: tuple[int, int], agent: ClassRef
+    ) -> Blocker | None:
+        """Why the response, coming back through one of NeMo Gym's wrappers, is not followed: an
+        agent running the call (`agent` or one deriving from it) has that wrapper from a class of
+        the project, which may do anything with it. The agents' classes decide it, not the tree
+        around the call alone, so `fix` does not read it again."""
+        overridden: dict[str, str] = {}
+        for current in [agent, *self.hierarchy.descendants(agent)]:
+            for name in sorted(policy.RESPONSE_WRAPPERS) if self.hierarchy.is_agent(current) else ():
+                found = self.hierarchy.method(current, name)
+                if found is not None and not policy.nemo_gyms(
+                    self.index.qualname(found[0]), self.hierarchy.agent_bases
+                ):
+                    overridden.setdefault(name, found[0].name)
+        if not overridden:  # the usual answer, without the tree
+            return None
+        line, column = call.site.line, call.site.col
+        method = self._tree(path, span) if span != (0, 0) else None
+        tree = method if method is not None and method.call_at(line, column) else self._tree(path, None)
+        return (
+            None
+            if tree is None
+            else policy.overridden_wrapper(around.wrappers_at(tree, line, column), overridden)
+        )
 
     def _app_not_recorded(self, agent: ClassRef) -> Blocker | None:
         """Why the helper would find no app: an agent running the call (`agent` or one deriving

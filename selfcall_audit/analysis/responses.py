@@ -61,6 +61,19 @@ def _given(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[ast.AST, Seque
     return top, rest
 
 
+def wrapped_by(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[str, ...]:
+    """NeMo Gym's wrappers the call's response comes back through (`policy.RESPONSE_WRAPPERS`,
+    outermost last): what they do with it is known only while they are NeMo Gym's own, which the
+    agents' classes decide (`policy.overridden_wrapper`)."""
+    _, rest = _given(call, ancestors)
+    climbed = ancestors[len(rest) :]
+    return tuple(
+        name
+        for node in climbed
+        if isinstance(node, ast.Call) and (name := _named(node)) in policy.RESPONSE_WRAPPERS
+    )
+
+
 def _wraps(node: ast.AST, operation: ast.Lambda) -> bool:
     """Is `node` a call of one of NeMo Gym's wrappers, given `operation` first?"""
     return (

@@ -75,6 +75,8 @@ _REASONS = {
     "response_passed_on": "the response goes where its uses are not followed ({names}): only NeMo Gym's "
     "`raise_for_status(response)` and `get_response_json(response)` are known to read it as the "
     "in-process helper's response serves",
+    "wrapper_overridden": "the response comes back through `{name}()`, which {names} defines "
+    "otherwise: what it does with the response is not followed",
     "bound_around_the_call": "`{name}` at the call is bound by a lambda or comprehension around it",
     "rebound_in_loop": "`{name}` is bound again at line {line}, in a loop around the call: a later pass "
     "may post elsewhere",
