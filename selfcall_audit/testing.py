@@ -21,6 +21,7 @@ from . import api
 from .config import Settings, load_settings
 from .ftypes import Report
 from .report.messages import message
+from .report.summary import plural
 from .rules import parse_codes
 from .workspace.discovery import find_root
 
@@ -82,6 +83,8 @@ def assert_no_self_calls(
             lines.append(f"      allow with: {allow_key(f.path, f.agent, f.method)!r}")
         lines.append("Migrate them with `selfcall-audit fix`.")
     if errors:
-        lines.append(f"{len(errors)} file(s) could not be analysed, so self-calls in them would go unseen:")
+        lines.append(
+            f"{plural(len(errors), 'file')} could not be analysed, so self-calls in them would go unseen:"
+        )
         lines += [f"  {e.path}: {e.code} {e.message}" for e in errors]
     raise AssertionError("\n".join(lines))

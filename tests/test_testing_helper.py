@@ -89,7 +89,7 @@ def test_unreadable_files_fail_unless_allowed(tmp_path: Path) -> None:
     message = failure(repo)
     assert_no_self_calls(repo, allow=["responses_api_agents/broken/app.py"])
 
-    assert "1 file(s) could not be analysed, so self-calls in them would go unseen:" in message
+    assert "1 file could not be analysed, so self-calls in them would go unseen:" in message
     assert "  responses_api_agents/broken/app.py: SCA900 syntax error at line 3" in message
 
 

@@ -46,12 +46,12 @@ def test_a_report_without_findings_is_written_without_rich(
     findings = command("scan", "--format", "text", cwd=demo)
 
     assert nothing.returncode == 0, nothing.stderr
-    assert nothing.stdout.startswith("\x1b[1mNo self-calls in 1 files, 1 agents (")
+    assert nothing.stdout.startswith("\x1b[1mNo self-calls in 1 file, 1 agent (")
     assert nothing.stdout.endswith(").\x1b[0m\n")
     error = broken.stdout.splitlines()[0]  # the parser's words differ between Pythons
     assert error.startswith("\x1b[31mbroken.py:4:") and error.endswith("\x1b[0m")
     assert "SCA900 syntax error" in error
-    assert broken.stdout.splitlines()[1].startswith("\x1b[1mNo self-calls in 2 files, 1 agents; 1 file(s)")
+    assert broken.stdout.splitlines()[1].startswith("\x1b[1mNo self-calls in 2 files, 1 agent; 1 file could not")
     for run in (nothing, broken):
         assert not {"rich", "pygments"} & imported(run.stderr)
     assert {"rich", "pygments"} <= imported(findings.stderr)  # drawn with rich, as before
@@ -62,7 +62,7 @@ def test_a_report_without_findings_is_written_without_rich(
 @pytest.mark.parametrize(
     "line",
     [
-        "No self-calls in 3 files, 1 agents (12 ms).",
+        "No self-calls in 3 files, 1 agent (12 ms).",
         "agents/é/app.py:1:1: SCA900 cannot read: 日本語 " + "x" * 150,
     ],
 )

@@ -28,6 +28,7 @@ from ..migrate.vendor import (
 )
 from ..report.escape import neutralise
 from ..report.messages import modelled
+from ..report.summary import plural
 from ..workspace.lock import project_lock
 from ..workspace.signals import deferred_signals
 from ..workspace.write import write_all
@@ -227,11 +228,11 @@ def finish_project(
     if not common.quiet:
         done = "Nothing to rewrite"
         if rewritten:
-            files = _plural(len({file.path for file, _ in rewritten}), "file")
-            calls = _plural(len(rewritten), "self-call")
+            files = plural(len({file.path for file, _ in rewritten}), "file")
+            calls = plural(len(rewritten), "self-call")
             done = f"{'Would rewrite' if dry_run else 'Rewrote'} {calls} in {files}"
         left = (
-            f"{_plural(len(not_fixed), 'self-call')} to fix by hand"
+            f"{plural(len(not_fixed), 'self-call')} to fix by hand"
             if not_fixed
             else "none left to fix by hand"
         )
@@ -244,7 +245,7 @@ def finish_project(
     if plan.interrupted is not None:
         written = sorted({neutralise(shown(file.path)) for file, _ in rewritten})
         raise Stopped(
-            f"selfcall-audit: interrupted; rewrote {_plural(len(written), 'file')} before stopping"
+            f"selfcall-audit: interrupted; rewrote {plural(len(written), 'file')} before stopping"
             + "".join(f"\n  {path}" for path in written),
             128 + plan.interrupted,
         )
@@ -287,12 +288,8 @@ def _report_tests(
             fate[test.node_id] = f"{done} the helper, sending the self-call to its server client as before"
         for test, why in update.left:
             fate[test.node_id] = f"left as it is: {why}; update it by hand"
-    say(f"{_plural(len(tests), 'test')} modelled the HTTP self-call:")
+    say(f"{plural(len(tests), 'test')} modelled the HTTP self-call:")
     for test in tests:  # node ids from the current folder, as the other paths: pytest takes them so
         path, _, name = test.node_id.partition("::")
         how = modelled(test.models, test.route)
         say(f"  {shown(path)}::{name}: {how}; {fate.get(test.node_id, 'left as it is')}")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"

@@ -7,17 +7,21 @@ from ..ftypes import Report
 
 def summary_line(report: Report) -> str:
     fixable = sum(f.fixable for f in report.findings)
-    files = f"{report.files_scanned} files, {report.agent_count} agents"
+    files = f"{plural(report.files_scanned, 'file')}, {plural(report.agent_count, 'agent')}"
     if report.findings:
-        noun = "self-call" if len(report.findings) == 1 else "self-calls"
-        line = f"Found {len(report.findings)} {noun} in {files}"
+        line = f"Found {plural(len(report.findings), 'self-call')} in {files}"
         if fixable:
             line += f"; {fixable} fixable with `selfcall-audit fix`"
     else:
         line = f"No self-calls in {files}"
     if report.errors:
-        line += f"; {len(report.errors)} file(s) could not be analysed"
+        line += f"; {plural(len(report.errors), 'file')} could not be analysed"
     return line
+
+
+def plural(count: int, word: str) -> str:
+    """`1 file`, `2 files`."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def duration(seconds: float) -> str:
