@@ -189,7 +189,9 @@ class Resolver:
         around the call alone, so `fix` does not read it again."""
         overridden: dict[str, str] = {}
         for current in [agent, *self.hierarchy.descendants(agent)]:
-            for name in sorted(policy.RESPONSE_WRAPPERS) if self.hierarchy.is_agent(current) else ():
+            if not self.hierarchy.is_agent(current):
+                continue
+            for name in sorted(policy.RESPONSE_WRAPPERS):
                 found = self.hierarchy.method(current, name)
                 if found is not None and not policy.nemo_gyms(
                     self.index.qualname(found[0]), self.hierarchy.agent_bases

@@ -62,9 +62,9 @@ def _given(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[ast.AST, Seque
 
 
 def wrapped_by(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[str, ...]:
-    """NeMo Gym's wrappers the call's response comes back through (`policy.RESPONSE_WRAPPERS`,
-    outermost last): what they do with it is known only while they are NeMo Gym's own, which the
-    agents' classes decide (`policy.overridden_wrapper`)."""
+    """NeMo Gym's wrappers the call's response comes back through (`policy.RESPONSE_WRAPPERS`):
+    what they do with it is known only while they are NeMo Gym's own, which the agents' classes
+    decide (`policy.overridden_wrapper`)."""
     _, rest = _given(call, ancestors)
     climbed = ancestors[len(rest) :]
     return tuple(
