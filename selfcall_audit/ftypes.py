@@ -179,6 +179,9 @@ class CallDescription(NamedTuple):
     # why the syntax tree around the call stops a rewrite (`policy.site_blocker`, read with `ast`):
     # `fix` decides it again on its own tree, with the helper it was given
     at_site: Blocker | None = None
+    # how the call's module names NeMo Gym's readers of a response (`policy.reader_spellings`), by
+    # its imports: the response passed alone to one of them goes nowhere unfollowed
+    readers: tuple[str, ...] = ()
 
     def argument(self, role: ArgumentRole) -> CallArgument | None:
         return next((a for a in self.arguments if a.role == role), None)

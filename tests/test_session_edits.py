@@ -42,6 +42,14 @@ SELF_REBOUND_LATER = AGENT.replace("        return await", "        self = respo
 GLOBAL_REBOUND = AGENT + '\n\ndef reset():\n    global CRITIC  # line 18\n    CRITIC = "judge"\n'
 HELPER_NAME_TAKEN = AGENT + "\nresponses_in_process = None  # line 16\n"
 OTHER_METHOD_EDITED = AGENT.replace("return body", "return [body]")
+# the response passed to NeMo Gym's reader, then the same module but for the import that gives it
+READ = AGENT.replace(
+    'CRITIC = "judge"', 'from nemo_gym.server_utils import raise_for_status\nCRITIC = "judge"'
+).replace(
+    "        return await response.json()",
+    "        await raise_for_status(response)\n        return await response.json()",
+)
+READ_UNIMPORTED = READ.replace("from nemo_gym.server_utils", "# from nemo_gym.server_utils")
 
 
 @pytest.fixture
@@ -97,6 +105,14 @@ def test_an_edit_outside_the_method_that_changes_the_answer_is_seen(
     answers = [blockers(session, text) for text in (AGENT, edited, AGENT)]
 
     assert answers == [FIXABLE, [blocker], FIXABLE]
+
+
+def test_an_edit_to_the_import_of_a_reader_the_response_is_passed_to_is_seen(session: api.Session) -> None:
+    """The method's text is the same in all three: how the module names NeMo Gym's readers is read
+    again each time."""
+    answers = [blockers(session, text) for text in (READ, READ_UNIMPORTED, READ)]
+
+    assert answers == [[(9, None, None)], [(9, "response_passed_on", None)], [(9, None, None)]]
 
 
 def test_an_edit_to_another_method_reuses_the_call_sites_method_part(

@@ -51,7 +51,9 @@ def test_a_report_without_findings_is_written_without_rich(
     error = broken.stdout.splitlines()[0]  # the parser's words differ between Pythons
     assert error.startswith("\x1b[31mbroken.py:4:") and error.endswith("\x1b[0m")
     assert "SCA900 syntax error" in error
-    assert broken.stdout.splitlines()[1].startswith("\x1b[1mNo self-calls in 2 files, 1 agent; 1 file could not")
+    assert broken.stdout.splitlines()[1].startswith(
+        "\x1b[1mNo self-calls in 2 files, 1 agent; 1 file could not"
+    )
     for run in (nothing, broken):
         assert not {"rich", "pygments"} & imported(run.stderr)
     assert {"rich", "pygments"} <= imported(findings.stderr)  # drawn with rich, as before

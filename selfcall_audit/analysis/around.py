@@ -131,8 +131,8 @@ class MethodSite(NamedTuple):
 class Sites:
     """The method part of the self-call sites of one file (`MethodSite`), kept between the runs
     of a long-lived process by what it is worked out from: the text of the method's lines, the
-    call's place in them (its line counted from their first, its column), the method's `self` and
-    the role of each argument of the call's description. An edit to another method, below it,
+    call's place in them (its line counted from their first, its column), the method's `self`, the
+    role of each argument of the call's description and how the module names NeMo Gym's readers. An edit to another method, below it,
     above it (its lines move, and the lines the answer names move with them) or to another file
     leaves it standing; an edit to its own lines works it out again. Each run keeps the entries it
     used, so one version of the file is kept, not every keystroke's."""
@@ -188,14 +188,14 @@ def site_blocker(
         return None  # `policy.blocker` said so already
     roles = tuple((argument.role, argument.index) for argument in call.arguments)
     if sites is None:
-        local = _method_site(tree, node, ancestors, method, self_name, at, roles)
+        local = _method_site(tree, node, ancestors, method, self_name, at, roles, call.readers)
     else:
         first = min([method.lineno, *(d.lineno for d in method.decorator_list)])  # type: ignore[attr-defined]
         text = "\n".join(tree.lines[first - 1 : method.end_lineno])  # type: ignore[attr-defined]
         local = sites.get(
-            (text, line - first, column, self_name, roles),
+            (text, line - first, column, self_name, roles, call.readers),
             first,
-            lambda: _method_site(tree, node, ancestors, method, self_name, at, roles),
+            lambda: _method_site(tree, node, ancestors, method, self_name, at, roles, call.readers),
         )
     callee, clash = tree.helper(helper)
     facts = policy.Site(
@@ -232,9 +232,11 @@ def _method_site(
     self_name: str,
     at: int,
     roles: tuple[tuple[str, int], ...],
+    readers: tuple[str, ...],
 ) -> MethodSite:
-    """What the method around the call shows: read from the method's tree alone, and the role of
-    each argument of the call as written (`roles`: role and index, from its description)."""
+    """What the method around the call shows: read from the method's tree alone, the role of each
+    argument of the call as written (`roles`: role and index, from its description) and how the
+    module names NeMo Gym's readers (`readers`, from its description too)."""
     written = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
     index = dict(roles)
     dropped = [
@@ -250,6 +252,7 @@ def _method_site(
         ancestors,
         lambda: tree.flows.walked(method),
         lambda: unreached(tree.flows, method, nested, bound),
+        readers,
     )
     return MethodSite(
         self_rebinding=tree.rebound(method, self_name),

@@ -148,6 +148,11 @@ class Index:
         return kept[1]
 
     # names ------------------------------------------------------------------------------
+    def defines(self, path: str, name: str) -> bool:
+        """Does the module bind `name` itself (a constant, function or class), not by an import?"""
+        module = self.module(path)
+        return module is not None and name in self._names(path, module)
+
     def lookup(self, path: str, name: str, depth: int = 0) -> Symbol | None:
         """What a module-level name stands for, following imports."""
         key = (path, name)

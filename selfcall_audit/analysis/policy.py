@@ -56,11 +56,12 @@ RESPONSE_MEMBERS = frozenset(
     }
 )
 RESPONSE_READS = frozenset({"json", "text", "read"})
-# NeMo Gym's own readers of a response (`nemo_gym.server_utils`), which the response may be passed
-# to alone: what they read, the helper's response serves, as its tests check by running them on both.
+# NeMo Gym's package, and its own readers of a response (in `READERS_MODULE`), which the response
+# may be passed to alone: what they read, the helper's response serves, as its tests check by
+# running them on both. A call names them as its module imports them (`reader_spellings`).
+NEMO_GYM = "nemo_gym"
+READERS_MODULE = "nemo_gym.server_utils"
 RESPONSE_READERS = frozenset({"raise_for_status", "get_response_json"})
-# How a call names them: imported (`raise_for_status(r)`) or through their module.
-READERS_MODULES = ("", "server_utils", "nemo_gym.server_utils")
 # What gives, once awaited, the response of the awaitable it is given first.
 RESPONSE_PASSED_ON = frozenset({"wait_for", "shield"})
 # Builtins that read a member named by a string: `getattr(r, "headers", None)` reads `r.headers`.
@@ -220,17 +221,16 @@ def unserved(uses: Iterable[tuple[str, str, bool, bool]]) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def passed_on(uses: Iterable[tuple[str, str, str | None]]) -> tuple[str, ...]:
+def passed_on(uses: Iterable[tuple[str, str, str | None]], readers: Collection[str]) -> tuple[str, ...]:
     """The places a response goes where its uses are not followed, each use of the name itself
     `(response, holder, callee)`: "alone" (the only argument of a call of `callee`, a dotted name
     or None), "argument" (one of its arguments), "return", "yield", or "value" (any other: bound
     to another name, stored, put in a container, formatted). Sorted; a response passed alone to
-    one of `RESPONSE_READERS`, as `READERS_MODULES` name them, goes nowhere unfollowed (not a
-    method of that name, `self.raise_for_status(r)`)."""
+    one of `RESPONSE_READERS`, as `readers` spell them in the call's module (see
+    `reader_spellings`), goes nowhere unfollowed."""
     found = set()
     for response, holder, callee in uses:
-        module, _, name = (callee or "").rpartition(".")
-        if holder == "alone" and name in RESPONSE_READERS and module in READERS_MODULES:
+        if holder == "alone" and callee in readers:
             continue
         if holder == "alone" and callee is not None:
             found.add(f"{callee}({response})")
@@ -251,8 +251,37 @@ def unawaited(callee: str | None) -> str:
 
 def nemo_gyms(qualname: str, agent_bases: Collection[str]) -> bool:
     """Is the class `qualname` (`module.Class`) NeMo Gym's own, whose `RESPONSE_WRAPPERS` give the
-    response back as read there: a configured agent base, or a class of the `nemo_gym` package."""
-    return qualname in agent_bases or qualname.startswith("nemo_gym.")
+    response back as read there: a configured agent base, or a class of NeMo Gym's package."""
+    return qualname in agent_bases or qualname.startswith(f"{NEMO_GYM}.")
+
+
+def reader_spellings(
+    imports: Iterable[tuple[str, str, str | None, int]], bound: Collection[str]
+) -> tuple[str, ...]:
+    """How a module's calls name NeMo Gym's `RESPONSE_READERS`, from its imports, each `(local
+    name, module, name imported or None for the module itself, level)`: `from nemo_gym.server_utils
+    import raise_for_status [as L]` gives `L`; `from nemo_gym import server_utils [as L]` and
+    `import nemo_gym.server_utils as L` give `L.raise_for_status` and `L.get_response_json`;
+    `import nemo_gym.server_utils` gives the dotted names. Not a name that another import binds
+    too, nor one the module binds itself (`bound`: a function, class or assignment of that name):
+    what it calls then may be anything."""
+    spelled: dict[str, set[str] | None] = {}
+    for local, module, name, level in imports:
+        if level:
+            found = None
+        elif module == READERS_MODULE and name in RESPONSE_READERS:
+            found = {local}
+        elif (module, name) == (NEMO_GYM, READERS_MODULE.rpartition(".")[2]) or (
+            module == READERS_MODULE and name is None
+        ):
+            found = {f"{local}.{reader}" for reader in RESPONSE_READERS}
+        elif module == local == NEMO_GYM and name is None:  # `import nemo_gym.server_utils`
+            found = {f"{READERS_MODULE}.{reader}" for reader in RESPONSE_READERS}
+        else:
+            found = None
+        before = spelled.get(local, set())
+        spelled[local] = None if found is None or before is None else before | found
+    return tuple(sorted(s for local, names in spelled.items() if names and local not in bound for s in names))
 
 
 def overridden_wrapper(wrapped_by: Iterable[str], overridden: Mapping[str, str]) -> Blocker | None:

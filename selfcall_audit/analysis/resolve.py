@@ -55,6 +55,7 @@ class Resolver:
         self._trees: dict[str, dict[tuple[int, int] | None, around.Tree | None]] = {}
         self.sites = sites
         self.parsed = parsed
+        self._readers: dict[str, tuple[str, ...]] = {}
         if hierarchy.serves is None:  # agents are known by the routes they serve, too
             hierarchy.serves = self.deployment.serves_agent_route
 
@@ -137,7 +138,7 @@ class Resolver:
         code = verdict.code
         description = None
         if code == SELF_CALL:
-            description = describe(call, method)
+            description = describe(call, method)._replace(readers=self._readers_of(site_cls.path))
             blocker = (
                 policy.blocker(description)
                 or self._other_target_somewhere(verdict, agent)
@@ -179,6 +180,15 @@ class Resolver:
             if self.hierarchy.is_agent(current) and found is not None and found[1] != call.helper_facts:
                 return Blocker("helper_overridden", call.helper, names=(current.name,))
         return None
+
+    def _readers_of(self, path: str) -> tuple[str, ...]:
+        """How the module names NeMo Gym's readers of a response (`policy.reader_spellings`)."""
+        if path not in self._readers:
+            module = self.index.module(path)
+            imports = [(i.local, i.module, i.name, i.level) for i in module.imports] if module else []
+            bound = {local for local, *_ in imports if self.index.defines(path, local)}
+            self._readers[path] = policy.reader_spellings(imports, bound)
+        return self._readers[path]
 
     def _wrapper_overridden(
         self, path: str, call: ClientCall, span: tuple[int, int], agent: ClassRef

@@ -7,7 +7,7 @@ name is bound again (`r = await r.json()`), what it holds is not the response.""
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 
 from . import policy
 from .calls import dotted_source
@@ -136,17 +136,19 @@ def judged(
     ancestors: Sequence[ast.AST],
     walked: Callable[[], list[ast.AST]],
     skipped: Callable[[], frozenset[int]],
+    readers: Collection[str],
 ) -> policy.ResponseUse:
     """Is the response's body streamed (`r.content`), which of its uses does the helper's response
     not serve, and where does it go unfollowed? (`walked`: the method's nodes; `skipped`: see
-    `policy.judge_uses`.)"""
+    `policy.judge_uses`; `readers`: see `policy.passed_on`.)"""
     if bound is None:
-        return None, policy.unserved(_chained(ancestors)), policy.passed_on(_unbound(call, ancestors))
+        unbound = policy.passed_on(_unbound(call, ancestors), readers)
+        return None, policy.unserved(_chained(ancestors)), unbound
     response = bound[0]
 
     def read(nodes: list[ast.AST]) -> policy.ResponseUse:
         uses = policy.unserved(_uses(response, nodes))
-        return _streamed(response, nodes), uses, policy.passed_on(_passed_on(response, nodes))
+        return _streamed(response, nodes), uses, policy.passed_on(_passed_on(response, nodes), readers)
 
     return policy.judge_uses(walked(), read, skipped)
 

@@ -112,6 +112,7 @@ class _Planner:
             site.ancestors,
             lambda: list(descendants(method)),
             lambda: responses.unreached(self.flows, method, nested, bound),
+            call.readers,
         )
         site_facts = policy.Site(
             callee=self.callee,

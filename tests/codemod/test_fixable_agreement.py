@@ -177,6 +177,53 @@ RESPONSE_BODIES = {
         "        match names:\n            case Point(response=_):\n                pass",
     ),
 }
+# what the module imports for the response shapes: NeMo Gym's readers, as its agents import them
+RESPONSE_MODULE = (
+    "import asyncio\n\nfrom nemo_gym import server_utils\n"
+    "from nemo_gym.server_utils import get_response_json, raise_for_status"
+)
+# the response passed alone to a function named as NeMo Gym's readers: theirs only as the module's
+# imports make them (is each call fixable?)
+READERS = {
+    "aliased": (
+        [True],
+        "from nemo_gym.server_utils import raise_for_status as check",
+        "        CALL\n        await check(response)",
+    ),
+    "module-aliased": (
+        [True],
+        "import nemo_gym.server_utils as su",
+        "        CALL\n        await su.raise_for_status(response)\n        await su.get_response_json(response)",
+    ),
+    "dotted": (
+        [True],
+        "import nemo_gym.server_utils",
+        "        CALL\n        await nemo_gym.server_utils.raise_for_status(response)",
+    ),
+    "not-imported": ([False], "", "        CALL\n        await raise_for_status(response)"),
+    "imported-from-elsewhere": (
+        [False],
+        "from utils import raise_for_status",
+        "        CALL\n        await raise_for_status(response)",
+    ),
+    "defined-by-the-module": (
+        [False],
+        "from nemo_gym.server_utils import raise_for_status\n\n\n"
+        "def raise_for_status(response):\n    return response.status_code",
+        "        CALL\n        await raise_for_status(response)",
+    ),
+    "imported-and-defined-on-failure": (
+        [False],
+        "try:\n    from nemo_gym.server_utils import raise_for_status\nexcept ImportError:\n"
+        "    raise_for_status = print",
+        "        CALL\n        await raise_for_status(response)",
+    ),
+    "its-module-imported-from-elsewhere": (
+        [False],
+        "from utils import server_utils",
+        "        CALL\n        await server_utils.raise_for_status(response)",
+    ),
+}
 SHAPES: dict[str, bytes | None] = {
     **{f"case-{case.name}": None for case in sorted(CASES.iterdir()) if case.is_dir()},
     **{
@@ -189,9 +236,15 @@ SHAPES: dict[str, bytes | None] = {
     },
     **{
         f"response-{name}": FLOW.format(
-            module="import asyncio", body=body.replace("CALL", CALL).replace("POST", POST)
+            module=RESPONSE_MODULE, body=body.replace("CALL", CALL).replace("POST", POST)
         ).encode()
         for name, (_, body) in RESPONSE_BODIES.items()
+    },
+    **{
+        f"readers-{name}": FLOW.format(
+            module=module, body=body.replace("CALL", CALL).replace("POST", POST)
+        ).encode()
+        for name, (_, module, body) in READERS.items()
     },
 }
 
@@ -250,6 +303,17 @@ def test_a_response_use_counts_where_the_binding_reaches_it(name: str, tmp_path:
     scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
 
     assert [f["fixable"] for f in scanned if f["code"] == "SCA001"] == RESPONSE_BODIES[name][0]
+
+
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_response_passed_to_a_reader_is_followed_where_the_module_imports_nemo_gyms(
+    name: str, tmp_path: Path, cli
+) -> None:
+    root = _project(tmp_path / "repo", f"readers-{name}")
+
+    scanned = json.loads(cli("scan", "--no-cache", "--format", "json", root).stdout)["findings"]
+
+    assert [f["fixable"] for f in scanned if f["code"] == "SCA001"] == READERS[name][0]
 
 
 # Statements about the response's name; `CALL` is the self-call that binds it, and `status_code` a
@@ -362,7 +426,7 @@ def _method_body(lines: list[str], bound_by: str) -> str:
 )
 @given(body=_blocks(in_loop=False, depth=2), bound_by=st.sampled_from(_BOUND_BY))
 def test_scan_and_fix_agree_on_generated_paths_from_the_response(body: list[str], bound_by: str, cli) -> None:
-    source = FLOW.format(module="import asyncio", body=_method_body(body, bound_by))
+    source = FLOW.format(module=RESPONSE_MODULE, body=_method_body(body, bound_by))
     compile(source, APP, "exec")  # the generator writes valid Python
     with tempfile.TemporaryDirectory() as folder:
         _assert_agree(make_project(Path(folder) / "repo", CASES / "plain", before=source.encode()), cli)

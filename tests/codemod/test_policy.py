@@ -299,11 +299,13 @@ def test_a_response_used_otherwise_than_the_helpers_is_named(uses, unserved) -> 
             ],
             (),
         ),
-        # a method or another module's function of that name is not NeMo Gym's
+        # a method or another module's function of that name is not NeMo Gym's, nor a name the
+        # module's imports do not give it
         (
             [("r", "alone", "self.raise_for_status"), ("r", "alone", "utils.get_response_json")],
             ("self.raise_for_status(r)", "utils.get_response_json(r)"),
         ),
+        ([("r", "alone", "check"), ("r", "alone", "get_response_json")], ("check(r)",)),
         (
             [("r", "alone", "keep"), ("r", "argument", "get_response_json")],
             ("get_response_json(...)", "keep(r)"),
@@ -313,11 +315,59 @@ def test_a_response_used_otherwise_than_the_helpers_is_named(uses, unserved) -> 
     ],
 )
 def test_a_response_passed_on_is_followed_into_nemo_gyms_readers_alone(uses, passed_on) -> None:
-    assert policy.passed_on(uses) == passed_on
-    site = policy.Site("responses_in_process", "self", passed_on=policy.passed_on(uses))
+    readers = (
+        "get_response_json",
+        "nemo_gym.server_utils.raise_for_status",
+        "raise_for_status",
+        "server_utils.get_response_json",
+    )
+    assert policy.passed_on(uses, readers) == passed_on
+    site = policy.Site("responses_in_process", "self", passed_on=policy.passed_on(uses, readers))
     assert policy.site_blocker(site) == (
         policy.Blocker("response_passed_on", names=passed_on) if passed_on else None
     )
+
+
+@pytest.mark.parametrize(
+    ("imports", "bound", "spelled"),
+    [
+        # as NeMo Gym's agents import them
+        ([("raise_for_status", "nemo_gym.server_utils", "raise_for_status", 0)], (), ("raise_for_status",)),
+        ([("check", "nemo_gym.server_utils", "raise_for_status", 0)], (), ("check",)),
+        (
+            [("su", "nemo_gym", "server_utils", 0)],
+            (),
+            ("su.get_response_json", "su.raise_for_status"),
+        ),
+        (
+            [("su", "nemo_gym.server_utils", None, 0)],
+            (),
+            ("su.get_response_json", "su.raise_for_status"),
+        ),
+        (
+            [("nemo_gym", "nemo_gym", None, 0)],  # `import nemo_gym.server_utils`
+            (),
+            ("nemo_gym.server_utils.get_response_json", "nemo_gym.server_utils.raise_for_status"),
+        ),
+        # a name also imported from elsewhere, or bound by the module itself, calls what it holds then
+        (
+            [
+                ("raise_for_status", "nemo_gym.server_utils", "raise_for_status", 0),
+                ("raise_for_status", "compat", "raise_for_status", 0),
+            ],
+            (),
+            (),
+        ),
+        ([("raise_for_status", "nemo_gym.server_utils", "raise_for_status", 0)], ("raise_for_status",), ()),
+        # not the readers, nor their module
+        ([("raise_for_status", "utils", "raise_for_status", 0)], (), ()),
+        ([("raise_for_status", "server_utils", "raise_for_status", 1)], (), ()),
+        ([("json", "nemo_gym.server_utils", "json", 0)], (), ()),
+        ([("server_utils", "utils", "server_utils", 0)], (), ()),
+    ],
+)
+def test_nemo_gyms_readers_are_known_by_the_modules_imports(imports, bound, spelled) -> None:
+    assert policy.reader_spellings(imports, bound) == spelled
 
 
 def test_the_reach_of_a_response_is_asked_only_when_a_use_would_block_the_rewrite() -> None:
