@@ -132,9 +132,10 @@ class Sites:
     """The method part of the self-call sites of one file (`MethodSite`), kept between the runs
     of a long-lived process by what it is worked out from: the text of the method's lines, the
     call's place in them (its line counted from their first, its column), the method's `self`, the
-    role of each argument of the call's description and how the module names NeMo Gym's readers. An edit to another method, below it,
-    above it (its lines move, and the lines the answer names move with them) or to another file
-    leaves it standing; an edit to its own lines works it out again. Each run keeps the entries it
+    role of each argument of the call's description and how the module names NeMo Gym's readers.
+    An edit to another method, below it, above it (its lines move, and the lines the answer names
+    move with them) or to another file leaves it standing; an edit to its own lines works it out
+    again. Each run keeps the entries it
     used, so one version of the file is kept, not every keystroke's."""
 
     def __init__(self, previous: Sites | None = None):

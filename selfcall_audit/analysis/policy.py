@@ -271,9 +271,7 @@ def reader_spellings(
             found = None
         elif module == READERS_MODULE and name in RESPONSE_READERS:
             found = {local}
-        elif (module, name) == (NEMO_GYM, READERS_MODULE.rpartition(".")[2]) or (
-            module == READERS_MODULE and name is None
-        ):
+        elif f"{module}.{name}" == READERS_MODULE or (module == READERS_MODULE and name is None):
             found = {f"{local}.{reader}" for reader in RESPONSE_READERS}
         elif module == local == NEMO_GYM and name is None:  # `import nemo_gym.server_utils`
             found = {f"{READERS_MODULE}.{reader}" for reader in RESPONSE_READERS}
