@@ -120,18 +120,40 @@ def _edits(a: str, b: str) -> list[tuple[int, int, str]]:
 
 
 def _block_edits(old: str, new: str) -> list[tuple[int, int, str]]:
-    """The character edits that make one changed block of lines the other."""
+    """The character edits that make one changed block of lines the other, each taking whole
+    line ends (see `_whole_line_ends`)."""
     head = _common(old, new)
     tail = _common(old[head:][::-1], new[head:][::-1])
     old_end, new_end = len(old) - tail, len(new) - tail
     if max(old_end - head, new_end - head) > MAX_COMPARED_CHARS:
-        return [(head, old_end, new[head:new_end])]
-    chars = difflib.SequenceMatcher(None, old[head:old_end], new[head:new_end], autojunk=False)
-    return [
-        (head + k1, head + k2, new[head + l1 : head + l2])
-        for tag, k1, k2, l1, l2 in chars.get_opcodes()
-        if tag != "equal"
-    ]
+        spans = [(head, old_end, head, new_end)]
+    else:
+        chars = difflib.SequenceMatcher(None, old[head:old_end], new[head:new_end], autojunk=False)
+        spans = [
+            (head + k1, head + k2, head + l1, head + l2)
+            for tag, k1, k2, l1, l2 in chars.get_opcodes()
+            if tag != "equal"
+        ]
+    return [(k1, k2, new[l1:l2]) for k1, k2, l1, l2 in _whole_line_ends(old, new, spans)]
+
+
+def _whole_line_ends(
+    old: str, new: str, spans: list[tuple[int, int, int, int]]
+) -> list[tuple[int, int, int, int]]:
+    """The edits `spans` (of `old`, then of `new`), each widened by the `\r` or `\n` beside it
+    that it would otherwise part from its other half (`\r|\n` made `\r\n`, or `\r\n` cut in
+    two), and merged where they then meet: an edit's ends stay where both texts end a line alike,
+    so the lines and columns around it (`Spliced.moves`) mean the same in both."""
+    widened: list[tuple[int, int, int, int]] = []
+    for k1, k2, l1, l2 in spans:
+        if k1 and old[k1 - 1] == "\r" and "\n" in (old[k1 : k1 + 1], new[l1 : l1 + 1]):
+            k1, l1 = k1 - 1, l1 - 1  # the `\r` before it is in both texts
+        if old[k2 : k2 + 1] == "\n" and "\r" in (old[k2 - 1 : k2], new[l2 - 1 : l2]):
+            k2, l2 = k2 + 1, l2 + 1  # and so is the `\n` after it
+        if widened and k1 <= widened[-1][1]:
+            k1, _, l1, _ = widened.pop()
+        widened.append((k1, k2, l1, l2))
+    return widened
 
 
 def _starts(lines: Sequence[str], start: int = 0) -> list[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 import re
 
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from selfcall_audit.migrate.fixes import moved
@@ -92,6 +92,10 @@ def keeps_line_ends(text: str, edits: list[tuple[int, int, str]]) -> bool:
 
 
 @given(TEXT, EDITS)
+# the character comparison would part a line end the edit replaces whole: `\r|==` made `\r|\n`,
+# and `=|\n` made `\r|\n`; each edit is widened to the whole line end
+@example("\r==", [(0, 3, "\r\n")])
+@example("=\n", [(0, 2, "\r\n")])
 def test_positions_keep_their_order(old: str, edits: list[tuple[int, int, str]]) -> None:
     assume(keeps_line_ends(old, edits))
     new = edited(old, edits)
