@@ -237,7 +237,8 @@ def _method_site(
 ) -> MethodSite:
     """What the method around the call shows: read from the method's tree alone, the role of each
     argument of the call as written (`roles`: role and index, from its description) and how the
-    module names NeMo Gym's readers (`readers`, from its description too)."""
+    module names NeMo Gym's readers (`readers`, from its description too: not a name the method
+    binds itself)."""
     written = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
     index = dict(roles)
     dropped = [
@@ -253,7 +254,7 @@ def _method_site(
         ancestors,
         lambda: tree.flows.walked(method),
         lambda: unreached(tree.flows, method, nested, bound),
-        readers,
+        [r for r in readers if tree.rebound(method, r.partition(".")[0]) is None],
     )
     return MethodSite(
         self_rebinding=tree.rebound(method, self_name),

@@ -98,11 +98,7 @@ class _Planner:
             site.call.func,
             *(site.call.args[roles[r]].value for r in policy.DROPPED_ROLES if r in roles),
         ]
-        if (method, self_name) not in self.rebound:  # once a method, however many calls it holds
-            rebinds = self.flows.in_body(method, self_name)  # the method's own scope holds less
-            rebinding = scope.bindings(method.body, self_name, own_scope=True) if rebinds else []
-            self.rebound[method, self_name] = min(rebinding, key=self._line, default=None)
-        rebound = self.rebound[method, self_name]
+        rebound = self._rebinding(method, self_name)
         nested = scope.nested_scopes(site.ancestors, at)
         names = dict.fromkeys([self_name, *flow.read_names(dropped_parts)])
         bound = responses.bound_response(site.call, site.ancestors)
@@ -112,7 +108,7 @@ class _Planner:
             site.ancestors,
             lambda: list(descendants(method)),
             lambda: responses.unreached(self.flows, method, nested, bound),
-            call.readers,
+            [r for r in call.readers if self._rebinding(method, r.partition(".")[0]) is None],
         )
         site_facts = policy.Site(
             callee=self.callee,
@@ -149,6 +145,15 @@ class _Planner:
             ),
             ancestors=site.ancestors,
         )
+
+    def _rebinding(self, method: cst.FunctionDef, name: str) -> cst.CSTNode | None:
+        """The first statement of the method's own scope that binds `name` (`self`, or a name a
+        reader of the response is called through), worked out once a method."""
+        if (method, name) not in self.rebound:
+            rebinds = self.flows.in_body(method, name)  # the method's own scope holds less
+            rebinding = scope.bindings(method.body, name, own_scope=True) if rebinds else []
+            self.rebound[method, name] = min(rebinding, key=self._line, default=None)
+        return self.rebound[method, name]
 
     def _line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line

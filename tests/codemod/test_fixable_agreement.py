@@ -218,6 +218,16 @@ READERS = {
         "    raise_for_status = print",
         "        CALL\n        await raise_for_status(response)",
     ),
+    "rebound-in-the-method": (
+        [False],
+        "from nemo_gym.server_utils import raise_for_status",
+        "        raise_for_status = keep\n        CALL\n        await raise_for_status(response)",
+    ),
+    "its-module-rebound-in-the-method": (
+        [False],
+        "from nemo_gym import server_utils",
+        "        CALL\n        server_utils = names\n        await server_utils.raise_for_status(response)",
+    ),
     "its-module-imported-from-elsewhere": (
         [False],
         "from utils import server_utils",
