@@ -135,8 +135,8 @@ class Sites:
     role of each argument of the call's description and how the module names NeMo Gym's readers.
     An edit to another method, below it, above it (its lines move, and the lines the answer names
     move with them) or to another file leaves it standing; an edit to its own lines works it out
-    again. Each run keeps the entries it
-    used, so one version of the file is kept, not every keystroke's."""
+    again. Each run keeps the entries it used, so one version of the file is kept, not every
+    keystroke's."""
 
     def __init__(self, previous: Sites | None = None):
         self._previous = previous._entries if previous is not None else {}
