@@ -254,7 +254,7 @@ def _method_site(
         ancestors,
         lambda: tree.flows.walked(method),
         lambda: unreached(tree.flows, method, nested, bound),
-        [r for r in readers if tree.rebound(method, r.partition(".")[0]) is None],
+        policy.readers_unbound(readers, lambda name: tree.rebound(method, name)),
     )
     return MethodSite(
         self_rebinding=tree.rebound(method, self_name),

@@ -282,6 +282,12 @@ def reader_spellings(
     return tuple(sorted(s for local, names in spelled.items() if names and local not in bound for s in names))
 
 
+def readers_unbound(readers: Iterable[str], rebinding: Callable[[str], object]) -> list[str]:
+    """The `readers` (see `reader_spellings`) whose first name the method does not bind again
+    (`rebinding`: what binds a name in the method's own scope, or None), where they are NeMo Gym's."""
+    return [reader for reader in readers if rebinding(reader.partition(".")[0]) is None]
+
+
 def overridden_wrapper(wrapped_by: Iterable[str], overridden: Mapping[str, str]) -> Blocker | None:
     """Why a response that comes back through `wrapped_by` (`RESPONSE_WRAPPERS`) is not followed:
     a class running the call has one of them from a class of the project (`overridden`: the

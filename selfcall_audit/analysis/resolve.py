@@ -198,9 +198,7 @@ class Resolver:
         the project, which may do anything with it. The agents' classes decide it, not the tree
         around the call alone, so `fix` does not read it again."""
         overridden: dict[str, str] = {}
-        for current in [agent, *self.hierarchy.descendants(agent)]:
-            if not self.hierarchy.is_agent(current):
-                continue
+        for current in self._running(agent):
             for name in sorted(policy.RESPONSE_WRAPPERS):
                 found = self.hierarchy.method(current, name)
                 if found is not None and not policy.nemo_gyms(
@@ -210,24 +208,23 @@ class Resolver:
         if not overridden:  # the usual answer, without the tree
             return None
         line, column = call.site.line, call.site.col
-        method = self._tree(path, span) if span != (0, 0) else None
-        tree = method if method is not None and method.call_at(line, column) else self._tree(path, None)
+        tree = self._tree_at(path, span, line, column)
         return (
             None
             if tree is None
             else policy.overridden_wrapper(around.wrappers_at(tree, line, column), overridden)
         )
 
+    def _running(self, agent: ClassRef) -> list[ClassRef]:
+        """The agents that run a call of `agent`'s code: itself and each agent deriving from it."""
+        return [c for c in [agent, *self.hierarchy.descendants(agent)] if self.hierarchy.is_agent(c)]
+
     def _app_not_recorded(self, agent: ClassRef) -> Blocker | None:
         """Why the helper would find no app: an agent running the call (`agent` or one deriving
         from it) builds its app in a `setup_webserver` of its own, which neither starts from the
         agent base's (where `fix` records the app) nor records the app itself."""
-        for current in [agent, *self.hierarchy.descendants(agent)]:
-            found = (
-                self.hierarchy.method(current, policy.APP_BUILDER)
-                if self.hierarchy.is_agent(current)
-                else None
-            )
+        for current in self._running(agent):
+            found = self.hierarchy.method(current, policy.APP_BUILDER)
             if found is None:
                 continue
             owner, method = found
@@ -246,15 +243,27 @@ class Resolver:
         asked of the tree of the method's lines (`span`), and of the module's when that does not
         hold the call, the answer depends on more of the module, or the module's is at hand."""
         line, column, helper = call.site.line, call.site.col, self.settings.helper
-        method = self._tree(path, span) if span != (0, 0) and path not in self.parsed else None
-        if method is not None and method.call_at(line, column) is not None:
-            answer = around.site_blocker(method, line, column, description, helper, self._sites(path))
-            if not method.read_module:
-                return answer
-        tree = self._tree(path, None)
+        tree = self._tree_at(path, span, line, column)
         if tree is None:
             return None
-        return around.site_blocker(tree, line, column, description, helper, self._sites(path))
+        answer = around.site_blocker(tree, line, column, description, helper, self._sites(path))
+        if tree.read_module:  # the method's lines alone did not hold the answer
+            tree = self._tree(path, None)
+            return (
+                None
+                if tree is None
+                else around.site_blocker(tree, line, column, description, helper, self._sites(path))
+            )
+        return answer
+
+    def _tree_at(self, path: str, span: tuple[int, int], line: int, column: int) -> around.Tree | None:
+        """The tree a question about the call at `line`:`column` is asked of: the tree of its
+        method's lines (`span`) when they hold it and the file's tree is not at hand, else the
+        file's; None if it cannot be had."""
+        method = self._tree(path, span) if span != (0, 0) and path not in self.parsed else None
+        if method is not None and method.call_at(line, column) is not None:
+            return method
+        return self._tree(path, None)
 
     def _sites(self, path: str) -> around.Sites | None:
         """This run's kept method parts of the file's sites (a long-lived process), once `_tree`

@@ -108,7 +108,7 @@ class _Planner:
             site.ancestors,
             lambda: list(descendants(method)),
             lambda: responses.unreached(self.flows, method, nested, bound),
-            [r for r in call.readers if self._rebinding(method, r.partition(".")[0]) is None],
+            policy.readers_unbound(call.readers, lambda name: self._rebinding(method, name)),
         )
         site_facts = policy.Site(
             callee=self.callee,
