@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..config import HELPER_NAME, helper_parts
 from ..ftypes import CallDescription
 from . import policy
-from .names import COMPREHENSIONS, FUNCTIONS, bindings, binds, ident, read_names
+from .names import COMPREHENSIONS, FUNCTIONS, bindings, binds, dotted, enclosing_method, ident, read_names
 from .parsing import parse
 from .policy import Reach
 from .reaching import Flows, line_of
@@ -184,7 +184,7 @@ def site_blocker(
     if found is None:
         return None
     node, ancestors = found
-    method, self_name, at = _enclosing_method(ancestors)
+    method, self_name, at = enclosing_method(ancestors)
     if method is None or self_name is None or self_name != call.self_name:
         return None  # `policy.blocker` said so already
     roles = tuple((argument.role, argument.index) for argument in call.arguments)
@@ -278,29 +278,6 @@ def _value(argument: ast.AST) -> ast.AST:
     return argument.value if isinstance(argument, ast.keyword) else argument
 
 
-def _enclosing_method(ancestors: Sequence[ast.AST]) -> tuple[ast.AST | None, str | None, int]:
-    """The innermost method around the call, its `self` (None for a static or class method), and
-    where in `ancestors` it stands."""
-    for index in range(len(ancestors) - 1, 0, -1):
-        node = ancestors[index]
-        if isinstance(node, FUNCTIONS) and isinstance(ancestors[index - 1], ast.ClassDef):
-            decorators = {_dotted(d) for d in node.decorator_list}
-            params = [*node.args.posonlyargs, *node.args.args]
-            if decorators & {"staticmethod", "classmethod"} or not params:
-                return node, None, index
-            return node, ident(params[0].arg), index
-    return None, None, -1
-
-
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return ident(node.id)
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
-
-
 def _helper(module: ast.Module, spec: str, text: str) -> tuple[str, int | None]:
     """The name a rewritten call would call (the helper's, or the local name a top-level import of
     it gives), and the line of anything else in the file that binds that name."""
@@ -368,7 +345,7 @@ def _first_call(parts: Sequence[ast.AST]) -> str | None:
     for part in parts:
         for node in _preorder(part):
             if isinstance(node, ast.Call):
-                return f"{_dotted(node.func) or '...'}()"
+                return f"{dotted(node.func) or '...'}()"
             if isinstance(node, ast.Await):
                 return "await"
             if isinstance(node, (ast.Yield, ast.YieldFrom)):

@@ -108,3 +108,27 @@ def read_names(parts: Sequence[ast.AST]) -> list[str]:
                     ast.iter_child_nodes(node)
                 )  # in the order `fix` reads them: the same first reason
     return list(dict.fromkeys(found))
+
+
+def enclosing_method(ancestors: Sequence[ast.AST]) -> tuple[ast.AST | None, str | None, int]:
+    """The innermost method around the call, its `self` (None for a static or class method), and
+    where in `ancestors` it stands."""
+    for index in range(len(ancestors) - 1, 0, -1):
+        node = ancestors[index]
+        if isinstance(node, FUNCTIONS) and isinstance(ancestors[index - 1], ast.ClassDef):
+            decorators = {dotted(d) for d in node.decorator_list}
+            params = [*node.args.posonlyargs, *node.args.args]
+            if decorators & {"staticmethod", "classmethod"} or not params:
+                return node, None, index
+            return node, ident(params[0].arg), index
+    return None, None, -1
+
+
+def dotted(node: ast.AST) -> str | None:
+    """A name or an attribute chain written out (`functools.wraps`), or None for anything else."""
+    if isinstance(node, ast.Name):
+        return ident(node.id)
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None

@@ -11,11 +11,12 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 
 from . import policy
 from .calls import dotted_source
-from .names import FUNCTIONS, ident
+from .names import COMPREHENSIONS, FUNCTIONS, enclosing_method, ident
 from .reaching import Flows
 
 Bound = tuple[str, ast.AST]  # the name the response is bound to, and the statement binding it
 _LATER = (*FUNCTIONS, ast.ClassDef, ast.Lambda)  # what runs inside may run after any binding
+_SCOPES = (*_LATER, *COMPREHENSIONS)
 
 
 def bound_response(call: ast.Call, ancestors: Sequence[ast.AST]) -> Bound | None:
@@ -53,7 +54,7 @@ def _given(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[ast.AST, Seque
             isinstance(parent, ast.Lambda)
             and parent.body is top
             and len(rest) > 1
-            and _wraps(rest[-2], parent)
+            and _wraps(rest[-2], parent, rest[:-2])
         ):
             top, rest = rest[-2], rest[:-2]
         else:
@@ -74,14 +75,27 @@ def wrapped_by(call: ast.Call, ancestors: Sequence[ast.AST]) -> tuple[str, ...]:
     )
 
 
-def _wraps(node: ast.AST, operation: ast.Lambda) -> bool:
-    """Is `node` a call of one of NeMo Gym's wrappers, given `operation` first?"""
+def _wraps(node: ast.AST, operation: ast.Lambda, outer: Sequence[ast.AST]) -> bool:
+    """Is `node` a call of one of NeMo Gym's wrappers on the agent itself, given `operation` first?
+    That is `self.<wrapper>(...)` written in the method's own body (`outer` its ancestors): called
+    on another object, in a nested function or lambda, or as a function, it is not known to be
+    NeMo Gym's."""
+    if not (isinstance(node, ast.Call) and node.args and node.args[0] is operation):
+        return False
+    func = node.func
     return (
-        isinstance(node, ast.Call)
-        and _named(node) in policy.RESPONSE_WRAPPERS
-        and bool(node.args)
-        and node.args[0] is operation
+        isinstance(func, ast.Attribute)
+        and func.attr in policy.RESPONSE_WRAPPERS
+        and isinstance(func.value, ast.Name)
+        and ident(func.value.id) == _method_self(outer)
     )
+
+
+def _method_self(outer: Sequence[ast.AST]) -> str | None:
+    """The method's `self`, if `outer` (ancestors) ends in the method's own body: not in a nested
+    function, lambda or comprehension, where the name may stand for something else."""
+    _, self_name, at = enclosing_method(outer)
+    return None if any(isinstance(node, _SCOPES) for node in outer[at + 1 :]) else self_name
 
 
 def _assigned(ancestors: Sequence[ast.AST]) -> tuple[ast.AST, ast.AST] | None:

@@ -13,11 +13,12 @@ import libcst as cst
 from ..analysis import policy
 from .flow import Flows
 from .imports import dotted_name, ident
-from .scope import target
+from .scope import COMPREHENSIONS, enclosing_method, target
 from .walk import children, descendants
 
 Bound = tuple[str, cst.CSTNode]  # the name the response is bound to, and its binding in the flow
 _LATER = (cst.FunctionDef, cst.ClassDef, cst.Lambda)  # what runs inside may run after any binding
+_SCOPES = (*_LATER, *COMPREHENSIONS)
 
 
 def bound_response(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> Bound | None:
@@ -56,7 +57,7 @@ def _given(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNod
             isinstance(argument, cst.Lambda)
             and argument.body is top
             and len(rest) > 2
-            and _wraps(rest[-3], outer)
+            and _wraps(rest[-3], outer, rest[:-3])
         ):
             top, rest = rest[-3], rest[:-3]
         else:
@@ -64,11 +65,27 @@ def _given(call: cst.Call, ancestors: Sequence[cst.CSTNode]) -> tuple[cst.CSTNod
     return top, rest
 
 
-def _wraps(node: cst.CSTNode, operation: cst.CSTNode) -> bool:
-    """Is `node` a call of one of NeMo Gym's wrappers, given `operation` (an argument) first?"""
+def _wraps(node: cst.CSTNode, operation: cst.CSTNode, outer: Sequence[cst.CSTNode]) -> bool:
+    """Is `node` a call of one of NeMo Gym's wrappers on the agent itself, given `operation` (an
+    argument) first? That is `self.<wrapper>(...)` written in the method's own body (`outer` its
+    ancestors): called on another object, in a nested function or lambda, or as a function, it is
+    not known to be NeMo Gym's."""
+    if not (isinstance(node, cst.Call) and _first(node) is operation):
+        return False
+    func = node.func
     return (
-        isinstance(node, cst.Call) and _named(node) in policy.RESPONSE_WRAPPERS and _first(node) is operation
+        isinstance(func, cst.Attribute)
+        and func.attr.value in policy.RESPONSE_WRAPPERS
+        and isinstance(func.value, cst.Name)
+        and ident(func.value.value) == _method_self(outer)
     )
+
+
+def _method_self(outer: Sequence[cst.CSTNode]) -> str | None:
+    """The method's `self`, if `outer` (ancestors) ends in the method's own body: not in a nested
+    function, lambda or comprehension, where the name may stand for something else."""
+    _, self_name, at = enclosing_method(outer)
+    return None if any(isinstance(node, _SCOPES) for node in outer[at + 1 :]) else self_name
 
 
 def _first(call: cst.Call) -> cst.Arg | None:

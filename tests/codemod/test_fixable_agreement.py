@@ -166,6 +166,22 @@ RESPONSE_BODIES = {
         [False],
         "        response = await retry(lambda: POST)\n        await response.json()",
     ),
+    # a wrapper's name on another object than the agent, or a function's: not NeMo Gym's wrapper
+    "through-another-objects-wrapper": (
+        [False],
+        "        response = await self.peer.retry_checkpoint_refusal(lambda: POST)\n        await response.json()",
+    ),
+    "through-a-function-named-as-a-wrapper": (
+        [False],
+        "        response = await checkpointable_external_wait(lambda: POST)\n        await response.json()",
+    ),
+    "through-the-wrapper-of-a-closures-own-first-parameter": (
+        [False],
+        "        async def attempt(peer):\n"
+        "            response = await peer.retry_checkpoint_refusal(lambda: POST)\n"
+        "            await response.json()\n"
+        "        await attempt(self)",
+    ),
     "passed-in-a-lambda": ([False], "        CALL\n        later = lambda: keep(response)"),
     "returned-once-rebound": (
         [True],

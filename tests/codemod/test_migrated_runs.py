@@ -1,5 +1,6 @@
-"""The newer call form, migrated by `fix`, runs against a real app: a self-call made by a retry
-wrapper through a lambda, its optional headers passed as a conditional `**` expansion.
+"""The newer call form, migrated by `fix`, runs against a real app: a self-call made by the agent's
+retry wrapper (NeMo Gym's base defines it) through a lambda, its optional headers passed as a
+conditional `**` expansion.
 
 The agent below has no server client at all: after `fix` its self-call must go in-process,
 through the helper `fix` wrote into the project, into the agent's own FastAPI app served by
@@ -31,6 +32,14 @@ class SimpleResponsesAPIAgent(BaseModel):
     config: AgentConfig
     server_client: Any = None
 
+    async def retry_checkpoint_refusal(self, send):
+        \"\"\"Sends again while the server refuses because a checkpoint is being taken.\"\"\"
+        for _ in range(3):
+            response = await send()
+            if response.status != 409:
+                break
+        return response
+
     def setup_webserver(self) -> FastAPI:
         app = FastAPI()
         app.post("/v1/responses")(self.responses)
@@ -42,15 +51,6 @@ from fastapi import Body, Request
 from fastapi.responses import JSONResponse
 
 from nemo_gym.base_responses_api_agent import SimpleResponsesAPIAgent
-
-
-async def retry_checkpoint_refusal(send):
-    \"\"\"Sends again while the server refuses because a checkpoint is being taken.\"\"\"
-    for _ in range(3):
-        response = await send()
-        if response.status != 409:
-            break
-    return response
 
 
 class EchoAgent(SimpleResponsesAPIAgent):
@@ -65,7 +65,7 @@ class EchoAgent(SimpleResponsesAPIAgent):
     async def run(self, request: Request, body: dict = Body()) -> dict:
         checkpoint = request.headers.get("x-ng-checkpoint")
         headers = {"x-ng-checkpoint": checkpoint} if checkpoint else None
-        response = await retry_checkpoint_refusal(
+        response = await self.retry_checkpoint_refusal(
             lambda: self.server_client.post(
                 server_name=self.config.name,
                 url_path="/v1/responses",
