@@ -122,6 +122,7 @@ def test_quick_benchmark_runs_end_to_end_and_measures_or_skips_each_peer(bench) 
     assert float(values["python_stdlib_s"]) > 0 and float(values["stdlib_vs_python_pass"]) > 0
     if values["git"] == "yes":
         assert float(values["python_listing_s"]) > 0 and float(values["listing_vs_python_pass"]) > 0
+        assert float(values["python_git_s"]) > 0 and float(values["git_listing_vs_python_pass"]) > 0
     for peer, keys in {
         "semgrep": ["semgrep_s"],
         "ruff": ["ruff_cold_s", "ruff_warm_s"],
@@ -179,25 +180,29 @@ def test_the_stdlib_floor_imports_the_standard_library_modules_the_run_loaded_an
     assert scan_vs_peers.stdlib_floor(other, tmp_path) is None
 
 
-def test_the_listing_floor_imports_those_modules_while_git_lists_then_looks_at_each_listed_file(
+def test_the_listing_floors_list_with_git_then_look_at_each_listed_file_alone_and_while_the_modules_load(
     bench, tmp_path: Path
 ) -> None:
     _, scan_vs_peers = bench
     stdlib = scan_vs_peers.Measure("python_stdlib", "floor", [sys.executable, "-c", "import json, pathlib"])
-    assert scan_vs_peers.listing_floor(stdlib, tmp_path) is None  # not a checkout: the tool walks it
+    assert scan_vs_peers.listing_floors(stdlib, tmp_path) == []  # not a checkout: the tool walks it
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "app.py").write_text("x = 1\n")
     (tmp_path / "gone.py").write_text("y = 2\n")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     subprocess.run(["git", "-C", str(tmp_path), "add", "."], check=True)
 
-    floor = scan_vs_peers.listing_floor(stdlib, tmp_path)
+    alone, loading = scan_vs_peers.listing_floors(stdlib, tmp_path)
 
-    assert floor.command[-2:] == ["json", "pathlib"]
-    assert scan_vs_peers.run(floor.command, tmp_path).returncode == 0
+    assert (alone.key, loading.key) == ("python_git", "python_listing")
+    assert alone.command[-1] == scan_vs_peers.LISTING_FLOOR  # nothing imported
+    assert loading.command[-2:] == ["json", "pathlib"]
+    for floor in (alone, loading):
+        assert scan_vs_peers.run(floor.command, tmp_path).returncode == 0
     (tmp_path / "gone.py").unlink()  # still listed by git's index: its status cannot be taken
-    failed = scan_vs_peers.run(floor.command, tmp_path)
-    assert failed.returncode == 1 and "gone.py" in failed.stderr
+    for floor in (alone, loading):
+        failed = scan_vs_peers.run(floor.command, tmp_path)
+        assert failed.returncode == 1 and "gone.py" in failed.stderr
 
 
 @pytest.mark.slow
