@@ -1,6 +1,7 @@
 """What binds a name, read from Python's own `ast` (`migrate/scope.py` reads the same on libcst's
-tree): every construct Python binds a name by, and the variables an expression reads. Names are
-compared after NFKC normalisation, as Python compares identifiers."""
+tree): every construct Python binds a name by, the variables an expression reads, and the method
+around a node with the name its first parameter binds (`self`). Names are compared after NFKC
+normalisation, as Python compares identifiers."""
 
 from __future__ import annotations
 
